@@ -1,0 +1,35 @@
+# wirebench: build, test, benchmark and demo. `make test` is what CI runs (.ci/run).
+GO       ?= go
+BIN      := bin/wirebench
+# Packages cheap enough to test under the race detector; the end-to-end tests in cmd/ start the
+# real binary and many processes, so they run without it.
+RACE_PKGS := $(shell $(GO) list ./... | grep -v '/cmd/' | grep -v '/examples')
+E2E_PKGS  := $(shell $(GO) list ./cmd/... ./examples/... 2>/dev/null)
+
+.PHONY: build test test-duckdb bench demo lint clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/wirebench
+
+test: lint build
+	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -count=1 $(E2E_PKGS)
+
+# Cross-checks with DuckDB (cgo; the library comes with github.com/duckdb/duckdb-go/v2).
+test-duckdb:
+	$(GO) test -count=1 -tags duckdb ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+demo: build
+	@echo "wirebench is built at $(BIN). The demo (sim + quickstart sweep + report) arrives with the sim, capture, aggregate and report stages."
+	@$(BIN) --help
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	 if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,93 @@
+// Command wirebench measures LLM serving stacks without the client distorting the result.
+// This package only parses flags (kong) and calls the stage packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+)
+
+// CLI is the command tree. Each command is a struct with Run(ctx, logger) in a file of its own.
+type CLI struct {
+	LogLevel  string `help:"Log level: debug, info, warn, error." default:"info" enum:"debug,info,warn,error"`
+	LogFormat string `help:"Log format on stderr: text or json." default:"text" enum:"text,json"`
+
+	Replay    ReplayCmd    `cmd:"" help:"Turn a config into a deterministic schedule: RUN/schedule/*.parquet and RUN/manifest.json."`
+	Capture   CaptureCmd   `cmd:"" help:"Execute RUN/schedule against the target; write wire-timestamped raw shards to RUN/raw/."`
+	Aggregate AggregateCmd `cmd:"" help:"Derive per-request and per-stage metrics from raw shards into RUN/metrics/."`
+	Report    ReportCmd    `cmd:"" help:"Draw latency profiles and tables from RUN/metrics into RUN/report/."`
+	Run       RunCmd       `cmd:"" help:"Replay, capture, aggregate and report in one go: the everyday command."`
+	Sim       SimCmd       `cmd:"" help:"Serve a built-in OpenAI-compatible streaming server (continuous-batching model)."`
+	Calibrate CalibrateCmd `cmd:"" help:"Measure this machine's own client overhead and the highest rate it measures faithfully."`
+	Schema    SchemaCmd    `cmd:"" help:"Print the schema of every file kind (column, type, unit, meaning)."`
+	Version   VersionCmd   `cmd:"" help:"Print the version."`
+	Worker    WorkerCmd    `cmd:"" hidden:"" help:"Internal: one capture worker process."`
+}
+
+// exitError carries a process exit code through kong's Run.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// notBuilt is returned by commands whose package does not exist yet: they say so and exit 2
+// instead of pretending to work.
+func notBuilt(cmd string) error {
+	return &exitError{code: 2, err: fmt.Errorf("%s is not built yet in this version of wirebench", cmd)}
+}
+
+func main() {
+	var cli CLI
+	kctx := kong.Parse(&cli,
+		kong.Name("wirebench"),
+		kong.Description("LLM serving benchmark: load split over pinned workers, every token timestamped at the wire, every run stored as Parquet."),
+		kong.UsageOnError(),
+	)
+	log := newLogger(cli.LogLevel, cli.LogFormat)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		log.Warn("interrupt: stopping and draining; interrupt again to exit at once")
+		cancel()
+		<-sigs
+		log.Error("second interrupt: exiting now")
+		os.Exit(130)
+	}()
+
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	kctx.Bind(log)
+	err := kctx.Run()
+	cancel()
+	if err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		fmt.Fprintf(os.Stderr, "wirebench %s: %v\n", kctx.Command(), err)
+		os.Exit(code)
+	}
+}
+
+func newLogger(level, format string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

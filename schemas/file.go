@@ -1,0 +1,234 @@
+package schemas
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// Producer names the command that wrote a file; it goes into the file's key-value metadata.
+type Producer struct {
+	Command string   // e.g. "capture"
+	Args    []string // the command's flags as given
+}
+
+// Writer writes rows of one kind to a temporary file next to path and renames it to path on
+// Close, after an fsync, so a reader never sees half a file under the final name. Abort (or a
+// crash) leaves only the temporary file, named ".NAME.tmp-*", which readers never match.
+type Writer[T any] struct {
+	path string
+	tmp  *os.File
+	pw   *parquet.GenericWriter[T]
+	rows int64
+	done bool
+}
+
+// Create starts an atomic Parquet file of the kind whose row struct is T, zstd-compressed, with
+// the schema version, kind and producer in its key-value metadata.
+func Create[T any](path string, p Producer) (*Writer[T], error) {
+	kind := KindOf[T]()
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	args, _ := json.Marshal(p.Args)
+	pw := parquet.NewGenericWriter[T](tmp,
+		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		parquet.KeyValueMetadata(MetaVersion, strconv.Itoa(SchemaVersion)),
+		parquet.KeyValueMetadata(MetaKind, kind.Name),
+		parquet.KeyValueMetadata(MetaCommand, p.Command),
+		parquet.KeyValueMetadata(MetaArgs, string(args)),
+	)
+	return &Writer[T]{path: path, tmp: tmp, pw: pw}, nil
+}
+
+// Write appends rows. Rows are buffered into row groups by the Parquet writer.
+func (w *Writer[T]) Write(rows []T) error {
+	n, err := w.pw.Write(rows)
+	w.rows += int64(n)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Rows returns the number of rows written so far.
+func (w *Writer[T]) Rows() int64 { return w.rows }
+
+// Path returns the final path of the file.
+func (w *Writer[T]) Path() string { return w.path }
+
+// Close writes the footer, fsyncs, renames the temporary file to its final name and fsyncs the
+// directory. On any error the temporary file is removed and nothing appears under the final name.
+func (w *Writer[T]) Close() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	err := w.pw.Close()
+	if err == nil {
+		err = w.tmp.Sync()
+	}
+	if cerr := w.tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(w.tmp.Name(), w.path)
+	}
+	if err != nil {
+		os.Remove(w.tmp.Name())
+		return fmt.Errorf("close %s: %w", w.path, err)
+	}
+	syncDir(filepath.Dir(w.path))
+	return nil
+}
+
+// Abort discards the file: the temporary file is removed and the final name is never created.
+func (w *Writer[T]) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.tmp.Close()
+	os.Remove(w.tmp.Name())
+}
+
+// WriteFile writes all rows to path atomically.
+func WriteFile[T any](path string, rows []T, p Producer) error {
+	w, err := Create[T](path, p)
+	if err != nil {
+		return err
+	}
+	if err := w.Write(rows); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Close()
+}
+
+// WriteFileAtomic writes data to path through a temporary file, fsync and rename (used for JSON,
+// CSV and report files).
+func WriteFileAtomic(path string, data []byte) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	syncDir(dir)
+	return nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// File is an opened Parquet file whose version and kind were checked.
+type File struct {
+	Path    string
+	Kind    Kind
+	Command string
+	*parquet.File
+	f *os.File
+}
+
+// Close closes the underlying file.
+func (f *File) Close() error { return f.f.Close() }
+
+// Open opens path, checks that it is a complete Parquet file of the kind whose row struct is T
+// and of this SchemaVersion. Errors wrap ErrCorrupt, ErrKind or ErrVersion and name the file.
+func Open[T any](path string) (*File, error) {
+	return OpenKind(path, KindOf[T]())
+}
+
+// OpenKind is Open for a kind known at run time (aggregate reads with Arrow after this check).
+func OpenKind(path string, kind Kind) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
+	}
+	if err := checkMeta(path, pf, kind); err != nil {
+		f.Close()
+		return nil, err
+	}
+	cmd, _ := pf.Lookup(MetaCommand)
+	return &File{Path: path, Kind: kind, Command: cmd, File: pf, f: f}, nil
+}
+
+func checkMeta(path string, pf *parquet.File, kind Kind) error {
+	v, ok := pf.Lookup(MetaVersion)
+	if !ok {
+		return fmt.Errorf("%s: %w: file has no %s (not written by wirebench?), want %d", path, ErrVersion, MetaVersion, SchemaVersion)
+	}
+	if v != strconv.Itoa(SchemaVersion) {
+		return fmt.Errorf("%s: %w: file is version %s, this wirebench reads version %d", path, ErrVersion, v, SchemaVersion)
+	}
+	if k, _ := pf.Lookup(MetaKind); k != kind.Name {
+		return fmt.Errorf("%s: %w: file holds %q, want %q", path, ErrKind, k, kind.Name)
+	}
+	return nil
+}
+
+// ReadFile reads every row of a checked file into memory. For large files use Open and
+// parquet.NewGenericReader, or Arrow.
+func ReadFile[T any](path string) ([]T, error) {
+	f, err := Open[T](path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := parquet.NewGenericReader[T](f.File)
+	defer r.Close()
+	rows := make([]T, r.NumRows())
+	n, err := r.Read(rows)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
+	}
+	return rows[:n], nil
+}

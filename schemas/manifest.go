@@ -1,0 +1,120 @@
+package schemas
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Run statuses in manifest.json.
+const (
+	StatusPlanned     = "planned"     // replay wrote the schedule
+	StatusRunning     = "running"     // capture is sending
+	StatusComplete    = "complete"    // capture finished every stage
+	StatusInterrupted = "interrupted" // stopped by Ctrl-C; finished parts are kept
+	StatusFailed      = "failed"      // stopped by an error; finished parts are kept
+)
+
+// ManifestName is the manifest's file name inside a run directory.
+const ManifestName = "manifest.json"
+
+// Manifest is RUN/manifest.json: what the run is, what made it and which files it holds.
+type Manifest struct {
+	SchemaVersion int             `json:"schema_version"`
+	RunID         string          `json:"run_id"`
+	ToolVersion   string          `json:"tool_version"`
+	Host          string          `json:"host"`
+	CPUs          int             `json:"cpus"`
+	ClockSource   string          `json:"clock_source"`
+	Created       time.Time       `json:"created"`
+	StartNs       int64           `json:"start_ns,omitempty"` // capture's common start time (CLOCK_REALTIME)
+	ClockOffsetNs int64           `json:"clock_offset_ns,omitempty"`
+	Shard         string          `json:"shard,omitempty"` // "i/n" for multi-host captures
+	Config        json.RawMessage `json:"config,omitempty"`
+	Stages        []StageInfo     `json:"stages"`
+	Steps         []Step          `json:"steps"`
+	Files         []FileEntry     `json:"files"`
+	Workers       []WorkerStatus  `json:"workers,omitempty"`
+	Status        string          `json:"status"`
+	Missing       []string        `json:"missing,omitempty"` // what the run lacks: dead workers, unfinished parts
+}
+
+// StageInfo describes one stage of the load plan.
+type StageInfo struct {
+	Index       int32   `json:"index"`
+	Name        string  `json:"name"`
+	Mode        string  `json:"mode"` // open or closed
+	Arrival     string  `json:"arrival,omitempty"`
+	Rate        float64 `json:"rate,omitempty"`
+	Burstiness  float64 `json:"burstiness,omitempty"`
+	Concurrency int32   `json:"concurrency,omitempty"`
+	OffsetNs    int64   `json:"offset_ns"`   // stage start relative to the run start
+	DurationNs  int64   `json:"duration_ns"` // planned length; closed loop by requests: 0
+	Requests    int64   `json:"requests"`
+	Warmup      bool    `json:"warmup,omitempty"`
+}
+
+// Step records one stage command applied to the run.
+type Step struct {
+	Name    string    `json:"name"` // replay, capture, aggregate, report
+	Args    []string  `json:"args,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	Status  string    `json:"status"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// FileEntry is one finished file of the run.
+type FileEntry struct {
+	Path   string `json:"path"` // relative to the run directory
+	Kind   string `json:"kind"`
+	Rows   int64  `json:"rows"`
+	Worker int32  `json:"worker,omitempty"`
+	Part   int32  `json:"part,omitempty"`
+}
+
+// WorkerStatus records how a worker process ended.
+type WorkerStatus struct {
+	Worker int32  `json:"worker"`
+	Shard  int32  `json:"shard"`
+	CPU    int32  `json:"cpu"`
+	Exit   string `json:"exit"` // "ok", "exit status 2", "signal: killed", ...
+}
+
+// ReadManifest reads RUN/manifest.json and checks its version.
+func ReadManifest(path string) (*Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if m.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("%s: %w: manifest is version %d, this wirebench reads version %d", path, ErrVersion, m.SchemaVersion, SchemaVersion)
+	}
+	return &m, nil
+}
+
+// Write writes the manifest atomically, indented for people.
+func (m *Manifest) Write(path string) error {
+	m.SchemaVersion = SchemaVersion
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	return WriteFileAtomic(path, append(b, '\n'))
+}
+
+// AddFile records a finished file, replacing an earlier entry for the same path.
+func (m *Manifest) AddFile(e FileEntry) {
+	for i := range m.Files {
+		if m.Files[i].Path == e.Path {
+			m.Files[i] = e
+			return
+		}
+	}
+	m.Files = append(m.Files, e)
+}

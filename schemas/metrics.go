@@ -1,0 +1,124 @@
+package schemas
+
+// MetricRequest is one row of metrics/requests.parquet: one request with every derived metric.
+// t_j is chunk j's rx_kernel_ns when present, else rx_user_ns; S = sent_ns, P = planned_ns,
+// E = done_ns; I = input_tokens, N = output_tokens.
+type MetricRequest struct {
+	Seq                 int64  `parquet:"seq,delta" doc:"request number in the run"`
+	Stage               int32  `parquet:"stage" doc:"stage index"`
+	Worker              int32  `parquet:"worker" doc:"worker process index"`
+	Shard               int32  `parquet:"shard" doc:"host shard index"`
+	Warmup              bool   `parquet:"warmup" doc:"warmup request"`
+	Conversation        int64  `parquet:"conversation" doc:"conversation id; -1 when none"`
+	Turn                int32  `parquet:"turn" doc:"turn inside the conversation"`
+	PlannedNs           int64  `parquet:"planned_ns" doc:"planned send time P"`
+	SentNs              int64  `parquet:"sent_ns" doc:"time the last request byte was written, S"`
+	DoneNs              *int64 `parquet:"done_ns,optional" doc:"arrival of the final event, E; null when the stream did not end"`
+	Status              int32  `parquet:"status" doc:"HTTP status; 0 when none"`
+	ErrorKind           string `parquet:"error_kind,dict" doc:"empty on success, else the capture error kind"`
+	OK                  bool   `parquet:"ok" doc:"status 200, no error kind, stream ended"`
+	InputTokens         *int32 `parquet:"input_tokens,optional" doc:"I: the server's usage prompt_tokens, else the scheduled count"`
+	OutputTokens        *int32 `parquet:"output_tokens,optional" doc:"N: the server's usage completion_tokens, else the configured tokenizer over the text, else the number of content chunks"`
+	TokensSource        string `parquet:"tokens_source,dict" doc:"usage, tokenizer or chunks: where output_tokens came from"`
+	Chunks              int32  `parquet:"chunks" doc:"content-bearing events"`
+	TTFTNs              *int64 `parquet:"ttft_ns,optional" doc:"t(first content-bearing chunk, reasoning included) - S"`
+	E2ENs               *int64 `parquet:"e2e_ns,optional" doc:"E - S"`
+	TPOTNs              *int64 `parquet:"tpot_ns,optional" doc:"(t_last - t_first) / (N - 1) for N > 1; null otherwise"`
+	ITLMeanNs           *int64 `parquet:"itl_mean_ns,optional" doc:"mean gap between consecutive content chunks; null with fewer than two"`
+	ITLMaxNs            *int64 `parquet:"itl_max_ns,optional" doc:"largest gap between consecutive content chunks (stalls)"`
+	NTPOTNs             *int64 `parquet:"ntpot_ns,optional" doc:"E2E / N for N > 0; null (never 0) when N = 0"`
+	TTFTFromPlannedNs   *int64 `parquet:"ttft_from_planned_ns,optional" doc:"t(first content chunk) - P: coordinated-omission-free TTFT"`
+	E2EFromPlannedNs    *int64 `parquet:"e2e_from_planned_ns,optional" doc:"E - P"`
+	NTPOTFromPlannedNs  *int64 `parquet:"ntpot_from_planned_ns,optional" doc:"(E - P) / N for N > 0"`
+	SendLagNs           int64  `parquet:"send_lag_ns" doc:"S - P"`
+	ReadLagMaxNs        *int64 `parquet:"read_lag_max_ns,optional" doc:"largest rx_user_ns - rx_kernel_ns over the request's events; null without kernel times"`
+	ExactChunks         int32  `parquet:"exact_chunks" doc:"events with quality exact"`
+	UpperBoundChunks    int32  `parquet:"upper_bound_chunks" doc:"events with quality upper_bound"`
+	UserChunks          int32  `parquet:"user_chunks" doc:"events with quality user"`
+	ApproxChunks        int32  `parquet:"approx_chunks" doc:"events with quality approx"`
+	QueueNs             *int64 `parquet:"queue_ns,optional" doc:"T_queue: time waiting before prefill"`
+	PrefillNs           *int64 `parquet:"prefill_ns,optional" doc:"I * T_prefill: prefill duration of this request"`
+	DecodeNs            *int64 `parquet:"decode_ns,optional" doc:"N * T_decode: decode duration, so NTPOT = (queue + prefill + decode) / N within rounding"`
+	DecompositionSource string `parquet:"decomposition_source,dict" doc:"server (per-request timings from the server), histograms (scraped server histograms), fit (robust TTFT = a + b*I fit), or empty"`
+	SLOMet              bool   `parquet:"slo_met" doc:"ok and within every SLO of the config (goodput)"`
+}
+
+// Dist is a latency distribution: exact order-statistic percentiles over the stage's requests
+// (nearest rank: the value at rank ceil(q*n)), the maximum and the mean, all int64 nanoseconds.
+// Count is the number of values; with Count = 0 every other field is 0.
+type Dist struct {
+	Count int64 `parquet:"count" doc:"number of values"`
+	P50   int64 `parquet:"p50" doc:"50th percentile (nearest rank)"`
+	P90   int64 `parquet:"p90" doc:"90th percentile"`
+	P95   int64 `parquet:"p95" doc:"95th percentile"`
+	P99   int64 `parquet:"p99" doc:"99th percentile"`
+	P999  int64 `parquet:"p999" doc:"99.9th percentile"`
+	Max   int64 `parquet:"max" doc:"maximum"`
+	Mean  int64 `parquet:"mean" doc:"arithmetic mean, rounded"`
+}
+
+// Stage is one row of metrics/stages.parquet: one stage of the load plan with rates,
+// throughputs, latency distributions, goodput and the client-bias checks.
+type Stage struct {
+	Stage               int32   `parquet:"stage" doc:"stage index"`
+	Name                string  `parquet:"name" doc:"stage name from the config"`
+	Mode                string  `parquet:"mode,dict" doc:"open or closed"`
+	TargetRate          float64 `parquet:"target_rate" doc:"planned requests per second (open loop); 0 for closed loop"`
+	Concurrency         int32   `parquet:"concurrency" doc:"closed-loop users; 0 for open loop"`
+	StartNs             int64   `parquet:"start_ns" doc:"first planned send of the stage"`
+	EndNs               int64   `parquet:"end_ns" doc:"last completion of the stage"`
+	Requests            int64   `parquet:"requests" doc:"requests sent (warmup excluded)"`
+	Completed           int64   `parquet:"completed" doc:"requests that ended ok"`
+	Errors              int64   `parquet:"errors" doc:"requests that failed"`
+	ErrorsByKind        string  `parquet:"errors_by_kind" doc:"JSON object: error kind -> count"`
+	AchievedRate        float64 `parquet:"achieved_rate" doc:"sends per second over the send window"`
+	CompletionRate      float64 `parquet:"completion_rate" doc:"ok completions per second over the stage window"`
+	InputTPS            float64 `parquet:"input_tps" doc:"input tokens per second over the stage window"`
+	OutputTPS           float64 `parquet:"output_tps" doc:"output tokens per second over the stage window"`
+	TotalTPS            float64 `parquet:"total_tps" doc:"input + output tokens per second over the stage window"`
+	SteadyOutputTPS     float64 `parquet:"steady_output_tps" doc:"output tokens per second over the steady part (the middle 80% of the send window)"`
+	InflightMean        float64 `parquet:"inflight_mean" doc:"time-weighted mean of requests in flight"`
+	GoodputShare        float64 `parquet:"goodput_share" doc:"share of requests meeting every SLO; failures count as misses"`
+	GoodputRate         float64 `parquet:"goodput_rate" doc:"requests per second meeting every SLO"`
+	TTFT                Dist    `parquet:"ttft_ns" doc:"TTFT distribution"`
+	TPOT                Dist    `parquet:"tpot_ns" doc:"TPOT distribution"`
+	ITL                 Dist    `parquet:"itl_ns" doc:"inter-chunk gaps, one value per gap"`
+	ITLWeighted         Dist    `parquet:"itl_token_weighted_ns" doc:"inter-token latency where a chunk carrying k tokens counts k times with gap/k"`
+	E2E                 Dist    `parquet:"e2e_ns" doc:"E2E distribution"`
+	NTPOT               Dist    `parquet:"ntpot_ns" doc:"NTPOT distribution"`
+	TTFTFromPlanned     Dist    `parquet:"ttft_from_planned_ns" doc:"TTFT measured from the planned time"`
+	E2EFromPlanned      Dist    `parquet:"e2e_from_planned_ns" doc:"E2E measured from the planned time"`
+	Queue               Dist    `parquet:"queue_ns" doc:"T_queue distribution"`
+	Prefill             Dist    `parquet:"prefill_ns" doc:"prefill duration distribution"`
+	Decode              Dist    `parquet:"decode_ns" doc:"decode duration distribution"`
+	InputTokens         Dist    `parquet:"input_tokens" doc:"input length distribution (tokens, not ns)"`
+	OutputTokens        Dist    `parquet:"output_tokens" doc:"output length distribution (tokens, not ns)"`
+	SendLag             Dist    `parquet:"send_lag_ns" doc:"send lag S - P"`
+	ReadLag             Dist    `parquet:"read_lag_ns" doc:"read lag rx_user_ns - rx_kernel_ns, one value per event with a kernel time"`
+	PrefillPerTokenNs   float64 `parquet:"prefill_per_token_ns" doc:"T_prefill per input token used by the decomposition"`
+	DecompositionSource string  `parquet:"decomposition_source,dict" doc:"server, histograms, fit or empty"`
+	RateFidelity        float64 `parquet:"rate_fidelity" doc:"achieved_rate / target_rate (open loop); 1 for closed loop"`
+	ExactShare          float64 `parquet:"exact_share" doc:"share of events with an exact kernel timestamp"`
+	WorkerRhoMax        float64 `parquet:"worker_rho_max" doc:"largest worker utilisation: (user + sys CPU time) / wall time"`
+	WorkerRho           string  `parquet:"worker_rho" doc:"JSON array of per-worker utilisation, by worker index"`
+	GCPauseNs           int64   `parquet:"gc_pause_ns" doc:"total GC pause of all workers in the stage"`
+	Workers             int32   `parquet:"workers" doc:"worker processes that took part"`
+	ClientBound         bool    `parquet:"client_bound" doc:"fidelity < 0.99, send lag p99 > 1 ms, read lag p99 > 1 ms or worker rho > 0.7"`
+	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"which checks failed, human readable"`
+	WorkersForRhoHalf   int32   `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load"`
+	Saturated           bool    `parquet:"saturated" doc:"this is the run's saturation stage (see SCHEMAS.md for the rule)"`
+}
+
+// Timeseries is one row of metrics/timeseries.parquet: one 100 ms bucket of one stage.
+type Timeseries struct {
+	Stage        int32  `parquet:"stage" doc:"stage index"`
+	BucketNs     int64  `parquet:"bucket_ns,delta" doc:"start of the 100 ms bucket"`
+	Sends        int64  `parquet:"sends" doc:"requests sent in the bucket"`
+	Completions  int64  `parquet:"completions" doc:"requests that ended ok in the bucket"`
+	Errors       int64  `parquet:"errors" doc:"requests that failed in the bucket"`
+	Inflight     int64  `parquet:"inflight" doc:"requests in flight at the end of the bucket"`
+	InputTokens  int64  `parquet:"input_tokens" doc:"input tokens of requests completed in the bucket"`
+	OutputTokens int64  `parquet:"output_tokens" doc:"output tokens received in the bucket (content chunks)"`
+	TTFTP50Ns    *int64 `parquet:"ttft_p50_ns,optional" doc:"median TTFT of requests whose first token arrived in the bucket"`
+	TTFTP99Ns    *int64 `parquet:"ttft_p99_ns,optional" doc:"p99 TTFT of those requests"`
+}

@@ -1,0 +1,88 @@
+package schemas
+
+// RawRequest is one row of raw/requests-wNN-PPPP.parquet: one request as capture sent it, with
+// the times taken at the wire. Derived metrics live in metrics/requests.parquet.
+type RawRequest struct {
+	Seq             int64  `parquet:"seq,delta" doc:"request number in the run (schedule seq)"`
+	Stage           int32  `parquet:"stage" doc:"stage index"`
+	Worker          int32  `parquet:"worker" doc:"worker process index on this host"`
+	Shard           int32  `parquet:"shard" doc:"host shard index (capture --shard i/n); 0 on one machine"`
+	Warmup          bool   `parquet:"warmup" doc:"warmup request, left out of metrics by default"`
+	Conversation    int64  `parquet:"conversation" doc:"conversation id; -1 when none"`
+	Turn            int32  `parquet:"turn" doc:"turn inside the conversation"`
+	InputTokens     int32  `parquet:"input_tokens" doc:"scheduled prompt tokens (configured tokenizer)"`
+	MaxTokens       int32  `parquet:"max_tokens" doc:"max_tokens sent"`
+	PlannedNs       int64  `parquet:"planned_ns" doc:"time the schedule said to send it (CLOCK_REALTIME)"`
+	SentNs          int64  `parquet:"sent_ns" doc:"time the last request byte was written"`
+	SendStartNs     int64  `parquet:"send_start_ns" doc:"time the client began the request (before dialing or writing)"`
+	InflightDelay   bool   `parquet:"inflight_delayed" doc:"the send waited on the per-worker in-flight cap"`
+	ConnReused      bool   `parquet:"conn_reused" doc:"the request went over a kept-alive connection"`
+	ConnectNs       *int64 `parquet:"connect_ns,optional" doc:"duration of the TCP connect; null when reused"`
+	TLSNs           *int64 `parquet:"tls_ns,optional" doc:"duration of the TLS handshake; null without TLS"`
+	HeadersNs       *int64 `parquet:"headers_ns,optional" doc:"time the response headers arrived; null when none arrived"`
+	DoneNs          *int64 `parquet:"done_ns,optional" doc:"time of the final event ([DONE] or end of body); null when the stream did not end"`
+	Status          int32  `parquet:"status" doc:"HTTP status code; 0 when no response"`
+	ErrorKind       string `parquet:"error_kind,dict" doc:"empty on success, else connect, timeout, http_status, reset, malformed_stream, server_error_event, cancelled"`
+	ErrorMessage    string `parquet:"error_message" doc:"error text, the server's error body or event"`
+	Chunks          int32  `parquet:"chunks" doc:"number of SSE events received (including usage and [DONE])"`
+	ContentBytes    int64  `parquet:"content_bytes" doc:"bytes of content text received"`
+	ReasoningBytes  int64  `parquet:"reasoning_bytes" doc:"bytes of reasoning text received"`
+	UsagePrompt     *int32 `parquet:"usage_prompt_tokens,optional" doc:"prompt_tokens from the server's usage; null when not sent"`
+	UsageComplete   *int32 `parquet:"usage_completion_tokens,optional" doc:"completion_tokens from the server's usage; null when not sent"`
+	UsageCached     *int32 `parquet:"usage_cached_tokens,optional" doc:"prompt_tokens_details.cached_tokens from the usage; null when not sent"`
+	FinishReason    string `parquet:"finish_reason,dict" doc:"finish_reason of the last choice chunk"`
+	OffsetMismatch  bool   `parquet:"offset_mismatch" doc:"the read that delivered the last event did not end at the decoder's body offset (framing check failed)"`
+	ServerQueueNs   *int64 `parquet:"server_queue_ns,optional" doc:"server-reported queue duration (e.g. the simulator's x-sim-queue-ns); null when not reported"`
+	ServerPrefillNs *int64 `parquet:"server_prefill_ns,optional" doc:"server-reported prefill duration; null when not reported"`
+	ServerDecodeNs  *int64 `parquet:"server_decode_ns,optional" doc:"server-reported decode duration (first to last token); null when not reported"`
+	OutputText      string `parquet:"output_text" doc:"generated text, only with capture --keep-text; else empty"`
+}
+
+// RawChunk is one row of raw/chunks-wNN-PPPP.parquet: one streamed SSE event with its arrival
+// times. t = rx_kernel_ns when present, else rx_user_ns.
+type RawChunk struct {
+	Seq            int64  `parquet:"seq,delta" doc:"request number the event belongs to"`
+	Index          int32  `parquet:"index" doc:"event number inside the response, from 0"`
+	RxKernelNs     *int64 `parquet:"rx_kernel_ns,optional" doc:"kernel receive timestamp of the read that delivered the event's last byte; null when the socket gives none"`
+	RxUserNs       int64  `parquet:"rx_user_ns" doc:"time.Now() right after that read returned, before parsing"`
+	Quality        string `parquet:"quality,dict" doc:"exact (kernel time of the newest segment), upper_bound (coalesced: the kernel time of a later segment), user (no kernel time), approx (TLS or HTTP/2: read-granular)"`
+	Kind           string `parquet:"kind,dict" doc:"content (carries content or reasoning text), empty (no text: role or tool header), usage, done ([DONE]), error (error object mid-stream)"`
+	Bytes          int32  `parquet:"bytes" doc:"size of the event on the wire in bytes"`
+	ContentBytes   int32  `parquet:"content_bytes" doc:"bytes of content text in the event"`
+	ReasoningBytes int32  `parquet:"reasoning_bytes" doc:"bytes of reasoning text in the event"`
+	ToolCalls      int32  `parquet:"tool_calls" doc:"tool-call deltas in the event"`
+	Tokens         *int32 `parquet:"tokens,optional" doc:"tokens carried by the event when the server says so; null otherwise"`
+	FinishReason   string `parquet:"finish_reason,dict" doc:"finish_reason when the event carries one"`
+	ServerSentNs   *int64 `parquet:"server_sent_ns,optional" doc:"the server's own send time for this event when it reports one (the built-in simulator does); null otherwise"`
+}
+
+// Worker is one row of raw/workers.parquet: one worker process during one stage.
+type Worker struct {
+	Worker        int32 `parquet:"worker" doc:"worker process index on this host"`
+	Shard         int32 `parquet:"shard" doc:"host shard index"`
+	Stage         int32 `parquet:"stage" doc:"stage index"`
+	CPU           int32 `parquet:"cpu" doc:"CPU the worker was pinned to; -1 when not pinned"`
+	GOMAXPROCS    int32 `parquet:"gomaxprocs" doc:"GOMAXPROCS of the worker"`
+	WallNs        int64 `parquet:"wall_ns" doc:"duration of the stage as seen by the worker"`
+	CPUUserNs     int64 `parquet:"cpu_user_ns" doc:"user CPU time spent in the stage"`
+	CPUSysNs      int64 `parquet:"cpu_sys_ns" doc:"system CPU time spent in the stage"`
+	GCPauseNs     int64 `parquet:"gc_pause_ns" doc:"total stop-the-world GC pause in the stage"`
+	HeapPeakBytes int64 `parquet:"heap_peak_bytes" doc:"largest live heap seen in the stage"`
+	MaxRSSBytes   int64 `parquet:"max_rss_bytes" doc:"peak resident set size of the process so far"`
+	Requests      int64 `parquet:"requests" doc:"requests sent in the stage"`
+	Reads         int64 `parquet:"reads" doc:"socket reads in the stage"`
+	BytesRead     int64 `parquet:"read_bytes" doc:"bytes read from sockets in the stage"`
+	InflightPeak  int32 `parquet:"inflight_peak" doc:"most requests in flight at once"`
+	InflightWaits int64 `parquet:"inflight_waits" doc:"sends delayed by the in-flight cap"`
+}
+
+// ServerMetric is one row of raw/server-metrics.parquet: one sample of the target's Prometheus
+// /metrics endpoint, scraped about once a second. Histograms appear as their _bucket, _sum and
+// _count series with the `le` label in labels.
+type ServerMetric struct {
+	ScrapeNs int64   `parquet:"scrape_ns,delta" doc:"time the scrape started"`
+	Stage    int32   `parquet:"stage" doc:"stage running at scrape time; -1 before the first or after the last"`
+	Name     string  `parquet:"name,dict" doc:"metric name, e.g. vllm:request_queue_time_seconds_sum"`
+	Labels   string  `parquet:"labels" doc:"labels in Prometheus text form without braces, sorted"`
+	Value    float64 `parquet:"value" doc:"sample value"`
+}

@@ -1,0 +1,245 @@
+package schemas
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files and SCHEMAS.md")
+
+func TestGoldenSchemas(t *testing.T) {
+	for _, k := range Kinds {
+		var b bytes.Buffer
+		if err := k.WriteGolden(&b); err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join("testdata", k.Name+".schema")
+		if *update {
+			if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%s: %v (run go test ./schemas -update)", golden, err)
+		}
+		if !bytes.Equal(b.Bytes(), want) {
+			t.Errorf("%s is stale; schema now:\n%s", golden, b.String())
+		}
+	}
+}
+
+func TestSchemasMarkdownFresh(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteSchemasMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile("SCHEMAS.md", b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile("SCHEMAS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Bytes(), want) {
+		t.Error("schemas/SCHEMAS.md is stale: run go test ./schemas -update")
+	}
+}
+
+func TestEveryColumnDocumented(t *testing.T) {
+	for _, k := range Kinds {
+		for _, c := range k.Columns() {
+			if c.Doc == "" {
+				t.Errorf("%s.%s has no doc tag", k.Name, c.Name)
+			}
+			if strings.HasSuffix(c.Name, "_ns") && c.Type != "INT64" && c.Type != "DOUBLE" {
+				t.Errorf("%s.%s ends in _ns but is %s", k.Name, c.Name, c.Type)
+			}
+		}
+	}
+}
+
+// fill sets every field of v to a distinct non-zero value so a round trip that drops or swaps a
+// column is caught.
+func fill(v reflect.Value, n *int64) {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fill(v.Field(i), n)
+		}
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem(), n)
+	case reflect.Int32, reflect.Int64:
+		*n++
+		v.SetInt(*n)
+	case reflect.Float64:
+		*n++
+		v.SetFloat(float64(*n) + 0.5)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.String:
+		*n++
+		v.SetString("s" + strings.Repeat("x", int(*n%7)))
+	}
+}
+
+func roundTrip[T any](t *testing.T, dir string) {
+	t.Helper()
+	var rows [3]T
+	var n int64
+	for i := range rows {
+		fill(reflect.ValueOf(&rows[i]).Elem(), &n)
+	}
+	kind := KindOf[T]()
+	path := filepath.Join(dir, kind.Name+".parquet")
+	if err := WriteFile(path, rows[:], Producer{Command: "test", Args: []string{"--x"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFile[T](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, rows[:]) {
+		t.Errorf("%s round trip:\n got %+v\nwant %+v", kind.Name, got, rows)
+	}
+	f, err := Open[T](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Command != "test" {
+		t.Errorf("%s command metadata = %q; want test", kind.Name, f.Command)
+	}
+}
+
+func TestRoundTripEveryKind(t *testing.T) {
+	dir := t.TempDir()
+	roundTrip[ScheduleRequest](t, dir)
+	roundTrip[Prompt](t, dir)
+	roundTrip[RawRequest](t, dir)
+	roundTrip[RawChunk](t, dir)
+	roundTrip[Worker](t, dir)
+	roundTrip[ServerMetric](t, dir)
+	roundTrip[MetricRequest](t, dir)
+	roundTrip[Stage](t, dir)
+	roundTrip[Timeseries](t, dir)
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != len(Kinds) {
+		t.Errorf("dir holds %d entries; want %d (no temporary files left)", len(entries), len(Kinds))
+	}
+}
+
+func TestWrongVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.parquet")
+	f, _ := os.Create(path)
+	err := parquet.Write(f, []Prompt{{PromptID: 1}},
+		parquet.KeyValueMetadata(MetaVersion, "0"), parquet.KeyValueMetadata(MetaKind, "prompts"))
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadFile[Prompt](path)
+	if !errors.Is(err, ErrVersion) {
+		t.Fatalf("ReadFile(version 0) error = %v; want ErrVersion", err)
+	}
+	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "version 0") {
+		t.Errorf("error %q should name the file and both versions", err)
+	}
+}
+
+func TestWrongKind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.parquet")
+	if err := WriteFile(path, []Prompt{{PromptID: 1}}, Producer{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile[RawChunk](path); !errors.Is(err, ErrKind) {
+		t.Fatalf("ReadFile[RawChunk](prompts file) error = %v; want ErrKind", err)
+	}
+}
+
+func TestTruncatedFileRejected(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.parquet")
+	rows := make([]RawChunk, 1000)
+	for i := range rows {
+		rows[i].Seq = int64(i)
+	}
+	if err := WriteFile(path, rows, Producer{}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	for _, cut := range []int{len(b) - 1, len(b) / 2, 10, 0} {
+		if err := os.WriteFile(path, b[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadFile[RawChunk](path)
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("ReadFile(cut at %d of %d) error = %v; want ErrCorrupt", cut, len(b), err)
+		} else if !strings.Contains(err.Error(), path) {
+			t.Errorf("error %q does not name the file", err)
+		}
+	}
+}
+
+func TestAbortLeavesNoFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.parquet")
+	w, err := Create[Worker](path, Producer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write([]Worker{{Worker: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	// Before Close, as after a crash, nothing is under the final name.
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("final name exists before Close: %v", err)
+	}
+	w.Abort()
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Errorf("after Abort dir holds %v; want nothing", entries)
+	}
+}
+
+func TestManifestRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ManifestName)
+	m := &Manifest{RunID: "r1", Host: "h", CPUs: 2, ClockSource: "CLOCK_REALTIME", Status: StatusComplete,
+		Config: []byte(`{"seed":1}`),
+		Stages: []StageInfo{{Index: 0, Name: "s0", Mode: "open", Rate: 20, DurationNs: 5e9, Requests: 100}},
+		Files:  []FileEntry{{Path: "raw/requests-w00-0000.parquet", Kind: "raw-requests", Rows: 100}},
+	}
+	m.AddFile(FileEntry{Path: "raw/requests-w00-0000.parquet", Kind: "raw-requests", Rows: 101})
+	if err := m.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadManifest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compact bytes.Buffer
+	json.Compact(&compact, got.Config)
+	got.Config = compact.Bytes()
+	if !reflect.DeepEqual(got, m) {
+		t.Errorf("manifest round trip:\n got %+v\nwant %+v", got, m)
+	}
+	if len(got.Files) != 1 || got.Files[0].Rows != 101 {
+		t.Errorf("AddFile did not replace the entry: %+v", got.Files)
+	}
+	os.WriteFile(path, []byte(`{"schema_version":99}`), 0o644)
+	if _, err := ReadManifest(path); !errors.Is(err, ErrVersion) {
+		t.Errorf("ReadManifest(version 99) = %v; want ErrVersion", err)
+	}
+}
