@@ -1,0 +1,81 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Config is the whole run configuration (YAML). The resolved config is stored as JSON in
+// manifest.json, where capture, aggregate and report read the parts they need. Secrets are
+// never stored: the API key is named by an environment variable.
+type Config struct {
+	Name      string         `yaml:"name" json:"name,omitempty"`
+	Seed      int64          `yaml:"seed" json:"seed"`
+	Target    Target         `yaml:"target" json:"target"`
+	Load      Load           `yaml:"load" json:"load"`
+	Workload  Workload       `yaml:"workload" json:"workload"`
+	Tokenizer string         `yaml:"tokenizer" json:"tokenizer,omitempty"`
+	SLO       SLO            `yaml:"slo" json:"slo"`
+	Capture   CaptureOptions `yaml:"capture" json:"capture"`
+}
+
+// Target is the server under test.
+type Target struct {
+	URL        string            `yaml:"url" json:"url"`                   // base URL, e.g. http://127.0.0.1:8000
+	API        string            `yaml:"api" json:"api"`                   // completions or chat
+	Model      string            `yaml:"model" json:"model,omitempty"`     // empty: discovered from /v1/models by replay
+	Headers    map[string]string `yaml:"headers" json:"headers,omitempty"` // extra request headers
+	APIKeyEnv  string            `yaml:"api_key_env" json:"api_key_env,omitempty"`
+	IgnoreEOS  bool              `yaml:"ignore_eos" json:"ignore_eos,omitempty"`
+	Timeout    Duration          `yaml:"timeout" json:"timeout,omitempty"` // per request; 0 = none
+	ExtraBody  map[string]any    `yaml:"extra_body" json:"extra_body,omitempty"`
+	MetricsURL string            `yaml:"metrics_url" json:"metrics_url,omitempty"` // Prometheus endpoint to scrape
+}
+
+// SLO holds latency limits for goodput; zero means no limit.
+type SLO struct {
+	TTFT  Duration `yaml:"ttft" json:"ttft,omitempty"`
+	TPOT  Duration `yaml:"tpot" json:"tpot,omitempty"`
+	ITL   Duration `yaml:"itl" json:"itl,omitempty"` // limit on each request's largest inter-chunk gap
+	NTPOT Duration `yaml:"ntpot" json:"ntpot,omitempty"`
+	E2E   Duration `yaml:"e2e" json:"e2e,omitempty"`
+}
+
+// CaptureOptions are read by capture from the manifest; capture's flags override them.
+type CaptureOptions struct {
+	Workers      int      `yaml:"workers" json:"workers,omitempty"`             // 0 = the CPUs this process may use
+	Connections  int      `yaml:"connections" json:"connections,omitempty"`     // warm connections per worker
+	MaxInflight  int      `yaml:"max_inflight" json:"max_inflight,omitempty"`   // per worker; 0 = unlimited
+	KeepText     bool     `yaml:"keep_text" json:"keep_text,omitempty"`         // store generated text in raw requests
+	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout,omitempty"` // wait for in-flight requests after Ctrl-C
+	PartRows     int      `yaml:"part_rows" json:"part_rows,omitempty"`         // roll shard parts after this many chunk rows
+	PartInterval Duration `yaml:"part_interval" json:"part_interval,omitempty"` // ... or after this long
+}
+
+// Duration is a time.Duration written as "250ms", "5s" in YAML and JSON.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (want e.g. 250ms, 5s, 2m)", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("invalid duration %s: %w", b, err)
+	}
+	return d.UnmarshalText([]byte(s))
+}

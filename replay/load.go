@@ -1,0 +1,32 @@
+package replay
+
+// Load is the load plan: explicit stages and/or a sweep, an optional warmup stage first.
+type Load struct {
+	Warmup *StageSpec  `yaml:"warmup" json:"warmup,omitempty"`
+	Stages []StageSpec `yaml:"stages" json:"stages,omitempty"`
+	Sweep  *Sweep      `yaml:"sweep" json:"sweep,omitempty"`
+}
+
+// StageSpec is one stage: open loop {rate, duration, arrival} or closed loop
+// {concurrency, requests | duration, think_time}.
+type StageSpec struct {
+	Name        string   `yaml:"name" json:"name,omitempty"`
+	Rate        float64  `yaml:"rate" json:"rate,omitempty"`             // requests per second (open loop)
+	Duration    Duration `yaml:"duration" json:"duration,omitempty"`     // stage length
+	Arrival     string   `yaml:"arrival" json:"arrival,omitempty"`       // constant, poisson, gamma
+	Burstiness  float64  `yaml:"burstiness" json:"burstiness,omitempty"` // gamma shape; 1 = Poisson, < 1 burstier
+	Concurrency int      `yaml:"concurrency" json:"concurrency,omitempty"`
+	Requests    int      `yaml:"requests" json:"requests,omitempty"`
+	ThinkTime   Duration `yaml:"think_time" json:"think_time,omitempty"`
+}
+
+// Sweep expands into stages from min_rate to max_rate.
+type Sweep struct {
+	MinRate    float64  `yaml:"min_rate" json:"min_rate"`
+	MaxRate    float64  `yaml:"max_rate" json:"max_rate"`
+	Stages     int      `yaml:"stages" json:"stages"`
+	Scale      string   `yaml:"scale" json:"scale,omitempty"` // linear (default) or geometric
+	Duration   Duration `yaml:"duration" json:"duration"`
+	Arrival    string   `yaml:"arrival" json:"arrival,omitempty"`
+	Burstiness float64  `yaml:"burstiness" json:"burstiness,omitempty"`
+}
