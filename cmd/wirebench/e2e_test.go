@@ -1,0 +1,134 @@
+package main
+
+// Shared helpers for the end-to-end tests: they run the real binary (built once in TestMain)
+// against `wirebench sim` on 127.0.0.1. Each stage's end-to-end tests live in
+// <stage>_e2e_test.go.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// binary is the wirebench binary under test.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "wirebench-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "wirebench")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build wirebench:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// wirebench runs the binary with args, bounded by timeout, and returns stdout, stderr and the
+// error (an *exec.ExitError for a non-zero exit).
+func wirebench(t *testing.T, timeout time.Duration, args ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("wirebench %v: timed out after %v\nstderr:\n%s", args, timeout, errb.String())
+	}
+	return out.String(), errb.String(), err
+}
+
+// startSim starts `wirebench sim --listen 127.0.0.1:0 ARGS...` and returns its base URL (the
+// first line the simulator prints on stdout). The simulator is stopped when the test ends.
+func startSim(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"sim", "--listen", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- strings.TrimSpace(sc.Text())
+		}
+		close(lines)
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case url, ok := <-lines:
+		if !ok || !strings.HasPrefix(url, "http://") {
+			t.Fatalf("wirebench sim printed %q, want its base URL first; stderr:\n%s", url, errb.String())
+		}
+		return url
+	case <-time.After(20 * time.Second):
+		t.Fatalf("wirebench sim did not print its URL in 20s; stderr:\n%s", errb.String())
+	}
+	return ""
+}
+
+func TestHelpListsEveryCommand(t *testing.T) {
+	out, _, err := wirebench(t, 30*time.Second, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"replay", "capture", "aggregate", "report", "run", "sim", "calibrate", "schema", "version"} {
+		if !strings.Contains(out, "\n  "+c+" ") {
+			t.Errorf("--help does not list %q:\n%s", c, out)
+		}
+	}
+}
+
+func TestSchemaCommandMatchesSchemasMarkdown(t *testing.T) {
+	out, _, err := wirebench(t, 30*time.Second, "schema", "--format", "md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../schemas/SCHEMAS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Error("wirebench schema --format md differs from schemas/SCHEMAS.md")
+	}
+	out, _, err = wirebench(t, 30*time.Second, "schema", "raw-chunks")
+	if err != nil || !strings.Contains(out, "rx_kernel_ns") {
+		t.Errorf("schema raw-chunks: err=%v, output lacks rx_kernel_ns:\n%s", err, out)
+	}
+	if _, _, err := wirebench(t, 30*time.Second, "schema", "nope"); err == nil {
+		t.Error("schema nope: want an error for an unknown kind")
+	}
+}
