@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/goccy/go-yaml/ast"
 )
 
 // Config is the whole run configuration (YAML). The resolved config is stored as JSON in
@@ -22,15 +24,19 @@ type Config struct {
 
 // Target is the server under test.
 type Target struct {
-	URL        string            `yaml:"url" json:"url"`                   // base URL, e.g. http://127.0.0.1:8000
-	API        string            `yaml:"api" json:"api"`                   // completions or chat
-	Model      string            `yaml:"model" json:"model,omitempty"`     // empty: discovered from /v1/models by replay
-	Headers    map[string]string `yaml:"headers" json:"headers,omitempty"` // extra request headers
-	APIKeyEnv  string            `yaml:"api_key_env" json:"api_key_env,omitempty"`
-	IgnoreEOS  bool              `yaml:"ignore_eos" json:"ignore_eos,omitempty"`
-	Timeout    Duration          `yaml:"timeout" json:"timeout,omitempty"` // per request; 0 = none
-	ExtraBody  map[string]any    `yaml:"extra_body" json:"extra_body,omitempty"`
-	MetricsURL string            `yaml:"metrics_url" json:"metrics_url,omitempty"` // Prometheus endpoint to scrape
+	URL       string            `yaml:"url" json:"url"`                   // base URL, e.g. http://127.0.0.1:8000
+	API       string            `yaml:"api" json:"api"`                   // completions or chat
+	Model     string            `yaml:"model" json:"model,omitempty"`     // empty: discovered from /v1/models by replay
+	Headers   map[string]string `yaml:"headers" json:"headers,omitempty"` // extra request headers
+	APIKeyEnv string            `yaml:"api_key_env" json:"api_key_env,omitempty"`
+	IgnoreEOS bool              `yaml:"ignore_eos" json:"ignore_eos,omitempty"`
+	Timeout   Duration          `yaml:"timeout" json:"timeout,omitempty"` // per request; 0 = none
+	// MaxTokens is the max_tokens policy: "workload" (default) sends each request's planned
+	// output length (schedule max_tokens) as max_tokens; "none" sends no max_tokens, so the
+	// server decides when to stop (the planned length stays in the schedule for reference).
+	MaxTokens  string         `yaml:"max_tokens" json:"max_tokens,omitempty"`
+	ExtraBody  map[string]any `yaml:"extra_body" json:"extra_body,omitempty"`
+	MetricsURL string         `yaml:"metrics_url" json:"metrics_url,omitempty"` // Prometheus endpoint to scrape
 }
 
 // SLO holds latency limits for goodput; zero means no limit.
@@ -69,6 +75,24 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// UnmarshalYAML decodes a YAML scalar and reports a bad value with its line and column.
+func (d *Duration) UnmarshalYAML(node ast.Node) error {
+	tk := node.GetToken()
+	err := d.UnmarshalText([]byte(tk.Value))
+	if err != nil {
+		return &posError{line: tk.Position.Line, col: tk.Position.Column, msg: err.Error()}
+	}
+	return nil
+}
+
+// posError is a config error at a known place in the YAML file.
+type posError struct {
+	line, col int
+	msg       string
+}
+
+func (e *posError) Error() string { return fmt.Sprintf("%d:%d: %s", e.line, e.col, e.msg) }
 
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 

@@ -2,17 +2,31 @@ package replay
 
 // Workload says what is sent: exactly one of its members is set.
 type Workload struct {
-	Synthetic *Synthetic `yaml:"synthetic" json:"synthetic,omitempty"`
+	Synthetic     *Synthetic     `yaml:"synthetic" json:"synthetic,omitempty"`
+	SharedPrefix  *SharedPrefix  `yaml:"shared_prefix" json:"shared_prefix,omitempty"`
+	Conversations *Conversations `yaml:"conversations" json:"conversations,omitempty"`
+	Dataset       *Dataset       `yaml:"dataset" json:"dataset,omitempty"`
+	Trace         *Trace         `yaml:"trace" json:"trace,omitempty"`
+	Run           *FromRun       `yaml:"run" json:"run,omitempty"`
 }
 
-// Synthetic draws input and output lengths from distributions.
+// Synthetic draws input and output lengths from distributions. Prompt text is cut from a
+// built-in public-domain corpus (Newton's Opticks, 1704) at a seeded random word, to exactly the
+// drawn number of tokens of the configured tokenizer; with random_tokens each token is drawn at
+// random instead (no two prompts share a prefix, so no prefix-cache hits).
 type Synthetic struct {
 	Input        Dist `yaml:"input" json:"input"`
 	Output       Dist `yaml:"output" json:"output"`
 	RandomTokens bool `yaml:"random_tokens" json:"random_tokens,omitempty"`
 }
 
-// Dist is a token-length distribution, clipped to [min, max].
+// Dist is a token-length distribution, clipped to [min, max] (min defaults to 1).
+//   - fixed: value
+//   - uniform: integers in [min, max]
+//   - normal: mean, std
+//   - lognormal: mean, std of the lengths themselves (not of their logarithm)
+//   - exponential: mean
+//   - empirical: file, a CSV histogram with header "tokens,count" (relative to the config file)
 type Dist struct {
 	Kind  string  `yaml:"kind" json:"kind"` // fixed, uniform, normal, lognormal, exponential, empirical
 	Value int     `yaml:"value" json:"value,omitempty"`
@@ -21,4 +35,80 @@ type Dist struct {
 	Min   int     `yaml:"min" json:"min,omitempty"`
 	Max   int     `yaml:"max" json:"max,omitempty"`
 	File  string  `yaml:"file" json:"file,omitempty"` // empirical histogram
+}
+
+// SharedPrefix is the prefix-cache workload: groups × users_per_group distinct prompts; each is
+// its group's shared system prompt of prefix_tokens followed by a question of question_tokens.
+// Each request picks one of them at random (seeded). For the chat API the shared prefix is the
+// system message; for completions it leads the prompt text.
+type SharedPrefix struct {
+	Groups         int `yaml:"groups" json:"groups"`
+	PrefixTokens   int `yaml:"prefix_tokens" json:"prefix_tokens"`
+	UsersPerGroup  int `yaml:"users_per_group" json:"users_per_group"`
+	QuestionTokens int `yaml:"question_tokens" json:"question_tokens"`
+	OutputTokens   int `yaml:"output_tokens" json:"output_tokens"`
+}
+
+// Conversations is the multi-turn workload. In an open-loop stage every arrival starts a
+// conversation (rate = new conversations per second); in a closed-loop stage each user holds
+// one conversation at a time. Turn k > 0 carries the earlier user turns and the server's actual
+// earlier answers (inserted by capture), depends on turn k-1 and waits think_time after it.
+type Conversations struct {
+	Turns              Dist     `yaml:"turns" json:"turns"`   // turns per conversation
+	Input              Dist     `yaml:"input" json:"input"`   // tokens of each user turn
+	Output             Dist     `yaml:"output" json:"output"` // output tokens of each answer
+	ThinkTime          Duration `yaml:"think_time" json:"think_time,omitempty"`
+	SystemPromptTokens int      `yaml:"system_prompt_tokens" json:"system_prompt_tokens,omitempty"`
+}
+
+// Dataset reads prompts from a file (relative to the config file):
+//   - sharegpt: a JSON array of {"conversations": [{"from": "human"|"gpt", "value": ...}]}; the
+//     first human turn is the prompt and its answer's token count is max_tokens; with
+//     whole_conversation (chat API) the conversation up to its last answered human turn is sent.
+//   - jsonl: one object a line with "prompt" (string) or "messages" ([{role, content}]) and an
+//     optional "max_tokens".
+//   - csv: a header row; the prompt_column (default "prompt") and optional max_tokens_column
+//     (default "max_tokens").
+//
+// Rows outside the token bounds are dropped; the rest are shuffled with the seed and used in
+// turn (cycling when the plan has more requests than rows). Rows without max_tokens take it
+// from output.
+type Dataset struct {
+	Format            string `yaml:"format" json:"format"`
+	File              string `yaml:"file" json:"file"`
+	PromptColumn      string `yaml:"prompt_column" json:"prompt_column,omitempty"`
+	MaxTokensColumn   string `yaml:"max_tokens_column" json:"max_tokens_column,omitempty"`
+	WholeConversation bool   `yaml:"whole_conversation" json:"whole_conversation,omitempty"`
+	MinInputTokens    int    `yaml:"min_input_tokens" json:"min_input_tokens,omitempty"`
+	MaxInputTokens    int    `yaml:"max_input_tokens" json:"max_input_tokens,omitempty"`
+	MinOutputTokens   int    `yaml:"min_output_tokens" json:"min_output_tokens,omitempty"`
+	MaxOutputTokens   int    `yaml:"max_output_tokens" json:"max_output_tokens,omitempty"`
+	Output            *Dist  `yaml:"output" json:"output,omitempty"`
+}
+
+// Trace replays a timestamped production trace at its own times, as one open-loop stage:
+//   - azure: Azure LLM inference trace CSV, TIMESTAMP,ContextTokens,GeneratedTokens
+//   - burstgpt: BurstGPT CSV, Timestamp (s),Model,Request tokens,Response tokens,...; rows with
+//     0 response tokens (failed in the trace) are skipped
+//   - mooncake: JSONL {timestamp (ms), input_length, output_length, hash_ids}; prompts with equal
+//     hash ids share those prefix blocks of block_tokens tokens (default 512)
+//
+// Times are measured from the first kept request. time_scale multiplies them (0.5 = twice as
+// fast); rate instead rescales them to that mean rate. start and duration cut a window of the
+// trace (in trace time), max_requests caps the count.
+type Trace struct {
+	Format      string   `yaml:"format" json:"format"`
+	File        string   `yaml:"file" json:"file"`
+	TimeScale   float64  `yaml:"time_scale" json:"time_scale,omitempty"`
+	Rate        float64  `yaml:"rate" json:"rate,omitempty"`
+	Start       Duration `yaml:"start" json:"start,omitempty"`
+	Duration    Duration `yaml:"duration" json:"duration,omitempty"`
+	MaxRequests int      `yaml:"max_requests" json:"max_requests,omitempty"`
+	BlockTokens int      `yaml:"block_tokens" json:"block_tokens,omitempty"`
+}
+
+// FromRun replays the exact schedule (requests, prompts and stages) of an earlier run directory,
+// e.g. to send run A's workload to server B. load must be empty.
+type FromRun struct {
+	Dir string `yaml:"dir" json:"dir"`
 }

@@ -2,10 +2,38 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
+
+	"github.com/wirebench/wirebench/aggregate"
 )
 
-// AggregateCmd is not built yet.
-type AggregateCmd struct{}
+// AggregateCmd derives per-request, per-stage and per-100 ms metrics from raw shards.
+type AggregateCmd struct {
+	Runs          []string `arg:"" name:"RUN" type:"existingdir" help:"Run directories to aggregate. Several directories are the hosts of one distributed run and must share a run id; their clock offsets (manifest clock_offset_ns) are applied."`
+	Out           string   `short:"o" placeholder:"DIR" help:"Directory that receives metrics/requests.parquet, stages.parquet, timeseries.parquet and the aggregate step in manifest.json (default: the first RUN)."`
+	Strict        bool     `help:"Treat warnings (missing or truncated part, manifest that disagrees with the files, dead worker) as errors."`
+	IncludeWarmup bool     `help:"Count warmup requests and warmup stages in the stage metrics (they are always in requests.parquet)."`
+}
 
-func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error { return notBuilt("aggregate") }
+func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error {
+	sum, err := aggregate.Run(ctx, aggregate.Config{
+		Runs: c.Runs, Out: c.Out, Strict: c.Strict, IncludeWarmup: c.IncludeWarmup, Args: os.Args[1:],
+	}, log)
+	if err != nil {
+		return err
+	}
+	for _, s := range sum.Stages {
+		mark := ""
+		if s.Saturated {
+			mark += " SATURATED"
+		}
+		if s.ClientBound {
+			mark += " CLIENT-BOUND (" + s.ClientBoundReason + ")"
+		}
+		fmt.Printf("stage %d %s: %d requests, %d ok, %.1f req/s, ttft p50 %.3f ms p99 %.3f ms, output %.0f tok/s%s\n",
+			s.Stage, s.Name, s.Requests, s.Completed, s.CompletionRate, float64(s.TTFT.P50)/1e6, float64(s.TTFT.P99)/1e6, s.OutputTPS, mark)
+	}
+	return nil
+}

@@ -2,10 +2,56 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"os"
+	"time"
+
+	"github.com/wirebench/wirebench/capture"
 )
 
-// CaptureCmd is not built yet.
-type CaptureCmd struct{}
+// CaptureCmd is `wirebench capture RUN`.
+type CaptureCmd struct {
+	RunDir       string        `arg:"" name:"run" help:"Run directory written by replay (manifest.json and schedule/)." type:"existingdir"`
+	Workers      int           `help:"Worker processes, each pinned to one CPU (0 = capture.workers from the config, else the CPUs this process may use: affinity mask and cgroup quota)." default:"0"`
+	Shard        string        `help:"This host's share of the schedule for multi-host runs: i/n keeps requests (whole conversations) whose key mod n == i." default:"0/1"`
+	StartAt      string        `help:"Common start time for multi-host runs: RFC 3339 (2026-01-02T15:04:05Z) or unix nanoseconds. Default: just after every worker is ready."`
+	Target       string        `help:"Base URL of the server, overriding target.url (e.g. http://127.0.0.1:8000)."`
+	MaxInflight  int           `help:"Per-worker cap on requests in flight; a send that waits on it is recorded as lag and counted (0 = capture.max_inflight, else unlimited)." default:"0"`
+	Connections  int           `help:"Connections each worker opens and warms before the start (0 = capture.connections, else 64)." default:"0"`
+	KeepText     bool          `help:"Store the generated text in raw requests (output_text)."`
+	DrainTimeout time.Duration `help:"After the first Ctrl-C, wait this long for in-flight requests (0 = capture.drain_timeout, else 30s)." default:"0s"`
+	PartRows     int           `help:"Roll each worker's shard parts after this many chunk rows (0 = capture.part_rows, else 500000)." default:"0"`
+	PartInterval time.Duration `help:"... or after this long (0 = capture.part_interval, else 10s)." default:"0s"`
+	Gomaxprocs   int           `help:"GOMAXPROCS of each worker (0 = 2, see README)." default:"0"`
+	NoPin        bool          `help:"Do not pin workers to CPUs."`
+	Quiet        bool          `help:"No progress output (warnings and errors are still logged)."`
+}
 
-func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger) error { return notBuilt("capture") }
+func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger) error {
+	cfg, err := c.config()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	err = capture.Run(ctx, cfg, log)
+	if errors.Is(err, capture.ErrInterrupted) {
+		return &exitError{code: 130, err: err}
+	}
+	return err
+}
+
+func (c *CaptureCmd) config() (capture.Config, error) {
+	cfg := capture.Config{Run: c.RunDir, Workers: c.Workers, Target: c.Target, MaxInflight: c.MaxInflight, Connections: c.Connections,
+		KeepText: c.KeepText, DrainTimeout: c.DrainTimeout, PartRows: c.PartRows, PartInterval: c.PartInterval,
+		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, Quiet: c.Quiet, Progress: os.Stderr, Args: os.Args[1:]}
+	var err error
+	if cfg.Shard, cfg.Shards, err = capture.ParseShard(c.Shard); err != nil {
+		return cfg, err
+	}
+	if c.StartAt != "" {
+		if cfg.StartAt, err = capture.ParseStartAt(c.StartAt); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}

@@ -3,9 +3,29 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
+
+	"github.com/wirebench/wirebench/replay"
 )
 
-// ReplayCmd is not built yet.
-type ReplayCmd struct{}
+// ReplayCmd plans a run: it turns a config into RUN/schedule/*.parquet and RUN/manifest.json.
+type ReplayCmd struct {
+	Config string `arg:"" type:"existingfile" help:"Run config (YAML): target, load, workload, tokenizer, slo, capture. See examples/."`
+	Out    string `short:"o" placeholder:"RUN" help:"Run directory to write schedule/requests.parquet, schedule/prompts.parquet and manifest.json into (required unless --dry-run)."`
+	Target string `placeholder:"URL" help:"Base URL of the server under test (e.g. http://127.0.0.1:8000); overrides target.url of the config."`
+	DryRun bool   `help:"Plan and print a table per stage (requests, rate, duration, input/output token percentiles); write nothing."`
+	Force  bool   `help:"Overwrite an existing non-empty RUN/schedule."`
+}
 
-func (c *ReplayCmd) Run(ctx context.Context, log *slog.Logger) error { return notBuilt("replay") }
+func (c *ReplayCmd) Run(ctx context.Context, log *slog.Logger) error {
+	return replay.Run(ctx, replay.Options{
+		ConfigPath:  c.Config,
+		Out:         c.Out,
+		Target:      c.Target,
+		DryRun:      c.DryRun,
+		Force:       c.Force,
+		ToolVersion: Version(),
+		Args:        os.Args[1:],
+		DryRunOut:   os.Stdout,
+	}, log)
+}

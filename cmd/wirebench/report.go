@@ -3,9 +3,26 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
+
+	"github.com/wirebench/wirebench/report"
 )
 
-// ReportCmd is not built yet.
-type ReportCmd struct{}
+// ReportCmd is `wirebench report RUN [RUN...]`.
+type ReportCmd struct {
+	Runs  []string `arg:"" name:"run" type:"existingdir" help:"Run directories with metrics/ (from aggregate). With several, the first is the baseline A: profiles are overlaid and a table gives the ratios of every other run to it."`
+	Out   string   `short:"o" placeholder:"DIR" help:"Report directory (default: RUN/report of the first run). Holds index.html (self-contained, inline SVG charts), summary.md with PNG charts, profile.json, stages.csv and one PNG per chart."`
+	Open  bool     `help:"Open index.html in a browser when one is available (a desktop session with xdg-open, or macOS)."`
+	Quiet bool     `short:"q" help:"Do not print the terminal summary (one line per stage, a warning per client-bound stage) on stdout."`
+}
 
-func (c *ReportCmd) Run(ctx context.Context, log *slog.Logger) error { return notBuilt("report") }
+func (c *ReportCmd) Run(ctx context.Context, log *slog.Logger) error {
+	cfg := report.Config{Runs: c.Runs, Out: c.Out, Open: c.Open, Args: os.Args[1:]}
+	if err := report.Run(ctx, cfg, log); err != nil {
+		return err
+	}
+	if c.Quiet {
+		return nil
+	}
+	return report.Summary(os.Stdout, c.Runs...)
+}

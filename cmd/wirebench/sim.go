@@ -2,10 +2,171 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/goccy/go-yaml"
+
+	"github.com/wirebench/wirebench/sim"
 )
 
-// SimCmd is not built yet.
-type SimCmd struct{}
+// SimCmd serves the built-in OpenAI-compatible streaming server.
+type SimCmd struct {
+	Config simConfigFile `help:"YAML or JSON file of flag values, keyed by flag name (max-num-seqs: 8). Flags given on the command line win." type:"path" placeholder:"FILE"`
+	Listen string        `help:"Address to listen on (loopback by default; the base URL is printed first on stdout)." default:"127.0.0.1:8000"`
+	Model  []string      `help:"Model name(s) served; requests for other models get 404." default:"sim"`
 
-func (c *SimCmd) Run(ctx context.Context, log *slog.Logger) error { return notBuilt("sim") }
+	Mode              string        `help:"Timing model: engine (continuous batching), fixed (every sequence TTFT then ITL), or empty: fixed when --ttft > 0." enum:",engine,fixed" default:""`
+	MaxNumSeqs        int           `help:"Most sequences running at once; the rest wait FIFO (queue time). 0 = unlimited." default:"256"`
+	PrefillBase       time.Duration `help:"Engine mode: fixed cost of a new sequence's prefill." default:"2ms"`
+	PrefillPerToken   time.Duration `help:"Engine mode: prefill cost per prompt token not found in the prefix cache." default:"20us"`
+	BlockSize         int           `help:"Prefix cache block size in tokens." default:"16"`
+	PrefixCacheBlocks int           `help:"Prefix cache capacity in blocks (LRU); 0 disables it." default:"4096"`
+	ITL               time.Duration `name:"itl" help:"Decode step per token at batch size 0 (engine mode), or the fixed inter-token gap (fixed mode)." default:"10ms"`
+	BatchSlowdown     float64       `help:"Engine mode: a decode step lasts itl × (1 + batch-slowdown × running)." default:"0.01"`
+	TokensPerChunk    int           `help:"Tokens per streamed chunk after the first (speculative decoding); the token rate is unchanged." default:"1"`
+	TTFT              time.Duration `name:"ttft" help:"Fixed mode: time from admission to the first token; > 0 selects fixed mode unless --mode says otherwise." default:"0s"`
+	DefaultMaxTokens  int           `help:"Output tokens when a request sets no max_tokens." default:"256"`
+	MaxModelLen       int           `help:"Largest prompt + max_tokens; longer requests get 400 as in vLLM." default:"32768"`
+	StampLead         time.Duration `help:"Take each chunk's send time, then wait this long before writing it: a known delay between the reported sent_ns and the wire (calibration tests)." default:"0s"`
+
+	Fault429         float64       `name:"fault-429" help:"Rate (0..1) of requests answered 429 before streaming." default:"0"`
+	Fault500         float64       `name:"fault-500" help:"Rate (0..1) of requests answered 500 before streaming." default:"0"`
+	Fault503         float64       `name:"fault-503" help:"Rate (0..1) of requests answered 503 before streaming." default:"0"`
+	FaultStall       float64       `help:"Rate (0..1) of streams that pause for --stall halfway through." default:"0"`
+	FaultDrop        float64       `help:"Rate (0..1) of streams whose connection is dropped halfway through." default:"0"`
+	FaultMalformed   float64       `help:"Rate (0..1) of streams with malformed SSE halfway through (an event with cut JSON, one event without its blank line)." default:"0"`
+	FaultSlowHeaders float64       `help:"Rate (0..1) of requests whose response headers come --slow-headers late." default:"0"`
+	FaultSeed        int64         `help:"Seed of the fault draws." default:"1"`
+	Stall            time.Duration `help:"Length of a stall fault." default:"1s"`
+	SlowHeaders      time.Duration `help:"Delay of a slow-headers fault." default:"1s"`
+	ShutdownGrace    time.Duration `help:"On SIGINT/SIGTERM, how long in-flight streams may finish before their connections are closed." default:"3s"`
+}
+
+// Help is shown under `wirebench sim --help`.
+func (c *SimCmd) Help() string {
+	return `Serves POST /v1/completions and /v1/chat/completions (streaming SSE and JSON), GET /v1/models,
+/health and /metrics (vLLM metric names). Every request may force a fault with the header
+x-sim-fault: 429|500|503|stall|drop|malformed|slow-headers.
+
+Token counting: a token is a maximal run of non-space characters (prompt: all message
+contents); output token i is a word from a fixed list followed by a space, so usage is exact.
+
+Ground truth: every stream ends with the SSE comment
+  : x-sim {"queue_ns":Q,"prefill_ns":P,"decode_ns":D,"sent_ns":[t0,t1,...]}
+just before data: [DONE]; sent_ns is time.Now().UnixNano() (CLOCK_REALTIME) taken just before
+writing each content chunk. Non-streaming responses carry x-sim-queue-ns, x-sim-prefill-ns,
+x-sim-decode-ns and x-sim-sent-ns headers.`
+}
+
+func (c *SimCmd) config() sim.Config {
+	return sim.Config{
+		Listen: c.Listen, Models: c.Model, Mode: c.Mode, MaxNumSeqs: c.MaxNumSeqs,
+		PrefillBase: c.PrefillBase, PrefillPerToken: c.PrefillPerToken, BlockSize: c.BlockSize,
+		PrefixCacheBlocks: c.PrefixCacheBlocks, ITL: c.ITL, BatchSlowdown: c.BatchSlowdown,
+		TokensPerChunk: c.TokensPerChunk, TTFT: c.TTFT, DefaultMaxTokens: c.DefaultMaxTokens,
+		MaxModelLen: c.MaxModelLen, StampLead: c.StampLead,
+		Fault429: c.Fault429, Fault500: c.Fault500, Fault503: c.Fault503, FaultStall: c.FaultStall,
+		FaultDrop: c.FaultDrop, FaultMalformed: c.FaultMalformed, FaultSlowHeaders: c.FaultSlowHeaders,
+		FaultSeed: c.FaultSeed, Stall: c.Stall, SlowHeaders: c.SlowHeaders, ShutdownGrace: c.ShutdownGrace,
+	}
+}
+
+func (c *SimCmd) Run(ctx context.Context, log *slog.Logger) error {
+	srv, err := sim.New(c.config(), log)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	fmt.Fprintf(os.Stdout, "http://%s\n", ln.Addr())
+	log.Info("sim listening", "url", "http://"+ln.Addr().String(), "models", c.Model, "mode", c.Mode,
+		"max_num_seqs", c.MaxNumSeqs, "itl", c.ITL, "ttft", c.TTFT)
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
+	}
+	log.Info("sim stopped")
+	return nil
+}
+
+// simConfigFile is --config: before flags are resolved it loads the file and adds a resolver,
+// so values come from the command line first, then the file, then the defaults.
+type simConfigFile string
+
+func (f simConfigFile) BeforeResolve(k *kong.Kong, kctx *kong.Context, trace *kong.Path) error {
+	path := string(kctx.FlagValue(trace.Flag).(simConfigFile))
+	if path == "" {
+		return nil
+	}
+	values, err := loadFlagFile(path)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, fl := range kctx.Flags() {
+		known[fl.Name] = true
+	}
+	var unknown []string
+	for key := range values {
+		if !known[key] || key == "config" {
+			unknown = append(unknown, key)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("%s: unknown key(s) %s (keys are flag names, e.g. max-num-seqs)", path, strings.Join(unknown, ", "))
+	}
+	kctx.AddResolver(kong.ResolverFunc(func(_ *kong.Context, _ *kong.Path, fl *kong.Flag) (any, error) {
+		v, ok := values[fl.Name]
+		if !ok {
+			return nil, nil
+		}
+		return v, nil
+	}))
+	return nil
+}
+
+// loadFlagFile reads a YAML or JSON object of flag values; keys may use - or _. Values are
+// turned into the strings the flags would take (lists joined with commas).
+func loadFlagFile(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := make(map[string]any, len(raw))
+	for k, v := range raw {
+		key := strings.ReplaceAll(k, "_", "-")
+		switch x := v.(type) {
+		case nil:
+			return nil, fmt.Errorf("%s: %s: empty value", path, k)
+		case []any:
+			parts := make([]string, len(x))
+			for i, p := range x {
+				parts[i] = fmt.Sprint(p)
+			}
+			out[key] = strings.Join(parts, ",")
+		case map[string]any:
+			return nil, fmt.Errorf("%s: %s: want a value, not a mapping", path, k)
+		default:
+			out[key] = fmt.Sprint(x)
+		}
+	}
+	if len(raw) == 0 && len(strings.TrimSpace(string(data))) > 0 {
+		return nil, errors.New(path + ": want a mapping of flag names to values")
+	}
+	return out, nil
+}

@@ -4,6 +4,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"unicode"
 )
@@ -20,19 +21,21 @@ type Tokenizer interface {
 // Load returns the tokenizer named by spec:
 //   - "whitespace" (default when empty): a token is a maximal run of non-space characters; the
 //     built-in simulator counts tokens the same way, so its usage is exact for it.
-//   - a path to a Hugging Face tokenizer.json (byte-level BPE: Llama 3, Qwen 3, DeepSeek).
-//   - "o200k_base", "cl100k_base": offline tiktoken encodings.
+//   - "o200k_base", "cl100k_base": offline tiktoken encodings (see Tiktoken).
+//   - a path to a Hugging Face tokenizer.json, or to a directory holding one (byte-level BPE:
+//     Llama 3, Qwen 2/3, DeepSeek; see HF).
 func Load(spec string) (Tokenizer, error) {
-	switch {
-	case spec == "" || spec == "whitespace":
+	switch spec {
+	case "", "whitespace":
 		return Whitespace{}, nil
+	case "o200k_base", "cl100k_base":
+		return LoadTiktoken(spec)
 	}
-	return loadOther(spec)
-}
-
-// loadOther is replaced as encodings are added.
-var loadOther = func(spec string) (Tokenizer, error) {
-	return nil, fmt.Errorf("tokenizer %q: unknown (known: whitespace)", spec)
+	if _, err := os.Stat(spec); err != nil {
+		return nil, fmt.Errorf("tokenizer %q: not a known name (whitespace, %s) nor a readable tokenizer.json: %w",
+			spec, strings.Join(tiktokenNames, ", "), err)
+	}
+	return LoadHF(spec)
 }
 
 // Whitespace is the simulator's tokenizer: a token is a maximal run of non-space characters.
@@ -54,6 +57,26 @@ func (Whitespace) Encode(text string) []int {
 func (Whitespace) Decode(ids []int) string { return strings.TrimSpace(strings.Repeat("w ", len(ids))) }
 
 func (Whitespace) Count(text string) int { return CountWords(text) }
+
+// TokenEnds returns text and the byte offset where each word ends.
+func (Whitespace) TokenEnds(text string) (string, []int) {
+	var ends []int
+	in := false
+	for i, r := range text {
+		if unicode.IsSpace(r) {
+			if in {
+				ends = append(ends, i)
+			}
+			in = false
+		} else {
+			in = true
+		}
+	}
+	if in {
+		ends = append(ends, len(text))
+	}
+	return text, ends
+}
 
 // CountWords counts maximal runs of non-space characters without allocating.
 func CountWords(text string) int {

@@ -1,0 +1,399 @@
+package aggregate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// Config says what to aggregate.
+type Config struct {
+	Runs          []string // run directories: one run, or the hosts of one distributed run (same run id)
+	Out           string   // directory that receives metrics/ and the manifest step; default Runs[0]
+	Strict        bool     // turn warnings (missing part, manifest disagreement, dead worker) into errors
+	IncludeWarmup bool     // count warmup requests and stages in the stage metrics
+	Args          []string // the command line, recorded in the files and the manifest
+}
+
+// Summary is what Run wrote.
+type Summary struct {
+	RunID           string
+	Out             string          // directory holding metrics/
+	Requests        int64           // raw request rows read
+	Chunks          int64           // raw chunk rows read
+	Stages          []schemas.Stage // the rows of metrics/stages.parquet
+	SaturationStage int32           // stage index of the saturation stage; -1 when none
+	Warnings        []string        // "file: text"
+}
+
+type aggregator struct {
+	cfg          Config
+	log          *slog.Logger
+	w            *warner
+	tok          tokenizer.Tokenizer
+	slo          replay.SLO
+	startNs      int64
+	stages       map[int32]*stageAcc
+	spill        string
+	pendErr      error
+	requestsRead int64
+	chunksRead   int64
+}
+
+// stageOf returns the accumulator of stage idx, making one (with a warning) for a stage the
+// manifest does not list.
+func (a *aggregator) stageOf(idx int32, file string) *stageAcc {
+	if acc := a.stages[idx]; acc != nil {
+		return acc
+	}
+	if err := a.w.warn(file, "stage %d is not in the manifest", idx); err != nil && a.pendErr == nil {
+		a.pendErr = err
+	}
+	acc := newStageAcc(schemas.StageInfo{Index: idx, Name: fmt.Sprintf("stage %d", idx), Mode: "open"}, a.startNs, a.spill)
+	a.stages[idx] = acc
+	return acc
+}
+
+// Run reads the raw shards of cfg.Runs and writes OUT/metrics/requests.parquet, stages.parquet
+// and timeseries.parquet (atomically), then records an aggregate step in OUT/manifest.json.
+//
+// Memory: each worker part is joined on its own (a request's events are in the chunks file of
+// the worker and part that holds its row), reading Arrow record batches of batchRows rows, so
+// memory is bounded by the batch size, one part's per-request state and the percentile
+// accumulators (memValues values each, the rest spilled to OUT/metrics/.spill-*).
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
+	started := time.Now()
+	w := &warner{log: log, strict: cfg.Strict}
+	runs, err := openRuns(cfg.Runs, w)
+	if err != nil {
+		return nil, err
+	}
+	out := cfg.Out
+	if out == "" {
+		out = runs[0].dir
+	}
+	metricsDir := filepath.Join(out, "metrics")
+	if err := os.MkdirAll(metricsDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", metricsDir, err)
+	}
+	spill, err := os.MkdirTemp(metricsDir, ".spill-")
+	if err != nil {
+		return nil, fmt.Errorf("create spill directory: %w", err)
+	}
+	defer os.RemoveAll(spill)
+
+	m0 := runs[0].manifest
+	a := &aggregator{cfg: cfg, log: log, w: w, slo: runs[0].config.SLO, startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill}
+	if a.tok, err = tokenizer.Load(runs[0].config.Tokenizer); err != nil {
+		if werr := w.warn(filepath.Join(runs[0].dir, schemas.ManifestName), "tokenizer: %v; output tokens without usage are counted as content events", err); werr != nil {
+			return nil, werr
+		}
+		a.tok = nil
+	}
+	for _, si := range m0.Stages {
+		a.stages[si.Index] = newStageAcc(si, m0.StartNs+si.OffsetNs, spill)
+	}
+	defer func() {
+		for _, acc := range a.stages {
+			acc.close()
+		}
+	}()
+	prod := schemas.Producer{Command: "aggregate", Args: cfg.Args}
+
+	// Pass 1: raw parts -> per-request rows without the estimated decomposition.
+	pass1 := filepath.Join(spill, "requests-pass1.parquet")
+	pw, err := schemas.Create[schemas.MetricRequest](pass1, prod)
+	if err != nil {
+		return nil, err
+	}
+	pr := &partReader{agg: a, index: map[int64]int32{}, kinds: map[string]string{}}
+	lastLog := time.Now()
+	for _, r := range runs {
+		for _, p := range r.parts {
+			states, err := pr.read(ctx, p)
+			if err == nil {
+				err = a.pendErr
+			}
+			if err != nil {
+				pw.Abort()
+				return nil, err
+			}
+			pr.rows = pr.rows[:0]
+			for i := range states {
+				s := &states[i]
+				m := s.metric(a.slo)
+				if s.acc != nil {
+					s.acc.addRequest(s, &m)
+				}
+				pr.rows = append(pr.rows, m)
+			}
+			if err := pw.Write(pr.rows); err != nil {
+				pw.Abort()
+				return nil, err
+			}
+			if time.Since(lastLog) > time.Second {
+				lastLog = time.Now()
+				log.Info("aggregate: reading parts", "requests", a.requestsRead, "chunks", a.chunksRead, "part", p.requests)
+			}
+		}
+	}
+	if err := pw.Close(); err != nil {
+		return nil, err
+	}
+
+	workers, err := readWorkers(runs, w)
+	if err != nil {
+		return nil, err
+	}
+	samples, err := readServerMetrics(runs, w)
+	if err != nil {
+		return nil, err
+	}
+	deltas := histDeltas(samples)
+	idxs := make([]int32, 0, len(a.stages))
+	for i := range a.stages {
+		idxs = append(idxs, i)
+	}
+	slices.Sort(idxs)
+	var least *stageAcc
+	for _, i := range idxs {
+		acc := a.stages[i]
+		meanIn := 0.0
+		if acc.completed > 0 {
+			meanIn = float64(acc.inTok) / float64(acc.completed)
+		}
+		acc.histPerTokNs = histPerToken(deltas[i], meanIn)
+		if (acc.info.Warmup && !cfg.IncludeWarmup) || len(acc.fit) < 2 {
+			continue
+		}
+		if least == nil || lessLoaded(acc.info, least.info) {
+			least = acc
+		}
+	}
+	var fa, fb float64
+	var fitOK bool
+	if least != nil {
+		fa, fb, fitOK = theilSen(least.fit)
+	}
+
+	// Pass 2: fill the decomposition, write requests.parquet, add the decomposition dists.
+	n, err := a.pass2(ctx, pass1, filepath.Join(metricsDir, "requests.parquet"), prod, fa, fb, fitOK)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range idxs {
+		acc := a.stages[i]
+		switch majority(acc.sources) {
+		case SourceHistograms:
+			acc.prefillPerTok = acc.histPerTokNs
+		case SourceFit:
+			acc.prefillPerTok = fb
+		case SourceServer:
+			if acc.srvIn > 0 {
+				acc.prefillPerTok = float64(acc.srvPrefill) / float64(acc.srvIn)
+			}
+		}
+	}
+
+	var rows []schemas.Stage
+	var accs []*stageAcc
+	var ts []schemas.Timeseries
+	for _, i := range idxs {
+		acc := a.stages[i]
+		if acc.info.Warmup && !cfg.IncludeWarmup {
+			continue
+		}
+		st, err := acc.row(workers[i])
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, st)
+		accs = append(accs, acc)
+		ts = append(ts, acc.timeseries()...)
+	}
+	sat := int32(-1)
+	if s := saturation(rows, accs); s >= 0 {
+		rows[s].Saturated = true
+		sat = rows[s].Stage
+	}
+	for _, r := range rows {
+		if r.ClientBound {
+			log.Warn("client-bound stage: its numbers may be distorted by the client", "stage", r.Stage, "name", r.Name, "reason", r.ClientBoundReason)
+		}
+	}
+	if err := schemas.WriteFile(filepath.Join(metricsDir, "stages.parquet"), rows, prod); err != nil {
+		return nil, err
+	}
+	if err := schemas.WriteFile(filepath.Join(metricsDir, "timeseries.parquet"), ts, prod); err != nil {
+		return nil, err
+	}
+
+	if err := writeManifest(out, runs, cfg, started, n, int64(len(rows)), int64(len(ts))); err != nil {
+		return nil, err
+	}
+	log.Info("aggregate: done", "out", metricsDir, "requests", a.requestsRead, "chunks", a.chunksRead, "stages", len(rows), "warnings", len(w.list))
+	return &Summary{RunID: m0.RunID, Out: out, Requests: a.requestsRead, Chunks: a.chunksRead, Stages: rows, SaturationStage: sat, Warnings: w.list}, nil
+}
+
+// lessLoaded orders stages by offered load: open loop by target rate before closed loop by
+// concurrency.
+func lessLoaded(x, y schemas.StageInfo) bool {
+	xc, yc := x.Mode == "closed", y.Mode == "closed"
+	if xc != yc {
+		return !xc
+	}
+	if xc {
+		return x.Concurrency < y.Concurrency
+	}
+	return x.Rate < y.Rate
+}
+
+func (a *aggregator) pass2(ctx context.Context, in, out string, prod schemas.Producer, fa, fb float64, fitOK bool) (int64, error) {
+	f, err := schemas.Open[schemas.MetricRequest](in)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r := parquet.NewGenericReader[schemas.MetricRequest](f.File)
+	defer r.Close()
+	wr, err := schemas.Create[schemas.MetricRequest](out, prod)
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]schemas.MetricRequest, 8<<10)
+	for {
+		if err := ctx.Err(); err != nil {
+			wr.Abort()
+			return 0, err
+		}
+		n, rerr := r.Read(buf)
+		for i := range buf[:n] {
+			m := &buf[i]
+			acc := a.stages[m.Stage]
+			if m.DecompositionSource == "" && m.TTFTNs != nil && m.E2ENs != nil {
+				switch {
+				case acc != nil && acc.histPerTokNs > 0:
+					split(m, int64(math.Round(acc.histPerTokNs*float64(*m.InputTokens))), 0, SourceHistograms)
+				case fitOK:
+					fitDecompose(m, fa, fb)
+				}
+			}
+			if acc != nil && (!m.Warmup || a.cfg.IncludeWarmup) {
+				acc.addDecomposition(m)
+			}
+		}
+		if err := wr.Write(buf[:n]); err != nil {
+			wr.Abort()
+			return 0, err
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				break
+			}
+			wr.Abort()
+			return 0, fmt.Errorf("%s: %w", in, rerr)
+		}
+	}
+	if err := wr.Close(); err != nil {
+		return 0, err
+	}
+	return wr.Rows(), nil
+}
+
+// readWorkers reads raw/workers.parquet of every run: per stage, each worker's ρ = (user + sys
+// CPU) / wall and GC pause, ordered by shard and worker.
+func readWorkers(runs []*runDir, w *warner) (map[int32][]workerStats, error) {
+	out := map[int32][]workerStats{}
+	for _, r := range runs {
+		path := filepath.Join(r.dir, "raw", "workers.parquet")
+		rows, err := schemas.ReadFile[schemas.Worker](path)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, schemas.ErrCorrupt) {
+			if werr := w.warn(path, "unreadable or missing (%v): worker utilisation unknown", errors.Unwrap(err)); werr != nil {
+				return nil, werr
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range rows {
+			rho := 0.0
+			if x.WallNs > 0 {
+				rho = float64(x.CPUUserNs+x.CPUSysNs) / float64(x.WallNs)
+			}
+			out[x.Stage] = append(out[x.Stage], workerStats{shard: x.Shard, worker: x.Worker, rho: rho, gcNs: x.GCPauseNs})
+		}
+	}
+	for _, ws := range out {
+		slices.SortFunc(ws, func(a, b workerStats) int {
+			if a.shard != b.shard {
+				return int(a.shard - b.shard)
+			}
+			return int(a.worker - b.worker)
+		})
+	}
+	return out, nil
+}
+
+// readServerMetrics reads the optional raw/server-metrics.parquet of every run.
+func readServerMetrics(runs []*runDir, w *warner) ([]schemas.ServerMetric, error) {
+	var out []schemas.ServerMetric
+	for _, r := range runs {
+		path := filepath.Join(r.dir, "raw", "server-metrics.parquet")
+		rows, err := schemas.ReadFile[schemas.ServerMetric](path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if errors.Is(err, schemas.ErrCorrupt) {
+			if werr := w.warn(path, "truncated or not Parquet; server histograms not used"); werr != nil {
+				return nil, werr
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// writeManifest records the aggregate step and the metrics files in OUT/manifest.json: the
+// first run's manifest when OUT is that run, else a copy of it describing the merged run.
+func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, reqRows, stageRows, tsRows int64) error {
+	path := filepath.Join(out, schemas.ManifestName)
+	var m *schemas.Manifest
+	if filepath.Clean(out) == filepath.Clean(runs[0].dir) {
+		var err error
+		if m, err = schemas.ReadManifest(path); err != nil {
+			return fmt.Errorf("update manifest: %w", err)
+		}
+	} else {
+		cp := *runs[0].manifest
+		cp.Files = nil
+		cp.Steps = slices.Clone(cp.Steps)
+		m = &cp
+	}
+	m.Steps = append(m.Steps, schemas.Step{Name: "aggregate", Args: cfg.Args, Started: started, Ended: time.Now(), Status: "ok"})
+	m.AddFile(schemas.FileEntry{Path: "metrics/requests.parquet", Kind: "metric-requests", Rows: reqRows})
+	m.AddFile(schemas.FileEntry{Path: "metrics/stages.parquet", Kind: "stages", Rows: stageRows})
+	m.AddFile(schemas.FileEntry{Path: "metrics/timeseries.parquet", Kind: "timeseries", Rows: tsRows})
+	if err := m.Write(path); err != nil {
+		return fmt.Errorf("update manifest: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,288 @@
+package aggregate
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"os"
+	"slices"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// quantiles are the percentiles every Dist reports, in the order of its fields.
+var quantiles = [...]float64{0.50, 0.90, 0.95, 0.99, 0.999}
+
+// rank returns the nearest rank of quantile q among n (weighted) values: ceil(q*n), at least 1.
+// The percentile is the value at that rank in ascending order (1-based). Nearest rank always
+// returns an observed value and needs no interpolation, so it is exact and reproducible in SQL:
+// quantile_disc(q) in DuckDB.
+func rank(q float64, n int64) int64 {
+	r := int64(math.Ceil(q * float64(n)))
+	// q*n may carry a tiny floating error above an integer (0.95*20 = 19.000000000000004).
+	if f := q * float64(n); r > 1 && float64(r-1) >= f-1e-9 {
+		r--
+	}
+	return max(r, 1)
+}
+
+// memValues is how many values a dist keeps in memory before it spills the rest to a temporary
+// file. It bounds aggregate's memory to about (dists open) * memValues * 16 bytes whatever the
+// size of the run.
+var memValues = 1 << 14
+
+// dist accumulates int64 values (with optional integer weights) for exact nearest-rank
+// percentiles with bounded memory. Up to memValues values stay in memory; beyond that they go to
+// a spill file. finish then selects exactly in two passes over the spill: a log-linear histogram
+// of counts (1024 sub-buckets per power of two) locates the bucket of each wanted rank, and only
+// the values of those few buckets are collected and sorted. The result is the same as sorting
+// every value.
+type dist struct {
+	weighted bool
+	n        int64 // total weight (count when unweighted)
+	sumHi    int64 // 128-bit sum of v*w: high word
+	sumLo    uint64
+	min, max int64
+	vals     []int64
+	wts      []int64
+	dir      string // where to spill
+	spill    *os.File
+	bw       *bufio.Writer
+	err      error
+}
+
+func newDist(dir string, weighted bool) *dist {
+	return &dist{dir: dir, weighted: weighted, min: math.MaxInt64, max: math.MinInt64}
+}
+
+func (d *dist) add(v int64) { d.addW(v, 1) }
+
+// addW adds value v with weight w (> 0): it counts as w values equal to v.
+func (d *dist) addW(v, w int64) {
+	if w <= 0 {
+		return
+	}
+	d.n += w
+	hi, lo := bits.Mul64(uint64(abs(v)), uint64(w))
+	if v < 0 {
+		// two's complement negate of the 128-bit product
+		lo, hi = ^lo, ^hi
+		var c uint64
+		lo, c = bits.Add64(lo, 1, 0)
+		hi += c
+	}
+	var c uint64
+	d.sumLo, c = bits.Add64(d.sumLo, lo, 0)
+	d.sumHi += int64(hi) + int64(c)
+	d.min = min(d.min, v)
+	d.max = max(d.max, v)
+	if len(d.vals) < memValues || d.err != nil {
+		if d.err == nil {
+			d.vals = append(d.vals, v)
+			if d.weighted {
+				d.wts = append(d.wts, w)
+			}
+		}
+		return
+	}
+	if d.spill == nil {
+		d.spill, d.err = os.CreateTemp(d.dir, "spill-*")
+		if d.err != nil {
+			d.err = fmt.Errorf("spill values: %w", d.err)
+			return
+		}
+		d.bw = bufio.NewWriterSize(d.spill, 32<<10)
+	}
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(v))
+	if d.weighted {
+		binary.LittleEndian.PutUint64(b[8:], uint64(w))
+		_, d.err = d.bw.Write(b[:])
+	} else {
+		_, d.err = d.bw.Write(b[:8])
+	}
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// mean returns the rounded mean sum(v*w)/n.
+func (d *dist) mean() int64 {
+	if d.n == 0 {
+		return 0
+	}
+	s := float64(d.sumHi)*math.Ldexp(1, 64) + float64(d.sumLo)
+	return int64(math.Round(s / float64(d.n)))
+}
+
+// close removes the spill file.
+func (d *dist) close() {
+	if d.spill != nil {
+		d.spill.Close()
+		os.Remove(d.spill.Name())
+		d.spill = nil
+	}
+	d.vals, d.wts = nil, nil
+}
+
+// bucketOf maps x (a value minus the dist's minimum) to a log-linear bucket: exact below 1024,
+// then 1024 sub-buckets per power of two. It is monotonic in x.
+func bucketOf(x uint64) int {
+	if x < 1024 {
+		return int(x)
+	}
+	shift := bits.Len64(x) - 11
+	return 1024 + shift*1024 + int(x>>shift) - 1024
+}
+
+// each calls f for every value: first the in-memory ones, then the spilled ones.
+func (d *dist) each(f func(v, w int64)) error {
+	for i, v := range d.vals {
+		w := int64(1)
+		if d.weighted {
+			w = d.wts[i]
+		}
+		f(v, w)
+	}
+	if d.spill == nil {
+		return nil
+	}
+	if _, err := d.spill.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("read spill: %w", err)
+	}
+	br := bufio.NewReaderSize(d.spill, 64<<10)
+	size := 8
+	if d.weighted {
+		size = 16
+	}
+	var b [16]byte
+	for {
+		if _, err := io.ReadFull(br, b[:size]); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return fmt.Errorf("read spill: %w", err)
+		}
+		w := int64(1)
+		if d.weighted {
+			w = int64(binary.LittleEndian.Uint64(b[8:]))
+		}
+		f(int64(binary.LittleEndian.Uint64(b[:8])), w)
+	}
+}
+
+// finish returns the distribution and releases the dist's memory and spill file.
+func (d *dist) finish() (schemas.Dist, error) {
+	defer d.close()
+	if d.err != nil {
+		return schemas.Dist{}, d.err
+	}
+	if d.n == 0 {
+		return schemas.Dist{}, nil
+	}
+	out := schemas.Dist{Count: d.n, Max: d.max, Mean: d.mean()}
+	var ranks [len(quantiles)]int64
+	for i, q := range quantiles {
+		ranks[i] = rank(q, d.n)
+	}
+	var res [len(quantiles)]int64
+	if d.spill == nil {
+		sel(d.vals, d.wts, ranks[:], res[:])
+	} else {
+		if err := d.bw.Flush(); err != nil {
+			return out, fmt.Errorf("spill values: %w", err)
+		}
+		if err := d.selectSpilled(ranks[:], res[:]); err != nil {
+			return out, err
+		}
+	}
+	out.P50, out.P90, out.P95, out.P99, out.P999 = res[0], res[1], res[2], res[3], res[4]
+	return out, nil
+}
+
+// sel sorts vals (with weights wts, nil for all 1) and stores the value at each 1-based rank
+// (counted within vals) in res. ranks must be ascending.
+func sel(vals, wts []int64, ranks, res []int64) {
+	if wts == nil {
+		slices.Sort(vals)
+		for i, r := range ranks {
+			res[i] = vals[r-1]
+		}
+		return
+	}
+	idx := make([]int, len(vals))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		switch {
+		case vals[a] < vals[b]:
+			return -1
+		case vals[a] > vals[b]:
+			return 1
+		}
+		return 0
+	})
+	var cum int64
+	k := 0
+	for _, i := range idx {
+		cum += wts[i]
+		for k < len(ranks) && ranks[k] <= cum {
+			res[k] = vals[i]
+			k++
+		}
+	}
+}
+
+// selectSpilled is the two-pass exact selection over the in-memory and spilled values.
+func (d *dist) selectSpilled(ranks, res []int64) error {
+	lo := d.min
+	nb := bucketOf(uint64(d.max-lo)) + 1
+	counts := make([]int64, nb)
+	if err := d.each(func(v, w int64) { counts[bucketOf(uint64(v-lo))] += w }); err != nil {
+		return err
+	}
+	// The bucket holding each rank, and the rank inside that bucket.
+	type want struct {
+		bucket int
+		r      int64
+	}
+	wants := make([]want, len(ranks))
+	var cum int64
+	k := 0
+	for b, c := range counts {
+		for k < len(ranks) && ranks[k] <= cum+c {
+			wants[k] = want{b, ranks[k] - cum}
+			k++
+		}
+		cum += c
+	}
+	picked := map[int]*struct{ vals, wts []int64 }{}
+	for _, w := range wants {
+		picked[w.bucket] = &struct{ vals, wts []int64 }{}
+	}
+	if err := d.each(func(v, w int64) {
+		if p := picked[bucketOf(uint64(v-lo))]; p != nil {
+			p.vals = append(p.vals, v)
+			if d.weighted {
+				p.wts = append(p.wts, w)
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	for i, w := range wants {
+		p := picked[w.bucket]
+		var one [1]int64
+		sel(p.vals, p.wts, []int64{w.r}, one[:])
+		res[i] = one[0]
+	}
+	return nil
+}

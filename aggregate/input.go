@@ -1,0 +1,215 @@
+package aggregate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// ErrInput marks bad input: a missing or truncated part, a manifest that disagrees with the
+// files, runs that are not one run. Without Strict most of these are warnings.
+var ErrInput = errors.New("bad input")
+
+// part is one worker part of one run directory: its requests file and the chunks file written
+// with it. A request's chunks are always in the chunks file of the same worker and part as its
+// row (capture rolls both files together), so a part can be joined on its own.
+type part struct {
+	run      *runDir
+	worker   int
+	num      int
+	requests string // path; empty when missing
+	chunks   string // path; empty when missing
+}
+
+func (p *part) String() string { return fmt.Sprintf("%s w%02d part %04d", p.run.dir, p.worker, p.num) }
+
+// runDir is one RUN directory (one host of a possibly distributed run).
+type runDir struct {
+	dir      string
+	manifest *schemas.Manifest
+	config   replay.Config
+	offsetNs int64 // added to every timestamp of this host (clock_offset_ns)
+	parts    []*part
+}
+
+var partRe = regexp.MustCompile(`^(requests|chunks)-w(\d+)-(\d+)\.parquet$`)
+
+// warner collects warnings: logged with the file they concern, and errors when strict.
+type warner struct {
+	log    *slog.Logger
+	strict bool
+	list   []string
+}
+
+// warn records a warning about file; with strict it returns an error wrapping ErrInput.
+func (w *warner) warn(file, msg string, args ...any) error {
+	text := fmt.Sprintf(msg, args...)
+	if w.strict {
+		return fmt.Errorf("%s: %w: %s", file, ErrInput, text)
+	}
+	w.log.Warn(text, "file", file)
+	w.list = append(w.list, file+": "+text)
+	return nil
+}
+
+// openRuns reads the manifests of dirs, checks they are one run and lists their parts.
+func openRuns(dirs []string, w *warner) ([]*runDir, error) {
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("%w: no run directory given", ErrInput)
+	}
+	var runs []*runDir
+	for _, dir := range dirs {
+		mpath := filepath.Join(dir, schemas.ManifestName)
+		m, err := schemas.ReadManifest(mpath)
+		if err != nil {
+			return nil, fmt.Errorf("read manifest: %w", err)
+		}
+		r := &runDir{dir: dir, manifest: m, offsetNs: m.ClockOffsetNs}
+		if len(m.Config) > 0 {
+			if err := json.Unmarshal(m.Config, &r.config); err != nil {
+				return nil, fmt.Errorf("%s: config: %w", mpath, err)
+			}
+		}
+		if len(runs) > 0 {
+			first := runs[0].manifest
+			if m.RunID != first.RunID {
+				return nil, fmt.Errorf("%w: %s is run %q but %s is run %q: only hosts of one run merge", ErrInput, mpath, m.RunID, filepath.Join(runs[0].dir, schemas.ManifestName), first.RunID)
+			}
+			if !sameStages(m.Stages, first.Stages) {
+				if err := w.warn(mpath, "stages differ from %s; using the first manifest's", runs[0].dir); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for _, miss := range m.Missing {
+			if err := w.warn(mpath, "manifest says the run lacks: %s", miss); err != nil {
+				return nil, err
+			}
+		}
+		for _, ws := range m.Workers {
+			if ws.Exit != "" && ws.Exit != "ok" {
+				if err := w.warn(mpath, "worker %d (shard %d) ended with %q; its last part may be missing", ws.Worker, ws.Shard, ws.Exit); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err := r.listParts(w); err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+func sameStages(a, b []schemas.StageInfo) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// listParts finds raw/requests-wNN-PPPP.parquet and raw/chunks-wNN-PPPP.parquet, pairs them and
+// compares them with the manifest's file list.
+func (r *runDir) listParts(w *warner) error {
+	raw := filepath.Join(r.dir, "raw")
+	ents, err := os.ReadDir(raw)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("list %s: %w", raw, err)
+	}
+	byKey := map[[2]int]*part{}
+	for _, e := range ents {
+		m := partRe.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		wk, _ := strconv.Atoi(m[2])
+		pn, _ := strconv.Atoi(m[3])
+		p := byKey[[2]int{wk, pn}]
+		if p == nil {
+			p = &part{run: r, worker: wk, num: pn}
+			byKey[[2]int{wk, pn}] = p
+		}
+		path := filepath.Join(raw, e.Name())
+		if m[1] == "requests" {
+			p.requests = path
+		} else {
+			p.chunks = path
+		}
+	}
+	listed := map[string]schemas.FileEntry{}
+	for _, f := range r.manifest.Files {
+		listed[filepath.Join(r.dir, f.Path)] = f
+	}
+	mpath := filepath.Join(r.dir, schemas.ManifestName)
+	for f, e := range listed {
+		if e.Kind != "raw-requests" && e.Kind != "raw-chunks" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			if err := w.warn(f, "listed in %s but missing", mpath); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range byKey {
+		for _, f := range []string{p.requests, p.chunks} {
+			if f != "" && len(listed) > 0 {
+				if _, ok := listed[f]; !ok {
+					if err := w.warn(f, "not listed in %s (part of an unfinished capture?)", mpath); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if p.requests == "" {
+			if err := w.warn(p.chunks, "has no requests file of the same worker and part; its chunks are skipped"); err != nil {
+				return err
+			}
+			continue
+		}
+		if p.chunks == "" {
+			if err := w.warn(p.requests, "has no chunks file of the same worker and part; its requests have no events"); err != nil {
+				return err
+			}
+		}
+		r.parts = append(r.parts, p)
+	}
+	sort.Slice(r.parts, func(i, j int) bool {
+		a, b := r.parts[i], r.parts[j]
+		if a.worker != b.worker {
+			return a.worker < b.worker
+		}
+		return a.num < b.num
+	})
+	if len(r.parts) == 0 {
+		if err := w.warn(raw, "no raw request parts"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listedRows returns the row count the manifest records for path, or -1.
+func (r *runDir) listedRows(path string) int64 {
+	for _, f := range r.manifest.Files {
+		if filepath.Join(r.dir, f.Path) == path {
+			return f.Rows
+		}
+	}
+	return -1
+}

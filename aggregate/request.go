@@ -1,0 +1,186 @@
+package aggregate
+
+import (
+	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// Quality values of raw chunks, counted per request.
+const (
+	qExact = iota
+	qUpper
+	qUser
+	qApprox
+)
+
+// reqState is what aggregate keeps per request while it streams the request's chunks: the
+// request row's fields it needs and running sums over its events. Nothing per chunk is kept.
+type reqState struct {
+	seq          int64
+	stage        int32
+	worker       int32
+	shard        int32
+	warmup       bool
+	conversation int64
+	turn         int32
+	inputSched   int32
+	plannedNs    int64
+	sentNs       int64
+	doneNs       int64
+	hasDone      bool
+	status       int32
+	errorKind    string
+	usagePrompt  int32
+	hasUPrompt   bool
+	usageOut     int32
+	hasUOut      bool
+	textTokens   int32 // tokenizer count over output_text; -1 when not kept or not needed
+	srvQueue     int64
+	srvPrefill   int64
+	srvDecode    int64
+	hasSrv       bool
+
+	// Running state over the request's events, in file (arrival) order.
+	lastIndex  int32
+	firstNs    int64 // t of the first content-bearing event
+	lastNs     int64 // t of the latest content-bearing event
+	lastEvNs   int64 // t of the latest event of any kind
+	content    int32 // content-bearing events
+	evTokens   int64 // sum of the events' tokens where the server says so
+	evTokensOK bool  // every content event carried a token count
+	credited   int64 // output tokens credited to timeseries buckets: the event's count, else 1
+	gaps       int32
+	gapSum     int64
+	gapMax     int64
+	readLagMax int64
+	hasKernel  bool
+	quality    [4]int32
+	acc        *stageAcc // nil when the request is left out of stage metrics (warmup)
+}
+
+// ok reports a successful request: HTTP 200, no error kind and a stream that ended.
+func (s *reqState) ok() bool { return s.status == 200 && s.errorKind == "" && s.hasDone }
+
+// endNs is when the request stopped occupying the client: E, else its last event, else S.
+func (s *reqState) endNs() int64 {
+	switch {
+	case s.hasDone:
+		return s.doneNs
+	case s.lastEvNs != 0:
+		return s.lastEvNs
+	}
+	return s.sentNs
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// metric derives the request's row of metrics/requests.parquet from its state. Definitions
+// (S = sent_ns, P = planned_ns, E = done_ns, t_j = rx_kernel_ns of event j when present, else
+// rx_user_ns):
+//
+//   - N (output_tokens): usage completion_tokens when the server sent usage ("usage"); else the
+//     configured tokenizer over output_text when capture kept the text ("tokenizer"); else the sum
+//     of the events' token counts when every content event carries one, or the number of content
+//     events ("chunks"). I (input_tokens): usage prompt_tokens, else the scheduled count.
+//   - TTFT = t(first content-bearing event, reasoning included) − S; E2E = E − S.
+//   - TPOT = (t_last − t_first)/(N − 1) for N > 1, integer division; null otherwise.
+//   - ITL: gaps between consecutive content events; the row keeps their mean and maximum.
+//   - NTPOT = E2E/N for N > 0, integer division; null when N = 0 (never 0).
+//   - *_from_planned: the same from P instead of S. send_lag = S − P.
+//   - read_lag_max = max(rx_user_ns − rx_kernel_ns) over events with a kernel time.
+//   - slo_met: ok, and every SLO of the config that applies holds. A null TTFT fails a TTFT SLO;
+//     a null TPOT, ITL or NTPOT (too few tokens to measure) does not fail theirs.
+//
+// The decomposition is filled here only from server-reported timings; see decompose for the
+// other sources.
+func (s *reqState) metric(slo replay.SLO) schemas.MetricRequest {
+	m := schemas.MetricRequest{
+		Seq: s.seq, Stage: s.stage, Worker: s.worker, Shard: s.shard, Warmup: s.warmup,
+		Conversation: s.conversation, Turn: s.turn, PlannedNs: s.plannedNs, SentNs: s.sentNs,
+		Status: s.status, ErrorKind: s.errorKind, OK: s.ok(), Chunks: s.content,
+		SendLagNs:        s.sentNs - s.plannedNs,
+		ExactChunks:      s.quality[qExact],
+		UpperBoundChunks: s.quality[qUpper],
+		UserChunks:       s.quality[qUser],
+		ApproxChunks:     s.quality[qApprox],
+	}
+	if s.hasDone {
+		m.DoneNs = ptr(s.doneNs)
+	}
+	in := s.inputSched
+	if s.hasUPrompt {
+		in = s.usagePrompt
+	}
+	m.InputTokens = ptr(in)
+	var n int32
+	switch {
+	case s.hasUOut:
+		n, m.TokensSource = s.usageOut, "usage"
+	case s.textTokens >= 0:
+		n, m.TokensSource = s.textTokens, "tokenizer"
+	case s.evTokensOK && s.content > 0:
+		n, m.TokensSource = int32(s.evTokens), "chunks"
+	default:
+		n, m.TokensSource = s.content, "chunks"
+	}
+	m.OutputTokens = ptr(n)
+	if s.content > 0 {
+		m.TTFTNs = ptr(s.firstNs - s.sentNs)
+		m.TTFTFromPlannedNs = ptr(s.firstNs - s.plannedNs)
+		if n > 1 {
+			m.TPOTNs = ptr((s.lastNs - s.firstNs) / int64(n-1))
+		}
+	}
+	if s.gaps > 0 {
+		m.ITLMeanNs = ptr(s.gapSum / int64(s.gaps))
+		m.ITLMaxNs = ptr(s.gapMax)
+	}
+	if s.hasDone {
+		m.E2ENs = ptr(s.doneNs - s.sentNs)
+		m.E2EFromPlannedNs = ptr(s.doneNs - s.plannedNs)
+		if n > 0 {
+			m.NTPOTNs = ptr(*m.E2ENs / int64(n))
+			m.NTPOTFromPlannedNs = ptr(*m.E2EFromPlannedNs / int64(n))
+		}
+	}
+	if s.hasKernel {
+		m.ReadLagMaxNs = ptr(s.readLagMax)
+	}
+	if s.hasSrv {
+		split(&m, s.srvPrefill, 0, "server")
+	}
+	m.SLOMet = m.OK && sloMet(&m, slo)
+	return m
+}
+
+// split fills queue, prefill and decode so that queue + prefill + decode = E2E exactly:
+// decode = E − t_first (first token to the end of the stream), prefill = the source's prefill
+// estimate plus overhead, capped at TTFT, and queue = TTFT − prefill. It needs TTFT and E2E.
+func split(m *schemas.MetricRequest, prefill, overhead int64, source string) {
+	if m.TTFTNs == nil || m.E2ENs == nil {
+		return
+	}
+	ttft := *m.TTFTNs
+	p := min(max(prefill+overhead, 0), max(ttft, 0))
+	m.PrefillNs = ptr(p)
+	m.QueueNs = ptr(ttft - p)
+	m.DecodeNs = ptr(*m.E2ENs - ttft)
+	m.DecompositionSource = source
+}
+
+func sloMet(m *schemas.MetricRequest, slo replay.SLO) bool {
+	within := func(v *int64, limit replay.Duration, nullOK bool) bool {
+		if limit <= 0 {
+			return true
+		}
+		if v == nil {
+			return nullOK
+		}
+		return *v <= int64(limit)
+	}
+	return within(m.TTFTNs, slo.TTFT, false) &&
+		within(m.TPOTNs, slo.TPOT, true) &&
+		within(m.ITLMaxNs, slo.ITL, true) &&
+		within(m.NTPOTNs, slo.NTPOT, true) &&
+		within(m.E2ENs, slo.E2E, false)
+}

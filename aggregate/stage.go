@@ -1,0 +1,352 @@
+package aggregate
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// bucketNs is the timeseries resolution.
+const bucketNs = int64(100e6)
+
+// maxBuckets caps a stage's timeseries (about 116 hours); later times go to the last bucket.
+const maxBuckets = 1 << 22
+
+// fitSample is how many (I, TTFT) points per stage the robust fit keeps (a seeded reservoir).
+const fitSample = 1000
+
+type tsBucket struct {
+	sends, completions, errors, ends, inTok, outTok int64
+	ttft                                            []int64
+}
+
+// stageAcc accumulates one stage's metrics over both passes.
+type stageAcc struct {
+	info    schemas.StageInfo
+	startNs int64 // planned stage start on the reference clock: manifest start_ns + offset_ns
+
+	requests, completed, errors, good int64
+	errKinds                          map[string]int64
+	firstSent, lastSent, endNs        int64
+	inTok, outTok                     int64 // of completed requests
+	busyNs                            int64 // sum over requests of (end − S): in-flight integral
+	events, exact                     int64
+
+	ttft, tpot, itl, itlW, e2e, ntpot, ttftP, e2eP *dist
+	queue, prefill, decode, inD, outD, sendLag     *dist
+	readLag                                        *dist
+
+	fit     []fitPoint
+	fitSeen int64
+	rng     *rand.Rand
+
+	ts []tsBucket
+
+	// decomposition for requests without server timings
+	histPerTokNs  float64 // from server histograms; 0 when none
+	sources       map[string]int64
+	srvPrefill    int64 // sums over server-decomposed requests, for prefill_per_token_ns
+	srvIn         int64
+	prefillPerTok float64
+}
+
+type fitPoint struct{ in, ttft int64 }
+
+func newStageAcc(info schemas.StageInfo, startNs int64, spill string) *stageAcc {
+	nd := func() *dist { return newDist(spill, false) }
+	return &stageAcc{
+		info: info, startNs: startNs, errKinds: map[string]int64{}, sources: map[string]int64{},
+		firstSent: math.MaxInt64, lastSent: math.MinInt64, endNs: math.MinInt64,
+		ttft: nd(), tpot: nd(), itl: nd(), itlW: newDist(spill, true), e2e: nd(), ntpot: nd(),
+		ttftP: nd(), e2eP: nd(), queue: nd(), prefill: nd(), decode: nd(), inD: nd(), outD: nd(),
+		sendLag: nd(), readLag: nd(),
+		rng: rand.New(rand.NewPCG(uint64(info.Index), 0x77697265)),
+	}
+}
+
+func (a *stageAcc) dists() []*dist {
+	return []*dist{a.ttft, a.tpot, a.itl, a.itlW, a.e2e, a.ntpot, a.ttftP, a.e2eP, a.queue, a.prefill, a.decode, a.inD, a.outD, a.sendLag, a.readLag}
+}
+
+func (a *stageAcc) close() {
+	for _, d := range a.dists() {
+		d.close()
+	}
+}
+
+// bucket returns the timeseries bucket of time t, growing the series as needed.
+func (a *stageAcc) bucket(t int64) *tsBucket {
+	i := (t - a.startNs) / bucketNs
+	if t < a.startNs {
+		i = 0
+	}
+	i = min(i, maxBuckets-1)
+	for int64(len(a.ts)) <= i {
+		a.ts = append(a.ts, tsBucket{})
+	}
+	return &a.ts[i]
+}
+
+// addRequest adds a finished request (pass 1) to the stage.
+func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
+	a.requests++
+	a.firstSent = min(a.firstSent, s.sentNs)
+	a.lastSent = max(a.lastSent, s.sentNs)
+	end := s.endNs()
+	a.endNs = max(a.endNs, end)
+	a.busyNs += max(end-s.sentNs, 0)
+	a.sendLag.add(m.SendLagNs)
+	a.bucket(s.sentNs).sends++
+	eb := a.bucket(end)
+	eb.ends++
+	if !m.OK {
+		a.errors++
+		kind := m.ErrorKind
+		if kind == "" {
+			kind = "incomplete"
+			if m.Status != 200 {
+				kind = "http_status"
+			}
+		}
+		a.errKinds[kind]++
+		eb.errors++
+		return
+	}
+	a.completed++
+	if m.SLOMet {
+		a.good++
+	}
+	eb.completions++
+	in, out := int64(*m.InputTokens), int64(*m.OutputTokens)
+	a.inTok += in
+	a.outTok += out
+	eb.inTok += in
+	a.inD.add(in)
+	a.outD.add(out)
+	// Output tokens were credited to buckets per content event as they arrived (one per event,
+	// or the event's own count); credit the difference to N at the last content event.
+	if s.content > 0 {
+		a.bucket(s.lastNs).outTok += out - s.credited
+	} else {
+		eb.outTok += out
+	}
+	for _, p := range []struct {
+		v *int64
+		d *dist
+	}{{m.TTFTNs, a.ttft}, {m.TPOTNs, a.tpot}, {m.E2ENs, a.e2e}, {m.NTPOTNs, a.ntpot}, {m.TTFTFromPlannedNs, a.ttftP}, {m.E2EFromPlannedNs, a.e2eP}} {
+		if p.v != nil {
+			p.d.add(*p.v)
+		}
+	}
+	if m.TTFTNs != nil {
+		fb := a.bucket(s.firstNs)
+		fb.ttft = append(fb.ttft, *m.TTFTNs)
+		a.fitSeen++
+		pt := fitPoint{int64(*m.InputTokens), *m.TTFTNs}
+		if len(a.fit) < fitSample {
+			a.fit = append(a.fit, pt)
+		} else if j := a.rng.Int64N(a.fitSeen); j < fitSample {
+			a.fit[j] = pt
+		}
+	}
+}
+
+// addDecomposition adds a request's final decomposition (pass 2).
+func (a *stageAcc) addDecomposition(m *schemas.MetricRequest) {
+	if !m.OK || m.QueueNs == nil {
+		return
+	}
+	a.queue.add(*m.QueueNs)
+	a.prefill.add(*m.PrefillNs)
+	a.decode.add(*m.DecodeNs)
+	a.sources[m.DecompositionSource]++
+	if m.DecompositionSource == SourceServer {
+		a.srvPrefill += *m.PrefillNs
+		a.srvIn += int64(*m.InputTokens)
+	}
+}
+
+// workerStats is one worker's share of a stage.
+type workerStats struct {
+	shard, worker int32
+	rho           float64
+	gcNs          int64
+}
+
+// limits of the client-bias checks.
+const (
+	minFidelity   = 0.99
+	maxSendLagP99 = int64(1e6)
+	maxReadLagP99 = int64(1e6)
+	maxRho        = 0.7
+	targetRho     = 0.5
+)
+
+// row computes the stage's row of metrics/stages.parquet.
+func (a *stageAcc) row(workers []workerStats) (schemas.Stage, error) {
+	st := schemas.Stage{
+		Stage: a.info.Index, Name: a.info.Name, Mode: a.info.Mode, TargetRate: a.info.Rate,
+		Concurrency: a.info.Concurrency, StartNs: a.startNs, Requests: a.requests,
+		Completed: a.completed, Errors: a.errors,
+	}
+	b, _ := json.Marshal(a.errKinds)
+	st.ErrorsByKind = string(b)
+	if a.requests > 0 {
+		st.StartNs = min(a.startNs, a.firstSent)
+		st.EndNs = a.endNs
+	} else {
+		st.EndNs = a.startNs
+	}
+	window := float64(st.EndNs-st.StartNs) / 1e9
+	if a.requests > 1 && a.lastSent > a.firstSent {
+		st.AchievedRate = float64(a.requests-1) / (float64(a.lastSent-a.firstSent) / 1e9)
+	}
+	if window > 0 {
+		st.CompletionRate = float64(a.completed) / window
+		st.InputTPS = float64(a.inTok) / window
+		st.OutputTPS = float64(a.outTok) / window
+		st.TotalTPS = float64(a.inTok+a.outTok) / window
+		st.InflightMean = float64(a.busyNs) / float64(st.EndNs-st.StartNs)
+		st.GoodputRate = float64(a.good) / window
+	}
+	st.SteadyOutputTPS = a.steadyOutputTPS()
+	if a.requests > 0 {
+		st.GoodputShare = float64(a.good) / float64(a.requests)
+	}
+	var err error
+	for _, p := range []struct {
+		d   *dist
+		out *schemas.Dist
+	}{
+		{a.ttft, &st.TTFT}, {a.tpot, &st.TPOT}, {a.itl, &st.ITL}, {a.itlW, &st.ITLWeighted},
+		{a.e2e, &st.E2E}, {a.ntpot, &st.NTPOT}, {a.ttftP, &st.TTFTFromPlanned}, {a.e2eP, &st.E2EFromPlanned},
+		{a.queue, &st.Queue}, {a.prefill, &st.Prefill}, {a.decode, &st.Decode}, {a.inD, &st.InputTokens},
+		{a.outD, &st.OutputTokens}, {a.sendLag, &st.SendLag}, {a.readLag, &st.ReadLag},
+	} {
+		if *p.out, err = p.d.finish(); err != nil {
+			return st, fmt.Errorf("stage %d: %w", a.info.Index, err)
+		}
+	}
+	st.DecompositionSource = majority(a.sources)
+	st.PrefillPerTokenNs = a.prefillPerTok
+	st.RateFidelity = 1
+	if a.info.Mode != "closed" && a.info.Rate > 0 {
+		st.RateFidelity = st.AchievedRate / a.info.Rate
+	}
+	if a.events > 0 {
+		st.ExactShare = float64(a.exact) / float64(a.events)
+	}
+	rhos := make([]float64, len(workers))
+	var rhoSum float64
+	for i, w := range workers {
+		rhos[i] = w.rho
+		rhoSum += w.rho
+		st.WorkerRhoMax = max(st.WorkerRhoMax, w.rho)
+		st.GCPauseNs += w.gcNs
+	}
+	b, _ = json.Marshal(rhos)
+	st.WorkerRho = string(b)
+	st.Workers = int32(len(workers))
+	st.WorkersForRhoHalf = int32(math.Ceil(rhoSum / targetRho))
+	var why []string
+	if a.info.Mode != "closed" && a.info.Rate > 0 && a.requests > 1 && st.RateFidelity < minFidelity {
+		why = append(why, fmt.Sprintf("rate fidelity %.3f < %.2f", st.RateFidelity, minFidelity))
+	}
+	if st.SendLag.Count > 0 && st.SendLag.P99 > maxSendLagP99 {
+		why = append(why, fmt.Sprintf("send lag p99 %.3f ms > 1 ms", float64(st.SendLag.P99)/1e6))
+	}
+	if st.ReadLag.Count > 0 && st.ReadLag.P99 > maxReadLagP99 {
+		why = append(why, fmt.Sprintf("read lag p99 %.3f ms > 1 ms", float64(st.ReadLag.P99)/1e6))
+	}
+	if st.WorkerRhoMax > maxRho {
+		why = append(why, fmt.Sprintf("worker rho %.2f > %.1f (%d workers would bring it under %.1f)", st.WorkerRhoMax, maxRho, st.WorkersForRhoHalf, targetRho))
+	}
+	st.ClientBound = len(why) > 0
+	st.ClientBoundReason = strings.Join(why, "; ")
+	return st, nil
+}
+
+// steadyOutputTPS is the output token rate over the middle 80% of the send window
+// [first S, last S], counted in whole 100 ms timeseries buckets inside it.
+func (a *stageAcc) steadyOutputTPS() float64 {
+	if a.requests < 2 || a.lastSent <= a.firstSent {
+		return 0
+	}
+	w := a.lastSent - a.firstSent
+	from, to := a.firstSent+w/10, a.lastSent-w/10
+	var tok, n int64
+	for i := range a.ts {
+		b0 := a.startNs + int64(i)*bucketNs
+		if b0 >= from && b0+bucketNs <= to {
+			tok += a.ts[i].outTok
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(tok) / (float64(n*bucketNs) / 1e9)
+}
+
+// timeseries returns the stage's rows of metrics/timeseries.parquet.
+func (a *stageAcc) timeseries() []schemas.Timeseries {
+	out := make([]schemas.Timeseries, len(a.ts))
+	var sends, ends int64
+	for i := range a.ts {
+		b := &a.ts[i]
+		sends += b.sends
+		ends += b.ends
+		r := schemas.Timeseries{
+			Stage: a.info.Index, BucketNs: a.startNs + int64(i)*bucketNs, Sends: b.sends,
+			Completions: b.completions, Errors: b.errors, Inflight: sends - ends,
+			InputTokens: b.inTok, OutputTokens: b.outTok,
+		}
+		if len(b.ttft) > 0 {
+			sort.Slice(b.ttft, func(i, j int) bool { return b.ttft[i] < b.ttft[j] })
+			n := int64(len(b.ttft))
+			r.TTFTP50Ns = ptr(b.ttft[rank(0.5, n)-1])
+			r.TTFTP99Ns = ptr(b.ttft[rank(0.99, n)-1])
+		}
+		out[i] = r
+	}
+	return out
+}
+
+func majority(m map[string]int64) string {
+	best, n := "", int64(0)
+	for k, v := range m {
+		if v > n || (v == n && k < best) {
+			best, n = k, v
+		}
+	}
+	return best
+}
+
+// steadyRates returns the send and completion rates (1/s) over the middle 80% of the send
+// window, in whole timeseries buckets; ok is false when the window holds no whole bucket.
+func (a *stageAcc) steadyRates() (send, done float64, ok bool) {
+	if a.requests < 2 || a.lastSent <= a.firstSent {
+		return 0, 0, false
+	}
+	w := a.lastSent - a.firstSent
+	from, to := a.firstSent+w/10, a.lastSent-w/10
+	var s, c, n int64
+	for i := range a.ts {
+		b0 := a.startNs + int64(i)*bucketNs
+		if b0 >= from && b0+bucketNs <= to {
+			s += a.ts[i].sends
+			c += a.ts[i].completions
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0, false
+	}
+	sec := float64(n*bucketNs) / 1e9
+	return float64(s) / sec, float64(c) / sec, true
+}

@@ -1,0 +1,441 @@
+package capture
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// The test binary doubles as the worker executable: Run starts `<test binary> worker`.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		wc, rest, err := ReadWorkerConfig(os.Stdin)
+		if err == nil {
+			wc.In, wc.Out = rest, os.Stdout
+			err = RunWorker(context.Background(), wc, log)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// sseServer streams max_tokens completion chunks per request, itl apart, then usage and [DONE].
+func sseServer(t *testing.T, itl time.Duration) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/completions") {
+			fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		var body struct {
+			MaxTokens int    `json:"max_tokens"`
+			Prompt    string `json:"prompt"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for i := range body.MaxTokens {
+			if i > 0 && itl > 0 {
+				time.Sleep(itl)
+			}
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"t%d \"}]}\n\n", i)
+			fl.Flush()
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d}}\n\n", len(strings.Fields(body.Prompt)), body.MaxTokens)
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		fl.Flush()
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func testLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+
+func testExe(t *testing.T) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// readRaw reads every raw request and chunk part listed in the manifest, checking that the
+// listed row counts match the files.
+func readRaw(t *testing.T, run string, m *schemas.Manifest) ([]schemas.RawRequest, []schemas.RawChunk) {
+	t.Helper()
+	var reqs []schemas.RawRequest
+	var chunks []schemas.RawChunk
+	for _, f := range m.Files {
+		p := filepath.Join(run, f.Path)
+		switch f.Kind {
+		case "raw-requests":
+			rows, err := schemas.ReadFile[schemas.RawRequest](p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(rows)) != f.Rows {
+				t.Errorf("%s: %d rows; manifest says %d", f.Path, len(rows), f.Rows)
+			}
+			reqs = append(reqs, rows...)
+		case "raw-chunks":
+			rows, err := schemas.ReadFile[schemas.RawChunk](p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(rows)) != f.Rows {
+				t.Errorf("%s: %d rows; manifest says %d", f.Path, len(rows), f.Rows)
+			}
+			chunks = append(chunks, rows...)
+		}
+	}
+	return reqs, chunks
+}
+
+func TestRunSendsEveryPlannedRequestOnce(t *testing.T) {
+	srv := sseServer(t, time.Millisecond)
+	run := t.TempDir()
+	const rate, maxTokens = 200, 5
+	if err := WriteConstantRun(run, replay.Target{URL: srv.URL, API: "completions", Model: "m"},
+		[]ConstantStage{{Rate: rate, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}, {Rate: rate / 2, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}}); err != nil {
+		t.Fatal(err)
+	}
+	// PartRows small enough to roll several parts.
+	err := Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), PartRows: 400, Quiet: true}, testLog(t))
+	if err != nil {
+		t.Fatalf("Run = %v; want nil", err)
+	}
+	m, err := schemas.ReadManifest(filepath.Join(run, schemas.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != schemas.StatusComplete || len(m.Missing) != 0 || m.StartNs == 0 {
+		t.Errorf("manifest status %q, missing %q, start_ns %d; want complete, none, set", m.Status, m.Missing, m.StartNs)
+	}
+	reqs, chunks := readRaw(t, run, m)
+	const want = rate + rate/2
+	seen := map[int64]int{}
+	workers := map[int32]bool{}
+	for _, r := range reqs {
+		seen[r.Seq]++
+		workers[r.Worker] = true
+		if r.ErrorKind != "" {
+			t.Errorf("seq %d: error %s: %s", r.Seq, r.ErrorKind, r.ErrorMessage)
+		}
+		if r.PlannedNs < m.StartNs || r.SentNs < r.PlannedNs {
+			t.Errorf("seq %d: planned %d sent %d start %d; want start <= planned <= sent", r.Seq, r.PlannedNs, r.SentNs, m.StartNs)
+		}
+		if r.UsageComplete == nil || *r.UsageComplete != maxTokens {
+			t.Errorf("seq %d: usage completion tokens %v; want %d", r.Seq, r.UsageComplete, maxTokens)
+		}
+	}
+	if len(reqs) != want || len(seen) != want {
+		t.Errorf("%d request rows, %d distinct seqs; want %d each", len(reqs), len(seen), want)
+	}
+	if len(workers) != 2 {
+		t.Errorf("requests came from workers %v; want 2 workers", workers)
+	}
+	content := map[int64]int{}
+	for _, c := range chunks {
+		if c.Kind == "content" {
+			content[c.Seq]++
+		}
+	}
+	for seq := range seen {
+		if content[seq] != maxTokens {
+			t.Errorf("seq %d: %d content chunks; want %d", seq, content[seq], maxTokens)
+		}
+	}
+	parts := 0
+	for _, f := range m.Files {
+		if f.Kind == "raw-chunks" {
+			parts++
+		}
+	}
+	if parts < 3 {
+		t.Errorf("%d chunk parts with part_rows 400 and %d chunks; want >= 3", parts, len(chunks))
+	}
+	wrows, err := schemas.ReadFile[schemas.Worker](filepath.Join(run, "raw", "workers.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wrows) != 4 {
+		t.Fatalf("workers.parquet has %d rows; want 2 workers x 2 stages", len(wrows))
+	}
+	var sent int64
+	for _, w := range wrows {
+		sent += w.Requests
+		if w.WallNs <= 0 || w.CPUUserNs+w.CPUSysNs <= 0 || w.GOMAXPROCS != DefaultGOMAXPROCS {
+			t.Errorf("worker row %+v: want wall > 0, cpu > 0, gomaxprocs %d", w, DefaultGOMAXPROCS)
+		}
+	}
+	if sent != want {
+		t.Errorf("workers.parquet requests sum %d; want %d", sent, want)
+	}
+}
+
+func TestRunStopsOnRefusedTarget(t *testing.T) {
+	// A listener that is closed at once: its port refuses connections.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	run := t.TempDir()
+	if err := WriteConstantRun(run, replay.Target{URL: url, Model: "m"}, []ConstantStage{{Rate: 50, Duration: 5 * time.Second, MaxTokens: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	err := Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Quiet: true, Connections: 1}, testLog(t))
+	if !errors.Is(err, ErrTargetDown) || !strings.Contains(err.Error(), "connect") {
+		t.Fatalf("Run = %v; want ErrTargetDown naming the connect error", err)
+	}
+	if d := time.Since(begin); d > 4*time.Second {
+		t.Errorf("Run took %v against a refused target; want it stopped after about a second", d)
+	}
+	m, err := schemas.ReadManifest(filepath.Join(run, schemas.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != schemas.StatusFailed || len(m.Missing) == 0 {
+		t.Errorf("manifest status %q missing %q; want failed with the unsent requests", m.Status, m.Missing)
+	}
+	reqs, _ := readRaw(t, run, m)
+	if len(reqs) == 0 {
+		t.Fatal("no request rows; want each failure recorded")
+	}
+	for _, r := range reqs {
+		if r.ErrorKind != "connect" {
+			t.Errorf("seq %d: error_kind %q; want connect", r.Seq, r.ErrorKind)
+		}
+	}
+}
+
+func TestRunRefusesUsedRunDir(t *testing.T) {
+	run := t.TempDir()
+	if err := WriteConstantRun(run, replay.Target{URL: "http://127.0.0.1:9"}, []ConstantStage{{Rate: 1, Duration: time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(run, "raw"), 0o755)
+	os.WriteFile(filepath.Join(run, "raw", "requests-w00-0000.parquet"), nil, 0o644)
+	err := Run(context.Background(), Config{Run: run, Exe: testExe(t)}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !strings.Contains(err.Error(), "already holds a capture") {
+		t.Errorf("Run on a captured run = %v; want an error saying it already holds a capture", err)
+	}
+}
+
+func TestOwnerSplitsKeysEvenly(t *testing.T) {
+	tests := []struct {
+		name            string
+		shards, workers int
+	}{
+		{"one host two workers", 1, 2},
+		{"two hosts two workers", 2, 2},
+		{"three hosts four workers", 3, 4},
+	}
+	for _, tt := range tests {
+		counts := map[[2]int]int{}
+		for seq := range int64(1200) {
+			r := schemas.ScheduleRequest{Seq: seq, Conversation: -1, User: -1}
+			s, w := owner(&r, tt.shards, tt.workers)
+			counts[[2]int{s, w}]++
+		}
+		if len(counts) != tt.shards*tt.workers {
+			t.Errorf("%s: %d (shard, worker) cells used; want %d", tt.name, len(counts), tt.shards*tt.workers)
+		}
+		for cell, n := range counts {
+			if want := 1200 / (tt.shards * tt.workers); n != want {
+				t.Errorf("%s: cell %v got %d requests; want %d", tt.name, cell, n, want)
+			}
+		}
+	}
+	// A conversation stays together whatever its seqs.
+	a := schemas.ScheduleRequest{Seq: 1, Conversation: 7, User: -1}
+	b := schemas.ScheduleRequest{Seq: 2, Conversation: 7, User: -1}
+	sa, wa := owner(&a, 2, 3)
+	sb, wb := owner(&b, 2, 3)
+	if sa != sb || wa != wb {
+		t.Errorf("owner(conversation 7 seq 1) = (%d, %d), owner(seq 2) = (%d, %d); want equal", sa, wa, sb, wb)
+	}
+}
+
+func TestParseShard(t *testing.T) {
+	tests := []struct {
+		in     string
+		i, n   int
+		hasErr bool
+	}{
+		{"0/1", 0, 1, false},
+		{"2/3", 2, 3, false},
+		{"3/3", 0, 0, true}, // i must be < n
+		{"1", 0, 0, true},   // no slash
+		{"a/2", 0, 0, true},
+		{"0/0", 0, 0, true},
+	}
+	for _, tt := range tests {
+		i, n, err := ParseShard(tt.in)
+		if i != tt.i || n != tt.n || (err != nil) != tt.hasErr {
+			t.Errorf("ParseShard(%q) = (%d, %d, %v); want (%d, %d, error %v)", tt.in, i, n, err, tt.i, tt.n, tt.hasErr)
+		}
+	}
+}
+
+func TestParseStartAt(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"1700000000000000000", 1700000000000000000, false},
+		{"2023-11-14T22:13:20Z", 1700000000000000000, false},
+		{"2023-11-14T22:13:20.5Z", 1700000000500000000, false},
+		{"tomorrow", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseStartAt(tt.in)
+		if (err != nil) != tt.err || (!tt.err && got.UnixNano() != tt.want) {
+			t.Errorf("ParseStartAt(%q) = (%v, %v); want (%d, error %v)", tt.in, got.UnixNano(), err, tt.want, tt.err)
+		}
+	}
+}
+
+func TestParseCPUMax(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		isOK bool
+	}{
+		{"max 100000\n", 0, false},
+		{"200000 100000\n", 2, true},
+		{"150000 100000", 2, true}, // 1.5 CPUs round up
+		{"50000 100000", 1, true},
+		{"garbage", 0, false},
+	}
+	for _, tt := range tests {
+		n, ok := parseCPUMax(tt.in)
+		if n != tt.n || ok != tt.isOK {
+			t.Errorf("parseCPUMax(%q) = (%d, %v); want (%d, %v)", tt.in, n, ok, tt.n, tt.isOK)
+		}
+	}
+}
+
+func TestAllowedCPUsWithinHost(t *testing.T) {
+	cpus, usable, err := AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usable < 1 || usable > len(cpus) {
+		t.Errorf("AllowedCPUs() = (%v, %d); want 1 <= usable <= len(cpus)", cpus, usable)
+	}
+}
+
+func TestParseProm(t *testing.T) {
+	text := `# HELP vllm:num_requests_running Number of requests running.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m",engine="0"} 3
+vllm:request_queue_time_seconds_bucket{le="0.5",model_name="m"} 7 1700000000000
+vllm:request_queue_time_seconds_sum{model_name="a \"b\", c"} 1.25
+process_up 1
+`
+	rows, err := parseProm(strings.NewReader(text), 42, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []schemas.ServerMetric{
+		{ScrapeNs: 42, Stage: 1, Name: "vllm:num_requests_running", Labels: `engine="0",model_name="m"`, Value: 3},
+		{ScrapeNs: 42, Stage: 1, Name: "vllm:request_queue_time_seconds_bucket", Labels: `le="0.5",model_name="m"`, Value: 7},
+		{ScrapeNs: 42, Stage: 1, Name: "vllm:request_queue_time_seconds_sum", Labels: `model_name="a \"b\", c"`, Value: 1.25},
+		{ScrapeNs: 42, Stage: 1, Name: "process_up", Labels: "", Value: 1},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("parseProm gave %d rows; want %d: %+v", len(rows), len(want), rows)
+	}
+	for i := range want {
+		if rows[i] != want[i] {
+			t.Errorf("row %d = %+v; want %+v", i, rows[i], want[i])
+		}
+	}
+	if _, err := parseProm(strings.NewReader("x{a=\"1\" 2\n"), 0, 0, nil); err == nil {
+		t.Error("parseProm(unterminated labels) = nil error; want an error")
+	}
+}
+
+func TestBodyBuilder(t *testing.T) {
+	tests := []struct {
+		name   string
+		target replay.Target
+		text   string
+		msgs   string
+		prev   []byte
+		answer string
+		want   string
+	}{
+		{"completions", replay.Target{Model: "m"}, "hi there", "", nil, "",
+			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"prompt":"hi there"}`},
+		{"completions ignore_eos extra", replay.Target{Model: "m", IgnoreEOS: true, ExtraBody: map[string]any{"temperature": 0}}, "x", "", nil, "",
+			`{"model":"m","stream":true,"ignore_eos":true,"stream_options":{"include_usage":true},"temperature":0,"max_tokens":4,"prompt":"x"}`},
+		{"completions next turn", replay.Target{Model: "m"}, "more", "", []byte("first"), "answer",
+			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"prompt":"firstanswer\n\nmore"}`},
+		{"chat with system", replay.Target{Model: "m", API: "chat"}, "q", `[{"role":"system","content":"s"}]`, nil, "",
+			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"messages":[{"role":"system","content":"s"},{"role":"user","content":"q"}]}`},
+		{"chat next turn", replay.Target{Model: "m", API: "chat"}, "q2", `ignored`, []byte(`{"role":"user","content":"q1"}`), "a1",
+			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"messages":[{"role":"user","content":"q1"},{"role":"assistant","content":"a1"},{"role":"user","content":"q2"}]}`},
+	}
+	for _, tt := range tests {
+		bb, err := newBodyBuilder(tt.target)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		body, _, err := bb.build(4, tt.text, tt.msgs, tt.prev, tt.answer)
+		if err != nil || string(body) != tt.want {
+			t.Errorf("%s: build = (%s, %v); want %s", tt.name, body, err, tt.want)
+		}
+		if !json.Valid(body) {
+			t.Errorf("%s: body is not valid JSON: %s", tt.name, body)
+		}
+	}
+	if _, err := newBodyBuilder(replay.Target{ExtraBody: map[string]any{"max_tokens": 3}}); err == nil {
+		t.Error("newBodyBuilder(extra_body.max_tokens) = nil error; want an error")
+	}
+	if _, err := newBodyBuilder(replay.Target{API: "embeddings"}); err == nil {
+		t.Error("newBodyBuilder(api embeddings) = nil error; want an error")
+	}
+}
+
+func TestEndpoint(t *testing.T) {
+	tests := []struct{ base, api, want string }{
+		{"http://h:1", "completions", "http://h:1/v1/completions"},
+		{"http://h:1/", "chat", "http://h:1/v1/chat/completions"},
+		{"http://h:1/v1", "chat", "http://h:1/v1/chat/completions"},
+	}
+	for _, tt := range tests {
+		if got := endpoint(tt.base, tt.api); got != tt.want {
+			t.Errorf("endpoint(%q, %q) = %q; want %q", tt.base, tt.api, got, tt.want)
+		}
+	}
+}
+

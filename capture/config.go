@@ -1,0 +1,86 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is one capture of a run directory. Zero values take the manifest's config
+// (replay.Config.Capture and .Target), then the defaults below.
+type Config struct {
+	Run          string        // run directory holding manifest.json and schedule/
+	Workers      int           // worker processes; 0 = capture.workers, else the CPUs this process may use
+	Shard        int           // this host's shard index, 0 <= Shard < Shards
+	Shards       int           // number of hosts sharing the schedule; 0 or 1 = one host
+	StartAt      time.Time     // common start time (multi-host runs); zero = a little after every worker is ready
+	Target       string        // base URL overriding target.url
+	MaxInflight  int           // per worker; 0 = capture.max_inflight (0 = unlimited)
+	Connections  int           // warm connections per worker; 0 = capture.connections, else DefaultConnections
+	KeepText     bool          // store generated text in raw requests (or capture.keep_text)
+	DrainTimeout time.Duration // wait for in-flight requests after the first interrupt; 0 = capture.drain_timeout, else DefaultDrainTimeout
+	PartRows     int           // roll parts after this many chunk rows; 0 = capture.part_rows, else DefaultPartRows
+	PartInterval time.Duration // ... or after this long; 0 = capture.part_interval, else DefaultPartInterval
+	GOMAXPROCS   int           // per worker; 0 = DefaultGOMAXPROCS
+	NoPin        bool          // do not pin workers to CPUs
+	Quiet        bool          // no progress output
+	Progress     io.Writer     // where progress goes (stderr in the CLI); nil = no live bar, log lines only
+	Exe          string        // binary that runs `worker`; "" = os.Executable()
+	Args         []string      // the command line, recorded in the manifest and file metadata
+}
+
+// Defaults.
+const (
+	DefaultConnections  = 64
+	DefaultDrainTimeout = 30 * time.Second
+	DefaultPartRows     = 500_000
+	DefaultPartInterval = 10 * time.Second
+	// DefaultGOMAXPROCS is 2: a worker pinned to one CPU still needs a second P so that the
+	// pacer's locked OS thread, asleep in clock_nanosleep, never holds the only P while replies
+	// wait to be read (measured: see README, "GOMAXPROCS 1 against 2").
+	DefaultGOMAXPROCS = 2
+	// startLead is how far after the last worker's "ready" the coordinator puts the common start.
+	startLead = 300 * time.Millisecond
+	// bodyWindow is how far ahead of their send time request bodies are built.
+	bodyWindow = 2 * time.Second
+)
+
+// Sentinel errors.
+var (
+	// ErrTargetDown: every request of the first second failed; the run was stopped.
+	ErrTargetDown = errors.New("target failed every request of the first second")
+	// ErrWorkerDied: a worker process ended abnormally; the others went on.
+	ErrWorkerDied = errors.New("worker died")
+	// ErrInterrupted: the capture was stopped by an interrupt; finished parts are kept.
+	ErrInterrupted = errors.New("capture interrupted")
+)
+
+// ParseShard parses "i/n" (0 <= i < n).
+func ParseShard(s string) (i, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		i, err = strconv.Atoi(a)
+		if err == nil {
+			n, err = strconv.Atoi(b)
+		}
+	}
+	if !ok || err != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("invalid shard %q: want i/n with 0 <= i < n, e.g. 0/2", s)
+	}
+	return i, n, nil
+}
+
+// ParseStartAt parses an RFC 3339 time or a unix time in nanoseconds.
+func ParseStartAt(s string) (time.Time, error) {
+	if ns, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Unix(0, ns), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("invalid start time %q: want RFC 3339 (2026-01-02T15:04:05Z) or unix nanoseconds", s)
+	}
+	return t, nil
+}

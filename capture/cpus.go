@@ -1,0 +1,93 @@
+package capture
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// AllowedCPUs returns the CPUs this process may run on (its affinity mask) and how many of them
+// it may use at once: the mask's size capped by the cgroup v2 quota (cpu.max "quota period",
+// rounded up). On a 64-core host in a container limited to 2 CPUs this is 2, not 64.
+func AllowedCPUs() (cpus []int, usable int, err error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, 0, fmt.Errorf("read affinity mask: %w", err)
+	}
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	usable = len(cpus)
+	if q, ok := cgroupQuota(); ok && q < usable {
+		usable = q
+	}
+	if usable < 1 {
+		usable = 1
+	}
+	return cpus, usable, nil
+}
+
+// cgroupQuota reads this process's cgroup v2 cpu.max and returns ceil(quota/period).
+func cgroupQuota() (int, bool) {
+	paths := []string{"/sys/fs/cgroup/cpu.max"}
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "0::"); ok {
+				paths = append([]string{filepath.Join("/sys/fs/cgroup", rest, "cpu.max")}, paths...)
+			}
+		}
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		return parseCPUMax(string(b))
+	}
+	return 0, false
+}
+
+// parseCPUMax parses cgroup v2 cpu.max ("max 100000" or "150000 100000").
+func parseCPUMax(s string) (int, bool) {
+	f := strings.Fields(s)
+	if len(f) != 2 || f[0] == "max" {
+		return 0, false
+	}
+	q, err1 := strconv.ParseFloat(f[0], 64)
+	p, err2 := strconv.ParseFloat(f[1], 64)
+	if err1 != nil || err2 != nil || q <= 0 || p <= 0 {
+		return 0, false
+	}
+	return int(math.Ceil(q / p)), true
+}
+
+// pinProcess pins every thread of this process to cpu. sched_setaffinity acts on one thread, and
+// a new thread inherits its creator's mask, so pinning every existing thread (twice, to catch
+// threads started meanwhile) pins the whole Go process for good.
+func pinProcess(cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	for range 2 {
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return fmt.Errorf("pin to cpu %d: %w", cpu, err)
+		}
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+				return fmt.Errorf("pin thread %d to cpu %d: %w", tid, cpu, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package capture
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// tracker holds the workers' latest progress and renders it once a second: a live line per stage
+// on a terminal, a log line otherwise.
+type tracker struct {
+	stages  []schemas.StageInfo
+	planned map[int32]int64 // this host's planned requests per stage
+	shards  int
+	startNs int64
+	last    map[int]*progress
+	prevCPU map[int][2]int64 // worker -> (cpu ns, now ns) of the previous render
+	util    map[int]float64
+	live    io.Writer // nil: log lines
+	log     *slog.Logger
+	shown   int32 // stage of the live line; -1 none
+}
+
+func newTracker(stages []schemas.StageInfo, planned map[int32]int64, shards int, live io.Writer, log *slog.Logger) *tracker {
+	return &tracker{stages: stages, planned: planned, shards: shards, last: map[int]*progress{},
+		prevCPU: map[int][2]int64{}, util: map[int]float64{}, live: live, log: log, shown: -1}
+}
+
+func (t *tracker) update(worker int, p *progress) {
+	if prev, ok := t.prevCPU[worker]; ok && p.NowNs > prev[1] {
+		t.util[worker] = float64(p.CPUNs-prev[0]) / float64(p.NowNs-prev[1])
+	}
+	t.prevCPU[worker] = [2]int64{p.CPUNs, p.NowNs}
+	t.last[worker] = p
+}
+
+// stageSummary is the host-wide state of one stage.
+type stageSummary struct {
+	stage                       int32
+	elapsed                     time.Duration
+	sent, planned, done, errors int64
+	inflight                    int64
+	rate, target                float64
+	ttftP50, ttftP99            time.Duration
+	utilMax                     float64
+}
+
+func (t *tracker) summary(now int64) (stageSummary, bool) {
+	s := stageSummary{stage: -1}
+	for _, p := range t.last {
+		s.stage = max(s.stage, p.Stage)
+	}
+	if s.stage < 0 {
+		return s, false
+	}
+	var info *schemas.StageInfo
+	for i := range t.stages {
+		if t.stages[i].Index == s.stage {
+			info = &t.stages[i]
+		}
+	}
+	h := hdrhistogram.New(1, 600_000_000, 2)
+	for _, p := range t.last {
+		if int(s.stage) < len(p.Sent) {
+			s.sent += p.Sent[s.stage]
+			s.done += p.Done[s.stage]
+			s.errors += p.Errors[s.stage]
+		}
+		s.inflight += p.Inflight
+		if p.Stage == s.stage && len(p.TTFT) > 0 {
+			if wh, err := hdrhistogram.Decode(p.TTFT); err == nil {
+				h.Merge(wh)
+			}
+		}
+	}
+	for _, u := range t.util {
+		s.utilMax = max(s.utilMax, u)
+	}
+	s.planned = t.planned[s.stage]
+	if info != nil {
+		s.elapsed = time.Duration(now - (t.startNs + info.OffsetNs))
+		s.target = info.Rate / float64(max(t.shards, 1))
+	}
+	if s.elapsed > 0 {
+		s.rate = float64(s.sent) / s.elapsed.Seconds()
+	}
+	if h.TotalCount() > 0 {
+		s.ttftP50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
+		s.ttftP99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond
+	}
+	return s, true
+}
+
+func (t *tracker) render(now int64) {
+	s, ok := t.summary(now)
+	if !ok {
+		return
+	}
+	if t.live == nil {
+		t.log.Info("progress", "stage", s.stage, "elapsed", s.elapsed.Round(time.Second), "sent", s.sent, "planned", s.planned,
+			"rate", fmt.Sprintf("%.1f", s.rate), "target_rate", s.target, "inflight", s.inflight, "errors", s.errors,
+			"ttft_p50", s.ttftP50, "ttft_p99", s.ttftP99, "worker_util_max", fmt.Sprintf("%.2f", s.utilMax))
+		return
+	}
+	if t.shown >= 0 && t.shown != s.stage {
+		fmt.Fprintln(t.live)
+	}
+	t.shown = s.stage
+	const width = 20
+	frac := 0.0
+	if s.planned > 0 {
+		frac = min(float64(s.sent)/float64(s.planned), 1)
+	}
+	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
+	target := ""
+	if s.target > 0 {
+		target = fmt.Sprintf("/%.0f", s.target)
+	}
+	fmt.Fprintf(t.live, "\r\033[Kstage %d [%s] %s  %d/%d sent  %.0f%s req/s  inflight %d  errors %d  ttft p50 %s p99 %s  util %.0f%%",
+		s.stage, bar, s.elapsed.Round(time.Second), s.sent, s.planned, s.rate, target, s.inflight, s.errors,
+		s.ttftP50.Round(10*time.Microsecond), s.ttftP99.Round(10*time.Microsecond), 100*s.utilMax)
+}
+
+// finish ends the live line.
+func (t *tracker) finish() {
+	if t.live != nil && t.shown >= 0 {
+		fmt.Fprintln(t.live)
+	}
+}

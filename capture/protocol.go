@@ -1,0 +1,60 @@
+package capture
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// message is one line a worker writes to its stdout for the coordinator.
+type message struct {
+	Type     string          `json:"type"` // ready, progress, file, worker, done
+	Worker   int             `json:"worker"`
+	Planned  int64           `json:"planned,omitempty"`   // ready: requests this worker owns
+	Warn     string          `json:"warn,omitempty"`      // ready: warm-up problem
+	File     *fileDone       `json:"file,omitempty"`      // file: a finished part
+	Row      *schemas.Worker `json:"row,omitempty"`       // worker: one workers.parquet row
+	Progress *progress       `json:"progress,omitempty"`  // progress: once a second
+	Sent     int64           `json:"sent,omitempty"`      // done
+	Unsent   int64           `json:"unsent,omitempty"`    // done: owned but never sent (stopped)
+	Skipped  int64           `json:"skipped,omitempty"`   // done: closed-loop requests after their stage's end
+	LateBody int64           `json:"late_body,omitempty"` // done: bodies built on the send path
+}
+
+// progress is a worker's state, cumulative since the start.
+type progress struct {
+	Stage       int32   `json:"stage"` // stage whose clock is running; -1 before the start
+	Sent        []int64 `json:"sent"`  // per stage
+	Done        []int64 `json:"done"`
+	Errors      []int64 `json:"errors"`
+	Inflight    int64   `json:"inflight"`
+	CPUNs       int64   `json:"cpu_ns"` // user+sys since the process started
+	NowNs       int64   `json:"now_ns"`
+	TTFT        []byte  `json:"ttft,omitempty"` // HDR histogram (µs) of the current stage, V2 encoded
+	FirstSent   int64   `json:"first_sent"`     // requests planned in the first second after the start ...
+	FirstOK     int64   `json:"first_ok"`       // ... of those, finished without error
+	FirstFailed int64   `json:"first_failed"`   // ... of those, failed
+	FirstError  string  `json:"first_error,omitempty"`
+}
+
+// control is one line the coordinator writes to a worker's stdin after the config.
+type control struct {
+	StartNs int64 `json:"start_ns,omitempty"`
+	Stop    bool  `json:"stop,omitempty"`
+}
+
+// lineWriter writes JSON lines from several goroutines.
+type lineWriter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func newLineWriter(w io.Writer) *lineWriter { return &lineWriter{enc: json.NewEncoder(w)} }
+
+func (l *lineWriter) send(v any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_ = l.enc.Encode(v) // a gone coordinator is noticed on stdin
+}

@@ -1,0 +1,559 @@
+package capture
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// Run captures cfg.Run: it starts the workers, gives them a common start time, follows their
+// progress, records every finished part in the manifest as it is reported, and ends with the
+// manifest's status: complete, interrupted (first Ctrl-C: ctx cancelled; sending stops, in-flight
+// requests get DrainTimeout), or failed (target down, a dead worker, an error). Finished parts
+// are kept in every case.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
+	mpath := filepath.Join(cfg.Run, schemas.ManifestName)
+	m, err := schemas.ReadManifest(mpath)
+	if err != nil {
+		return fmt.Errorf("read manifest: %w", err)
+	}
+	var rc replay.Config
+	if len(m.Config) > 0 {
+		if err := json.Unmarshal(m.Config, &rc); err != nil {
+			return fmt.Errorf("%s: config: %w", mpath, err)
+		}
+	}
+	if err := resolve(&cfg, &rc); err != nil {
+		return err
+	}
+	rawDir := filepath.Join(cfg.Run, "raw")
+	if old, _ := filepath.Glob(filepath.Join(rawDir, "*.parquet")); len(old) > 0 {
+		return fmt.Errorf("%s already holds a capture (%s); capture into a fresh run directory or remove raw/", rawDir, filepath.Base(old[0]))
+	}
+	planned, total, err := plannedPerStage(cfg.Run, cfg.Shard, cfg.Shards)
+	if err != nil {
+		return err
+	}
+	cpus, usable, err := AllowedCPUs()
+	if err != nil {
+		return err
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = usable
+	}
+	exe := cfg.Exe
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("find wirebench binary for workers: %w", err)
+		}
+	}
+
+	// The manifest says "running" and what may be missing until the end rewrites it, so a
+	// killed coordinator leaves an honest manifest behind.
+	step := schemas.Step{Name: "capture", Args: cfg.Args, Started: time.Now(), Status: schemas.StatusRunning}
+	m.Steps = append(m.Steps, step)
+	stepIdx := len(m.Steps) - 1
+	m.Status = schemas.StatusRunning
+	if cfg.Shards > 1 {
+		m.Shard = fmt.Sprintf("%d/%d", cfg.Shard, cfg.Shards)
+	}
+	m.Workers = nil
+	m.Missing = []string{"capture did not finish (the coordinator stopped while status was running): parts not listed in files, raw/workers.parquet and raw/server-metrics.parquet may be absent"}
+	if err := m.Write(mpath); err != nil {
+		return err
+	}
+
+	c := &coord{cfg: cfg, log: log, m: m, mpath: mpath, msgs: make(chan workerMsg, 256), exits: make(chan workerExit, cfg.Workers)}
+	defer func() {
+		c.finish(err)
+		if werr := c.m.Write(mpath); werr != nil && err == nil {
+			err = werr
+		}
+	}()
+	c.stepIdx = stepIdx
+	c.planned, c.total = planned, total
+	for i := range cfg.Workers {
+		cpu := -1
+		if !cfg.NoPin && len(cpus) > 0 {
+			cpu = cpus[i%len(cpus)]
+		}
+		wc := WorkerConfig{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
+			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, MaxInflight: cfg.MaxInflight, Connections: cfg.Connections,
+			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args}
+		if err := c.start(exe, wc); err != nil {
+			c.stopAll()
+			c.waitAll()
+			return err
+		}
+	}
+	return c.loop(ctx, rc.Target.MetricsURL)
+}
+
+// resolve fills cfg from the manifest's config and the defaults.
+func resolve(cfg *Config, rc *replay.Config) error {
+	co := rc.Capture
+	if cfg.Target == "" {
+		cfg.Target = rc.Target.URL
+	}
+	if cfg.Target == "" {
+		return errors.New("no target URL: set target.url in the config or pass --target")
+	}
+	u, err := url.Parse(cfg.Target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("target %q: want an http:// or https:// base URL", cfg.Target)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = co.Workers
+	}
+	if cfg.Workers < 0 {
+		return fmt.Errorf("workers %d: want >= 1 (0 = the CPUs this process may use)", cfg.Workers)
+	}
+	if cfg.Shards < 1 {
+		cfg.Shards = 1
+	}
+	if cfg.Shard < 0 || cfg.Shard >= cfg.Shards {
+		return fmt.Errorf("shard %d/%d: want 0 <= i < n", cfg.Shard, cfg.Shards)
+	}
+	pick := func(v, c, d int) int {
+		if v != 0 {
+			return v
+		}
+		if c != 0 {
+			return c
+		}
+		return d
+	}
+	pickD := func(v, c, d time.Duration) time.Duration {
+		if v != 0 {
+			return v
+		}
+		if c != 0 {
+			return c
+		}
+		return d
+	}
+	cfg.MaxInflight = pick(cfg.MaxInflight, co.MaxInflight, 0)
+	cfg.Connections = pick(cfg.Connections, co.Connections, DefaultConnections)
+	cfg.PartRows = pick(cfg.PartRows, co.PartRows, DefaultPartRows)
+	cfg.GOMAXPROCS = pick(cfg.GOMAXPROCS, 0, DefaultGOMAXPROCS)
+	cfg.DrainTimeout = pickD(cfg.DrainTimeout, co.DrainTimeout.D(), DefaultDrainTimeout)
+	cfg.PartInterval = pickD(cfg.PartInterval, co.PartInterval.D(), DefaultPartInterval)
+	cfg.KeepText = cfg.KeepText || co.KeepText
+	return nil
+}
+
+// plannedPerStage counts this host's planned requests per stage.
+func plannedPerStage(run string, shard, shards int) (map[int32]int64, int64, error) {
+	rows, err := schemas.ReadFile[schemas.ScheduleRequest](filepath.Join(run, "schedule", "requests.parquet"))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read schedule: %w", err)
+	}
+	out := map[int32]int64{}
+	var total int64
+	for i := range rows {
+		if s, _ := owner(&rows[i], shards, 1); s == shard {
+			out[rows[i].Stage]++
+			total++
+		}
+	}
+	return out, total, nil
+}
+
+type workerMsg struct {
+	worker int
+	msg    message
+}
+
+type workerExit struct {
+	worker int
+	status string
+	ok     bool
+}
+
+type workerProc struct {
+	cfg   WorkerConfig
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	mu    sync.Mutex
+	ready bool
+	done  *message
+	exit  *workerExit
+	last  *progress
+}
+
+type coord struct {
+	cfg     Config
+	log     *slog.Logger
+	m       *schemas.Manifest
+	mpath   string
+	stepIdx int
+	planned map[int32]int64
+	total   int64
+	procs   []*workerProc
+	msgs    chan workerMsg
+	exits   chan workerExit
+	rows    []schemas.Worker
+	server  []schemas.ServerMetric
+	startNs int64
+
+	interrupted bool
+	stopped     bool
+	failure     error
+	readersWG   sync.WaitGroup
+}
+
+func (c *coord) start(exe string, wc WorkerConfig) error {
+	cmd := exec.Command(exe, "worker")
+	cmd.Stderr = os.Stderr
+	// Own process group: a terminal's Ctrl-C reaches only the coordinator, which stops the
+	// workers itself (drain first, then close their stdin).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("start worker %d: %w", wc.Worker, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("start worker %d: %w", wc.Worker, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start worker %d (%s worker): %w", wc.Worker, exe, err)
+	}
+	p := &workerProc{cfg: wc, cmd: cmd, stdin: stdin}
+	c.procs = append(c.procs, p)
+	line, _ := json.Marshal(wc)
+	if _, err := stdin.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("configure worker %d: %w", wc.Worker, err)
+	}
+	c.readersWG.Add(1)
+	go func() {
+		defer c.readersWG.Done()
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			var m message
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				c.log.Warn("worker wrote a line that is not a message", "worker", wc.Worker, "line", sc.Text())
+				continue
+			}
+			c.msgs <- workerMsg{wc.Worker, m}
+		}
+		err := cmd.Wait()
+		e := workerExit{worker: wc.Worker, status: "ok", ok: err == nil}
+		if err != nil {
+			e.status = err.Error()
+		}
+		c.exits <- e
+	}()
+	return nil
+}
+
+func (c *coord) control(p *workerProc, v control) {
+	b, _ := json.Marshal(v)
+	p.stdin.Write(append(b, '\n')) // a dead worker is reported by its exit
+}
+
+// stopAll asks every worker to stop sending and drain.
+func (c *coord) stopAll() {
+	if c.stopped {
+		return
+	}
+	c.stopped = true
+	for _, p := range c.procs {
+		c.control(p, control{Stop: true})
+	}
+}
+
+func (c *coord) waitAll() {
+	for range c.procs {
+		e := <-c.exits
+		c.procs[e.worker].exit = &e
+	}
+}
+
+func (c *coord) handle(wm workerMsg) {
+	p := c.procs[wm.worker]
+	switch m := wm.msg; m.Type {
+	case "ready":
+		p.ready = true
+		if m.Warn != "" {
+			c.log.Warn("worker warm-up", "worker", wm.worker, "msg", m.Warn)
+		}
+	case "file":
+		if m.File != nil {
+			c.m.AddFile(schemas.FileEntry{Path: m.File.Path, Kind: m.File.Kind, Rows: m.File.Rows, Worker: int32(wm.worker), Part: m.File.Part})
+			if err := c.m.Write(c.mpath); err != nil {
+				c.log.Error("update manifest", "err", err)
+			}
+		}
+	case "worker":
+		if m.Row != nil {
+			c.rows = append(c.rows, *m.Row)
+		}
+	case "progress":
+		p.last = m.Progress
+	case "done":
+		p.done = &m
+	}
+}
+
+// loop waits for the workers to be ready, starts them together, follows them to the end.
+func (c *coord) loop(ctx context.Context, metricsURL string) error {
+	readyBy := time.NewTimer(2 * time.Minute)
+	defer readyBy.Stop()
+	for ready := 0; ready < len(c.procs); {
+		select {
+		case wm := <-c.msgs:
+			c.handle(wm)
+			if wm.msg.Type == "ready" {
+				ready++
+			}
+		case e := <-c.exits:
+			c.procs[e.worker].exit = &e
+			c.stopAll()
+			c.drainExits()
+			return fmt.Errorf("worker %d ended before it was ready (%s); see its log above", e.worker, e.status)
+		case <-ctx.Done():
+			c.interrupted = true
+			c.stopAll()
+			c.drainExits()
+			return ErrInterrupted
+		case <-readyBy.C:
+			c.stopAll()
+			c.drainExits()
+			return errors.New("workers not ready after 2m (loading the schedule or warming connections)")
+		}
+	}
+	start := time.Now().Add(startLead)
+	if !c.cfg.StartAt.IsZero() {
+		start = c.cfg.StartAt
+		if d := time.Until(start); d < 0 {
+			c.log.Warn("start time is in the past: early requests will be late and show it as send lag", "start_at", start, "late_by", -d)
+		}
+	}
+	c.startNs = start.UnixNano()
+	c.m.StartNs = c.startNs
+	if err := c.m.Write(c.mpath); err != nil {
+		c.stopAll()
+		c.drainExits()
+		return err
+	}
+	for _, p := range c.procs {
+		c.control(p, control{StartNs: c.startNs})
+	}
+	c.log.Info("capture starting", "workers", len(c.procs), "start", start.Format(time.RFC3339Nano), "planned", c.total, "target", c.cfg.Target)
+
+	scrapeCtx, stopScrape := context.WithCancel(context.Background())
+	scraped := make(chan []schemas.ServerMetric, 1)
+	if metricsURL != "" {
+		go func() {
+			scraped <- scrape(scrapeCtx, metricsURL, c.stageAt, func(err error) { c.log.Warn("server metrics", "err", err) })
+		}()
+	} else {
+		scraped <- nil
+	}
+
+	var live io.Writer
+	if !c.cfg.Quiet && c.cfg.Progress != nil && isTerminal(c.cfg.Progress) {
+		live = c.cfg.Progress
+	}
+	tr := newTracker(c.m.Stages, c.planned, c.cfg.Shards, live, c.log)
+	tr.startNs = c.startNs
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	checkFirst := true
+	alive := len(c.procs)
+	ctxDone := ctx.Done()
+	for alive > 0 {
+		select {
+		case wm := <-c.msgs:
+			c.handle(wm)
+			if wm.msg.Type == "progress" && wm.msg.Progress != nil {
+				tr.update(wm.worker, wm.msg.Progress)
+			}
+		case e := <-c.exits:
+			alive--
+			c.procs[e.worker].exit = &e
+			if !e.ok {
+				c.log.Error("worker died; the others go on", "worker", e.worker, "cpu", c.procs[e.worker].cfg.CPU, "exit", e.status)
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			c.interrupted = true
+			c.log.Warn("stopping: workers drain their in-flight requests", "drain_timeout", c.cfg.DrainTimeout)
+			c.stopAll()
+		case now := <-tick.C:
+			if !c.cfg.Quiet {
+				tr.render(now.UnixNano())
+			}
+			if checkFirst && now.UnixNano() >= c.startNs+int64(time.Second) {
+				checkFirst = c.checkFirstSecond()
+			}
+		}
+	}
+	// Messages sent just before a worker's exit are still queued.
+	c.readersWG.Wait()
+	for len(c.msgs) > 0 {
+		c.handle(<-c.msgs)
+	}
+	tr.finish()
+	stopScrape()
+	c.server = <-scraped
+	return c.result()
+}
+
+// checkFirstSecond stops the run when every request planned in the first second has failed. It
+// reports whether to check again (results still pending).
+func (c *coord) checkFirstSecond() bool {
+	var sent, ok, failed int64
+	firstErr := ""
+	for _, p := range c.procs {
+		if p.last == nil {
+			if p.exit == nil {
+				return true // no news yet
+			}
+			continue
+		}
+		sent += p.last.FirstSent
+		ok += p.last.FirstOK
+		failed += p.last.FirstFailed
+		if firstErr == "" {
+			firstErr = p.last.FirstError
+		}
+	}
+	switch {
+	case ok > 0 || sent == 0:
+		return false
+	case failed < sent:
+		return true
+	}
+	c.failure = fmt.Errorf("%w: %d of %d failed (first: %s); check the target %s", ErrTargetDown, failed, sent, firstErr, c.cfg.Target)
+	c.log.Error("stopping the run", "err", c.failure)
+	c.stopAll()
+	return false
+}
+
+func (c *coord) drainExits() {
+	for _, p := range c.procs {
+		if p.exit == nil {
+			e := <-c.exits
+			c.procs[e.worker].exit = &e
+		}
+	}
+	c.readersWG.Wait()
+	for len(c.msgs) > 0 {
+		c.handle(<-c.msgs)
+	}
+}
+
+// stageAt returns the stage whose clock runs at ns, or -1 outside every stage.
+func (c *coord) stageAt(ns int64) int32 {
+	st := int32(-1)
+	var best int64 = -1
+	for _, s := range c.m.Stages {
+		at := c.startNs + s.OffsetNs
+		if ns >= at && at > best && (s.DurationNs == 0 || ns < at+s.DurationNs) {
+			st, best = s.Index, at
+		}
+	}
+	return st
+}
+
+// result writes the coordinator's files and decides the outcome.
+func (c *coord) result() error {
+	rawDir := filepath.Join(c.cfg.Run, "raw")
+	prod := schemas.Producer{Command: "capture", Args: c.cfg.Args}
+	var ferr error
+	sort.Slice(c.rows, func(i, j int) bool {
+		a, b := c.rows[i], c.rows[j]
+		return a.Worker < b.Worker || a.Worker == b.Worker && a.Stage < b.Stage
+	})
+	if len(c.rows) > 0 {
+		if err := schemas.WriteFile(filepath.Join(rawDir, "workers.parquet"), c.rows, prod); err != nil {
+			ferr = err
+		} else {
+			c.m.AddFile(schemas.FileEntry{Path: "raw/workers.parquet", Kind: "workers", Rows: int64(len(c.rows))})
+		}
+	}
+	if len(c.server) > 0 {
+		if err := schemas.WriteFile(filepath.Join(rawDir, "server-metrics.parquet"), c.server, prod); err != nil && ferr == nil {
+			ferr = err
+		} else if err == nil {
+			c.m.AddFile(schemas.FileEntry{Path: "raw/server-metrics.parquet", Kind: "server-metrics", Rows: int64(len(c.server))})
+		}
+	}
+	var dead []string
+	for _, p := range c.procs {
+		if p.exit != nil && !p.exit.ok {
+			dead = append(dead, fmt.Sprintf("worker %d (%s)", p.cfg.Worker, p.exit.status))
+		}
+	}
+	switch {
+	case c.failure != nil:
+		return c.failure
+	case ferr != nil:
+		return ferr
+	case len(dead) > 0:
+		return fmt.Errorf("%w: %s; the other workers finished and every finished part is kept", ErrWorkerDied, strings.Join(dead, ", "))
+	case c.interrupted:
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// finish records the outcome in the manifest (written by Run's deferred call).
+func (c *coord) finish(err error) {
+	m := c.m
+	m.Missing = nil
+	m.Workers = m.Workers[:0]
+	var sent int64
+	for _, p := range c.procs {
+		ws := schemas.WorkerStatus{Worker: int32(p.cfg.Worker), Shard: int32(p.cfg.Shard), CPU: int32(p.cfg.CPU), Exit: "unknown"}
+		if p.exit != nil {
+			ws.Exit = p.exit.status
+		}
+		m.Workers = append(m.Workers, ws)
+		switch {
+		case p.done != nil:
+			sent += p.done.Sent + p.done.Skipped
+		case p.last != nil:
+			for _, n := range p.last.Sent {
+				sent += n
+			}
+			m.Missing = append(m.Missing, fmt.Sprintf("worker %d (cpu %d) ended with %s: the requests of its open part, its last workers.parquet row and its unsent requests are missing", p.cfg.Worker, p.cfg.CPU, ws.Exit))
+		default:
+			m.Missing = append(m.Missing, fmt.Sprintf("worker %d (cpu %d) ended with %s before sending", p.cfg.Worker, p.cfg.CPU, ws.Exit))
+		}
+	}
+	if len(c.procs) > 0 && sent < c.total {
+		m.Missing = append(m.Missing, fmt.Sprintf("%d of %d planned requests were not sent", c.total-sent, c.total))
+	}
+	st := &m.Steps[c.stepIdx]
+	st.Ended = time.Now()
+	switch {
+	case err == nil:
+		m.Status, st.Status = schemas.StatusComplete, schemas.StatusComplete
+	case errors.Is(err, ErrInterrupted):
+		m.Status, st.Status = schemas.StatusInterrupted, schemas.StatusInterrupted
+		st.Error = err.Error()
+	default:
+		m.Status, st.Status = schemas.StatusFailed, schemas.StatusFailed
+		st.Error = err.Error()
+	}
+}

@@ -1,0 +1,732 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// Error kinds recorded in RawRequest.ErrorKind.
+const (
+	ErrConnect         = "connect"            // dialing or the TLS handshake failed
+	ErrTimeout         = "timeout"            // the per-request timeout (or a socket deadline) expired
+	ErrHTTPStatus      = "http_status"        // the server answered with a status other than 200
+	ErrReset           = "reset"              // the connection was reset or closed mid-response
+	ErrMalformedStream = "malformed_stream"   // the body is not a valid OpenAI SSE stream or JSON
+	ErrServerEvent     = "server_error_event" // the server sent an error object mid-stream
+	ErrCancelled       = "cancelled"          // the caller's context was cancelled
+)
+
+// Chunk kinds recorded in RawChunk.Kind.
+const (
+	KindContent = "content" // carries content or reasoning text
+	KindEmpty   = "empty"   // no text: role only, tool-call header, keep-alive
+	KindUsage   = "usage"   // choices empty, usage present
+	KindDone    = "done"    // data: [DONE]
+	KindError   = "error"   // an error object
+)
+
+// Timestamp qualities recorded in RawChunk.Quality.
+const (
+	QualityExact      = "exact"       // kernel time of the segment that carried the event's last byte
+	QualityUpperBound = "upper_bound" // kernel time of a later segment coalesced into the same read
+	QualityUser       = "user"        // no kernel time: time.Now() right after the socket read
+	QualityApprox     = "approx"      // TLS: time.Now() after the body read that decoded the event
+)
+
+// maxErrorBody bounds how much of an error response body is kept as the message.
+const maxErrorBody = 4096
+
+// ClientConfig configures one worker's client.
+type ClientConfig struct {
+	MaxConns   int           // connection pool size (MaxConnsPerHost and MaxIdleConnsPerHost)
+	Timeout    time.Duration // per request, 0 = none
+	KeepText   bool          // collect generated text into Result.Text
+	TLS        *tls.Config   // for https targets
+	Timestamps bool          // enable SO_TIMESTAMPING; DefaultClientConfig sets it, false = user time only
+}
+
+// DefaultClientConfig returns the configuration capture starts from: 64 connections, no
+// timeout, kernel timestamps on.
+func DefaultClientConfig() ClientConfig {
+	return ClientConfig{MaxConns: 64, Timestamps: true}
+}
+
+// Client is an HTTP/1.1 client whose plain-HTTP connections carry kernel receive timestamps. It
+// is safe for concurrent use; one worker uses one Client.
+type Client struct {
+	cfg   ClientConfig
+	tr    *http.Transport
+	stats counters
+	hold  func() // releases the timestamping holder socket
+	once  sync.Once
+}
+
+// NewClient returns a client for cfg. HTTP/2 is never negotiated: measurement needs one response
+// per connection read stream.
+func NewClient(cfg ClientConfig) *Client {
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 64
+	}
+	c := &Client{cfg: cfg, hold: func() {}}
+	if cfg.Timestamps {
+		c.hold = holdTimestamps()
+	}
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	c.tr = &http.Transport{
+		Proxy:               nil,
+		MaxConnsPerHost:     cfg.MaxConns,
+		MaxIdleConnsPerHost: cfg.MaxConns,
+		MaxIdleConns:        cfg.MaxConns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // gzip would hide the byte offsets of events
+		ForceAttemptHTTP2:   false,
+		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
+		ReadBufferSize:      32 << 10,
+		WriteBufferSize:     32 << 10,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return newConn(nc, cfg.Timestamps, true, &c.stats), nil
+		},
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			// Under TLS the wrapper sees ciphertext: it only counts reads.
+			wc := newConn(nc, false, false, &c.stats)
+			tcfg := &tls.Config{}
+			if cfg.TLS != nil {
+				tcfg = cfg.TLS.Clone()
+			}
+			if tcfg.ServerName == "" {
+				host, _, _ := net.SplitHostPort(addr)
+				tcfg.ServerName = host
+			}
+			tcfg.NextProtos = []string{"http/1.1"}
+			trace := httptrace.ContextClientTrace(ctx)
+			if trace != nil && trace.TLSHandshakeStart != nil {
+				trace.TLSHandshakeStart()
+			}
+			tc := tls.Client(wc, tcfg)
+			err = tc.HandshakeContext(ctx)
+			if trace != nil && trace.TLSHandshakeDone != nil {
+				trace.TLSHandshakeDone(tc.ConnectionState(), err)
+			}
+			if err != nil {
+				nc.Close()
+				return nil, err
+			}
+			return tc, nil
+		},
+	}
+	return c
+}
+
+// Warm opens n keep-alive connections to baseURL (GET baseURL + "/health", falling back to
+// "/v1/models") so that no dial lands on the send path. The connections stay in the idle pool.
+func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
+	base := strings.TrimRight(baseURL, "/")
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- c.warmOne(ctx, base) }()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (c *Client) warmOne(ctx context.Context, base string) error {
+	var last error
+	for _, path := range []string{"/health", "/v1/models"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			return fmt.Errorf("warm %s: %w", base, err)
+		}
+		resp, err := c.tr.RoundTrip(req)
+		if err != nil {
+			return fmt.Errorf("warm %s: %w", base+path, err)
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			return nil
+		}
+		last = fmt.Errorf("warm %s: status %d", base+path, resp.StatusCode)
+	}
+	return last
+}
+
+// Stats returns cumulative reads and bytes read by this client's connections.
+func (c *Client) Stats() (reads, bytes int64) {
+	return c.stats.reads.Load(), c.stats.bytes.Load()
+}
+
+// Close closes idle connections and releases the client's hold on kernel timestamping.
+func (c *Client) Close() {
+	c.tr.CloseIdleConnections()
+	c.once.Do(c.hold)
+}
+
+// Request is one prepared request: the body is built before the send time.
+type Request struct {
+	Seq    int64
+	URL    string // full URL, e.g. http://127.0.0.1:8000/v1/completions
+	Body   []byte
+	Header http.Header // may be nil; Content-Type application/json is set by Do
+}
+
+// Result receives everything measured about one request. Do resets it and fills it; Chunks
+// reuses its backing array across calls, so reuse one Result per in-flight request.
+type Result struct {
+	Req    schemas.RawRequest // Do fills the wire fields; the caller fills Seq, Stage, Worker, ...
+	Chunks []schemas.RawChunk // one per SSE event, Seq set, in order
+	Text   string             // generated text when KeepText
+
+	st reqState // reused per-request state: decoder, buffers, trace
+}
+
+// reqState is the per-request state Do keeps in the Result so that repeated requests reuse it.
+type reqState struct {
+	dec    Decoder
+	ev     Event
+	pl     Payload
+	buf    []byte
+	text   []byte
+	sim    []byte // the x-sim comment payload
+	conn   *Conn
+	resp   int64
+	cursor int64
+	body   bytes.Reader
+	p      *ptrs   // this request's optional request fields (fresh per Do: rows may outlive it)
+	kern   []int64 // per chunk: kernel time, 0 = none
+	tok    []int32 // per chunk: tokens, -1 = not said
+	srv    []int64 // server send times from x-sim, per content chunk
+}
+
+// ptrs backs the optional (pointer) fields of one request's rows. It is allocated per Do, so
+// rows copied out of a Result stay valid after the next Do.
+type ptrs struct {
+	ints [7]int64
+	i32  [3]int32
+}
+
+// Slots of ptrs.ints.
+const (
+	slotConnect = iota
+	slotTLS
+	slotHeaders
+	slotDone
+	slotQueue
+	slotPrefill
+	slotDecode
+)
+
+func (s *reqState) init() {
+	if s.buf == nil {
+		s.buf = make([]byte, 32<<10)
+	}
+}
+
+// traceState receives the httptrace callbacks of one request. It is fresh per Do and locked:
+// net/http may call WroteRequest from its write goroutine, and a dial started for one request
+// may finish after that request gave up.
+type traceState struct {
+	mu        sync.Mutex
+	reused    bool
+	conn      *Conn
+	resp      int64
+	cursor    int64
+	connDial  time.Time
+	tlsStart  time.Time
+	connectNs int64 // -1 when no connect happened for this request
+	tlsNs     int64
+	sentNs    int64
+}
+
+func newTrace() (*traceState, *httptrace.ClientTrace) {
+	t := &traceState{connectNs: -1, tlsNs: -1}
+	return t, &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.reused = info.Reused
+			if wc, ok := info.Conn.(*Conn); ok && wc.track {
+				t.conn = wc
+				t.resp, t.cursor = wc.begin()
+			}
+		},
+		ConnectStart: func(string, string) {
+			t.mu.Lock()
+			t.connDial = time.Now()
+			t.mu.Unlock()
+		},
+		ConnectDone: func(_, _ string, err error) {
+			t.mu.Lock()
+			if err == nil && !t.connDial.IsZero() {
+				t.connectNs = time.Since(t.connDial).Nanoseconds()
+			}
+			t.mu.Unlock()
+		},
+		TLSHandshakeStart: func() {
+			t.mu.Lock()
+			t.tlsStart = time.Now()
+			t.mu.Unlock()
+		},
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			t.mu.Lock()
+			if err == nil && !t.tlsStart.IsZero() {
+				t.tlsNs = time.Since(t.tlsStart).Nanoseconds()
+			}
+			t.mu.Unlock()
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			now := time.Now().UnixNano()
+			t.mu.Lock()
+			t.sentNs = now
+			t.mu.Unlock()
+		},
+	}
+}
+
+// int64p stores v in slot i of this request's pointer block and returns a pointer to it.
+func (s *reqState) int64p(i int, v int64) *int64 {
+	s.p.ints[i] = v
+	return &s.p.ints[i]
+}
+
+func (s *reqState) int32p(i int, v int64) *int32 {
+	s.p.i32[i] = int32(v)
+	return &s.p.i32[i]
+}
+
+func (res *Result) reset() {
+	s := &res.st
+	res.Req = schemas.RawRequest{}
+	res.Chunks = res.Chunks[:0]
+	res.Text = ""
+	s.dec.Reset()
+	s.text, s.sim = s.text[:0], s.sim[:0]
+	s.kern, s.tok, s.srv = s.kern[:0], s.tok[:0], s.srv[:0]
+	s.conn, s.resp, s.cursor = nil, 0, 0
+	s.p = new(ptrs)
+}
+
+// Do sends the request and reads the whole response, recording times, chunks and errors in res.
+// A failed request is recorded in res (ErrorKind, ErrorMessage, partial chunks), never returned.
+func (c *Client) Do(ctx context.Context, r *Request, res *Result) {
+	res.reset()
+	s := &res.st
+	s.init()
+	res.Req.Seq = r.Seq
+	res.Req.SendStartNs = time.Now().UnixNano()
+
+	rctx := ctx
+	if c.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	ts, trace := newTrace()
+	rctx = httptrace.WithClientTrace(rctx, trace)
+	defer c.traced(res, ts)
+	s.body.Reset(r.Body)
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.URL, &s.body)
+	if err != nil {
+		c.fail(ctx, res, ErrConnect, fmt.Errorf("build request: %w", err))
+		return
+	}
+	for k, v := range r.Header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.ContentLength = int64(len(r.Body))
+
+	resp, err := c.tr.RoundTrip(req)
+	ts.mu.Lock()
+	s.conn, s.resp, s.cursor = ts.conn, ts.resp, ts.cursor
+	sent := ts.sentNs
+	ts.mu.Unlock()
+	if err != nil {
+		kind := classify(ctx, rctx, err)
+		if kind == ErrReset && sent == 0 {
+			kind = ErrConnect
+		}
+		c.fail(ctx, res, kind, err)
+		return
+	}
+	defer resp.Body.Close()
+	res.Req.Status = int32(resp.StatusCode)
+	if s.conn != nil {
+		if h, ok := s.conn.headers(s.resp); ok {
+			res.Req.HeadersNs = s.int64p(slotHeaders, pick(h.kernel, h.user))
+		}
+	}
+	if res.Req.HeadersNs == nil {
+		res.Req.HeadersNs = s.int64p(slotHeaders, time.Now().UnixNano())
+	}
+	if resp.StatusCode != http.StatusOK {
+		n, _ := io.ReadFull(resp.Body, s.buf[:min(len(s.buf), maxErrorBody)])
+		res.Req.ErrorKind = ErrHTTPStatus
+		res.Req.ErrorMessage = strings.TrimSpace(resp.Status + ": " + string(s.buf[:n]))
+		res.Req.DoneNs = s.int64p(slotDone, time.Now().UnixNano())
+		return
+	}
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
+		c.stream(ctx, rctx, resp, r, res)
+	} else {
+		c.whole(ctx, rctx, resp, r, res)
+	}
+	if c.cfg.KeepText {
+		res.Text = string(s.text)
+		res.Req.OutputText = res.Text
+	}
+}
+
+// traced copies the trace results into the row once the response is done.
+func (c *Client) traced(res *Result, ts *traceState) {
+	s := &res.st
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	res.Req.ConnReused = ts.reused
+	if ts.connectNs >= 0 {
+		res.Req.ConnectNs = s.int64p(slotConnect, ts.connectNs)
+	}
+	if ts.tlsNs >= 0 {
+		res.Req.TLSNs = s.int64p(slotTLS, ts.tlsNs)
+	}
+	res.Req.SentNs = ts.sentNs
+	if res.Req.SentNs == 0 && res.Req.HeadersNs != nil {
+		res.Req.SentNs = *res.Req.HeadersNs // the server answered before the body was written
+	}
+}
+
+// pick returns the kernel time when there is one, else the user time.
+func pick(kernel, user int64) int64 {
+	if kernel != 0 {
+		return kernel
+	}
+	return user
+}
+
+func (c *Client) fail(ctx context.Context, res *Result, kind string, err error) {
+	if res.Req.ErrorKind != "" {
+		return
+	}
+	res.Req.ErrorKind = kind
+	res.Req.ErrorMessage = err.Error()
+}
+
+// classify maps a transport or body error to an error kind.
+func classify(parent, rctx context.Context, err error) string {
+	if parent.Err() != nil {
+		return ErrCancelled
+	}
+	if rctx.Err() != nil {
+		return ErrTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ErrTimeout
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return ErrConnect
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return ErrConnect
+	}
+	var te *tls.CertificateVerificationError
+	if errors.As(err, &te) {
+		return ErrConnect
+	}
+	return ErrReset
+}
+
+// stamp returns the arrival times of the event ending at body offset end.
+func (s *reqState) stamp(end int64, cr bool, userNow int64, approx bool) (kernel, user int64, quality string) {
+	if s.conn == nil {
+		if approx {
+			return 0, userNow, QualityApprox
+		}
+		return 0, userNow, QualityUser
+	}
+	rec, ok := s.conn.lookup(s.resp, end, &s.cursor)
+	if !ok {
+		return 0, userNow, QualityUser
+	}
+	if rec.kernel == 0 {
+		return 0, rec.user, QualityUser
+	}
+	// The kernel keeps the newest segment's time: exact only when the read ends with this event.
+	tail := rec.bodyEnd - end
+	if tail == 0 || (cr && tail == 1) {
+		return rec.kernel, rec.user, QualityExact
+	}
+	return rec.kernel, rec.user, QualityUpperBound
+}
+
+// stream reads an SSE body. Every event's times come from the socket read that delivered its
+// last byte; the JSON is parsed only after that.
+func (c *Client) stream(ctx, rctx context.Context, resp *http.Response, r *Request, res *Result) {
+	s := &res.st
+	approx := resp.TLS != nil
+	var done bool
+	var lastEnd int64
+	for {
+		n, rerr := resp.Body.Read(s.buf)
+		userNow := time.Now().UnixNano()
+		s.dec.Feed(s.buf[:n])
+		if rerr != nil {
+			s.dec.Finish()
+		}
+		for s.dec.Next(&s.ev) {
+			ev := &s.ev
+			if ev.Comment {
+				if bytes.HasPrefix(ev.Data, []byte("x-sim ")) {
+					s.sim = append(s.sim[:0], ev.Data[6:]...)
+				}
+				continue
+			}
+			kernel, user, q := s.stamp(ev.End, ev.CR, userNow, approx)
+			ch := c.event(ctx, res, ev, kernel)
+			ch.Seq, ch.Index = r.Seq, int32(len(res.Chunks)-1)
+			ch.RxUserNs, ch.Quality, ch.Bytes = user, q, int32(ev.End-ev.Start)
+			if ch.Kind == KindDone {
+				done = true
+			}
+			lastEnd = ev.End
+			res.Req.DoneNs = s.int64p(slotDone, pick(kernel, user))
+		}
+		if err := s.dec.Err(); err != nil {
+			c.fail(ctx, res, ErrMalformedStream, fmt.Errorf("sse: %w", err))
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			c.fail(ctx, res, classify(ctx, rctx, rerr), rerr)
+			break
+		}
+	}
+	res.Req.Chunks = int32(len(res.Chunks))
+	if s.conn != nil && len(res.Chunks) > 0 && res.Req.ErrorKind == "" {
+		// Framing check: the read that delivered the last event must end at the decoder's
+		// offset, the end of the body.
+		rec, ok := s.conn.lookup(s.resp, lastEnd, &s.cursor)
+		res.Req.OffsetMismatch = !ok || rec.bodyEnd != s.dec.Offset()
+	}
+	c.applySim(res)
+	c.finish(res)
+	if res.Req.ErrorKind == "" && !done && res.Req.FinishReason == "" {
+		res.Req.ErrorKind = ErrMalformedStream
+		res.Req.ErrorMessage = "stream ended without [DONE] or finish_reason"
+	}
+}
+
+// event decodes one event's payload into a new chunk row.
+func (c *Client) event(ctx context.Context, res *Result, ev *Event, kernel int64) *schemas.RawChunk {
+	s := &res.st
+	res.Chunks = append(res.Chunks, schemas.RawChunk{})
+	ch := &res.Chunks[len(res.Chunks)-1]
+	s.kern = append(s.kern, kernel)
+	s.tok = append(s.tok, -1)
+	if string(ev.Data) == "[DONE]" {
+		ch.Kind = KindDone
+		return ch
+	}
+	if string(ev.Type) == "error" {
+		ch.Kind = KindError
+		c.fail(ctx, res, ErrServerEvent, fmt.Errorf("error event: %s", clip(ev.Data)))
+		return ch
+	}
+	s.pl.Text = s.text
+	err := ParsePayload(ev.Data, &s.pl, c.cfg.KeepText)
+	s.text = s.pl.Text
+	pl := &s.pl
+	switch {
+	case err != nil:
+		ch.Kind = KindEmpty
+		c.fail(ctx, res, ErrMalformedStream, fmt.Errorf("event %d: %w: %s", len(res.Chunks)-1, err, clip(ev.Data)))
+		return ch
+	case pl.Error != nil:
+		ch.Kind = KindError
+		c.fail(ctx, res, ErrServerEvent, fmt.Errorf("error event: %s", clip(pl.Error)))
+	case pl.Content+pl.Reasoning > 0:
+		ch.Kind = KindContent
+	case pl.Choices == 0 && pl.HasUsage:
+		ch.Kind = KindUsage
+	default:
+		ch.Kind = KindEmpty
+	}
+	ch.ContentBytes, ch.ReasoningBytes, ch.ToolCalls = int32(pl.Content), int32(pl.Reasoning), int32(pl.ToolCalls)
+	res.Req.ContentBytes += int64(pl.Content)
+	res.Req.ReasoningBytes += int64(pl.Reasoning)
+	if pl.Tokens >= 0 {
+		s.tok[len(s.tok)-1] = int32(pl.Tokens)
+	}
+	if len(pl.FinishReason) > 0 {
+		ch.FinishReason = intern(pl.FinishReason)
+		res.Req.FinishReason = ch.FinishReason
+	}
+	if pl.HasUsage {
+		if pl.Prompt >= 0 {
+			res.Req.UsagePrompt = s.int32p(0, pl.Prompt)
+		}
+		if pl.Completion >= 0 {
+			res.Req.UsageComplete = s.int32p(1, pl.Completion)
+		}
+		if pl.Cached >= 0 {
+			res.Req.UsageCached = s.int32p(2, pl.Cached)
+		}
+	}
+	return ch
+}
+
+// finish sets the chunks' pointer fields from one block allocated for this request.
+func (c *Client) finish(res *Result) {
+	s := &res.st
+	n := len(res.Chunks)
+	if n == 0 {
+		return
+	}
+	ints := make([]int64, 2*n)
+	toks := make([]int32, n)
+	content := 0
+	for i := range res.Chunks {
+		ch := &res.Chunks[i]
+		if s.kern[i] != 0 {
+			ints[i] = s.kern[i]
+			ch.RxKernelNs = &ints[i]
+		}
+		if s.tok[i] >= 0 {
+			toks[i] = s.tok[i]
+			ch.Tokens = &toks[i]
+		}
+		if ch.Kind == KindContent {
+			if content < len(s.srv) {
+				ints[n+i] = s.srv[content]
+				ch.ServerSentNs = &ints[n+i]
+			}
+			content++
+		}
+	}
+}
+
+// applySim parses the simulator's ground-truth comment
+// `x-sim {"queue_ns":Q,"prefill_ns":P,"decode_ns":D,"sent_ns":[t0,t1,...]}`.
+func (c *Client) applySim(res *Result) {
+	s := &res.st
+	if len(s.sim) == 0 {
+		return
+	}
+	j := jscan{b: s.sim}
+	j.object(func(key []byte) {
+		switch string(key) {
+		case "queue_ns":
+			res.Req.ServerQueueNs = s.int64p(slotQueue, j.int())
+		case "prefill_ns":
+			res.Req.ServerPrefillNs = s.int64p(slotPrefill, j.int())
+		case "decode_ns":
+			res.Req.ServerDecodeNs = s.int64p(slotDecode, j.int())
+		case "sent_ns":
+			j.array(func() { s.srv = append(s.srv, j.int()) })
+		default:
+			j.skip()
+		}
+	})
+	if j.err != nil {
+		res.Req.ServerQueueNs, res.Req.ServerPrefillNs, res.Req.ServerDecodeNs = nil, nil, nil
+		s.srv = s.srv[:0]
+	}
+}
+
+// whole reads a non-streaming JSON body as one chunk.
+func (c *Client) whole(ctx, rctx context.Context, resp *http.Response, r *Request, res *Result) {
+	s := &res.st
+	body := s.sim[:0] // reuse a buffer; x-sim comments do not occur here
+	for {
+		n, rerr := resp.Body.Read(s.buf)
+		body = append(body, s.buf[:n]...)
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			c.fail(ctx, res, classify(ctx, rctx, rerr), rerr)
+			return
+		}
+	}
+	s.sim = body[:0]
+	userNow := time.Now().UnixNano()
+	end := int64(len(body))
+	kernel, user, q := s.stamp(end, false, userNow, resp.TLS != nil)
+	ev := Event{Start: 0, End: end, Data: body}
+	ch := c.event(ctx, res, &ev, kernel)
+	ch.Seq, ch.Index = r.Seq, 0
+	ch.RxUserNs, ch.Quality, ch.Bytes = user, q, int32(end)
+	res.Req.Chunks = 1
+	res.Req.DoneNs = s.int64p(slotDone, pick(kernel, user))
+	for i, h := range []string{"X-Sim-Queue-Ns", "X-Sim-Prefill-Ns", "X-Sim-Decode-Ns"} {
+		if v := resp.Header.Get(h); v != "" {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				p := s.int64p(slotQueue+i, n)
+				switch i {
+				case 0:
+					res.Req.ServerQueueNs = p
+				case 1:
+					res.Req.ServerPrefillNs = p
+				case 2:
+					res.Req.ServerDecodeNs = p
+				}
+			}
+		}
+	}
+	c.finish(res)
+}
+
+// clip returns at most 1 KiB of b as a string for error messages.
+func clip(b []byte) string {
+	if len(b) > 1024 {
+		return string(b[:1024]) + "..."
+	}
+	return string(b)
+}
+
+// intern returns the common finish reasons without allocating.
+func intern(b []byte) string {
+	switch string(b) {
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "tool_calls":
+		return "tool_calls"
+	case "content_filter":
+		return "content_filter"
+	case "function_call":
+		return "function_call"
+	case "eos_token":
+		return "eos_token"
+	}
+	return string(b)
+}

@@ -1,0 +1,114 @@
+package wire
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// readRecord is what the connection keeps about one socket read.
+type readRecord struct {
+	seq     int64 // read number on the connection, from 1
+	resp    int64 // response ordinal the read ended in (Framing.Response)
+	bodyEnd int64 // body offset of that response at the end of the read
+	kernel  int64 // kernel receive time (CLOCK_REALTIME ns); 0 when none
+	user    int64 // time.Now() right after the read returned
+	n       int32 // bytes read
+	full    bool  // the read filled the caller's buffer (more data may have been queued)
+	headers bool  // a final response's headers completed in this read
+}
+
+const ringSize = 128 // reads kept per connection; the decoder lags the socket by a few at most
+
+// Conn wraps a client TCP connection. Each Read asks the kernel for the receive timestamp of the
+// data (SO_TIMESTAMPING, on Linux), takes the user time right after the syscall, runs the HTTP/1.1
+// framing tracker over the bytes and keeps a record of the read, so the SSE decoder can look up
+// the read that delivered any body offset. It embeds net.Conn (never *net.TCPConn, whose ReadFrom
+// and WriteTo would bypass the wrapper).
+type Conn struct {
+	net.Conn
+	stamping bool // SO_TIMESTAMPING is on for this socket
+	track    bool // run the framing tracker (false under TLS: the bytes are ciphertext)
+	stats    *counters
+	sys      sysConn // platform read path
+
+	mu    sync.Mutex
+	fr    Framing
+	next  int64 // seq of the next read
+	ring  [ringSize]readRecord
+	hdr   readRecord // the read that completed the latest final response's headers
+	hdrOK bool
+}
+
+type counters struct {
+	reads, bytes atomic.Int64
+}
+
+// Read reads from the socket with its timestamps and records the read.
+func (c *Conn) Read(p []byte) (int, error) {
+	n, kernel, err := c.sys.read(c, p)
+	user := time.Now().UnixNano()
+	if n <= 0 {
+		return n, err
+	}
+	c.stats.reads.Add(1)
+	c.stats.bytes.Add(int64(n))
+	c.mu.Lock()
+	c.next++
+	r := &c.ring[c.next%ringSize]
+	*r = readRecord{seq: c.next, kernel: kernel, user: user, n: int32(n), full: n == len(p)}
+	if c.track {
+		r.headers = c.fr.Feed(p[:n])
+		r.resp, r.bodyEnd = c.fr.Response(), c.fr.BodyOffset()
+		if r.headers {
+			c.hdr, c.hdrOK = *r, true
+		}
+	}
+	c.mu.Unlock()
+	return n, err
+}
+
+// begin is called when a request gets the connection: it returns the ordinal the response will
+// have and the seq of the first read that can belong to it.
+func (c *Conn) begin() (resp, firstSeq int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fr.Response() + 1, c.next + 1
+}
+
+// headers returns the read that completed the headers of response resp.
+func (c *Conn) headers(resp int64) (readRecord, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.hdrOK || c.hdr.resp != resp {
+		return readRecord{}, false
+	}
+	return c.hdr, true
+}
+
+// lookup finds the first read at or after *cursor that ends at or beyond body offset off of
+// response resp, and advances *cursor to it. ok is false when no such read is known (the
+// tracker and the decoder disagree, or the record was overwritten).
+func (c *Conn) lookup(resp, off int64, cursor *int64) (readRecord, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := *cursor
+	if s <= c.next-ringSize {
+		s = c.next - ringSize + 1
+	}
+	for ; s <= c.next; s++ {
+		r := &c.ring[s%ringSize]
+		if r.resp == resp && r.bodyEnd >= off {
+			*cursor = s
+			return *r, true
+		}
+		if r.resp > resp {
+			break
+		}
+	}
+	return readRecord{}, false
+}
+
+// Stamping reports whether the kernel gives receive timestamps on this connection.
+func (c *Conn) Stamping() bool { return c.stamping }

@@ -1,0 +1,149 @@
+//go:build linux
+
+package wire
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// sysConn reads with recvmsg through RawConn.Read, so the goroutine parks on the netpoller on
+// EAGAIN and deadlines and Close keep working. Msghdr, iovec and control buffer are preallocated
+// and the read function is a cached method value: a read allocates nothing.
+type sysConn struct {
+	rc     syscall.RawConn
+	fn     func(fd uintptr) bool
+	msg    unix.Msghdr
+	iov    unix.Iovec
+	oob    [256]byte
+	n      int
+	errno  syscall.Errno
+	kernel int64
+}
+
+// tsFlags asks for software receive timestamps; both flags are needed or nothing is reported.
+const tsFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE
+
+// newConn wraps a dialed connection; stamp enables SO_TIMESTAMPING before any request is written.
+func newConn(nc net.Conn, stamp, track bool, st *counters) *Conn {
+	c := &Conn{Conn: nc, track: track, stats: st}
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		c.sys.rc = nil
+		return c
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	c.sys.rc = rc
+	c.sys.fn = c.sys.recv
+	if stamp {
+		var serr error
+		err = rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPING, tsFlags)
+		})
+		c.stamping = err == nil && serr == nil
+	}
+	return c
+}
+
+func (s *sysConn) recv(fd uintptr) bool {
+	for {
+		s.msg.SetControllen(len(s.oob))
+		s.msg.Flags = 0
+		n, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&s.msg)), unix.MSG_DONTWAIT)
+		if e == unix.EINTR {
+			continue
+		}
+		if e == unix.EAGAIN {
+			return false // park on the netpoller until the socket is readable
+		}
+		s.n, s.errno = int(n), e
+		return true
+	}
+}
+
+func (s *sysConn) read(c *Conn, p []byte) (int, int64, error) {
+	if s.rc == nil || len(p) == 0 {
+		n, err := c.Conn.Read(p)
+		return n, 0, err
+	}
+	s.iov.Base = &p[0]
+	s.iov.SetLen(len(p))
+	s.msg.Iov = &s.iov
+	s.msg.SetIovlen(1)
+	s.msg.Control = &s.oob[0]
+	s.n, s.errno = 0, 0
+	err := s.rc.Read(s.fn)
+	s.iov.Base = nil // do not keep the caller's buffer alive
+	if err != nil {
+		return 0, 0, wrapNetErr(c, err)
+	}
+	if s.errno != 0 {
+		return 0, 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: s.errno}
+	}
+	if s.n == 0 {
+		return 0, 0, io.EOF
+	}
+	var kernel int64
+	if c.stamping && s.msg.Flags&unix.MSG_CTRUNC == 0 {
+		kernel = parseTimestamp(s.oob[:min(int(s.msg.Controllen), len(s.oob))])
+	}
+	return s.n, kernel, nil
+}
+
+// parseTimestamp returns the software time (the first of three timespecs) of an SCM_TIMESTAMPING
+// control message, or 0. Hand-written: unix.ParseSocketControlMessage allocates.
+func parseTimestamp(b []byte) int64 {
+	const hdr = unix.SizeofCmsghdr
+	for len(b) >= hdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(b) {
+			return 0
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPING && l >= hdr+3*int(unsafe.Sizeof(unix.Timespec{})) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&b[hdr]))
+			if ns := ts.Nano(); ns > 0 {
+				return ns
+			}
+			return 0
+		}
+		al := (l + int(unsafe.Sizeof(uintptr(0))) - 1) &^ (int(unsafe.Sizeof(uintptr(0))) - 1)
+		if al >= len(b) {
+			return 0
+		}
+		b = b[al:]
+	}
+	return 0
+}
+
+// wrapNetErr turns a RawConn error into what net.Conn.Read returns.
+func wrapNetErr(c *Conn, err error) error {
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) {
+		return err
+	}
+	return &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
+
+// holdTimestamps opens a UDP socket with RX software timestamps on and keeps it for the
+// client's life. Linux turns receive timestamping on host-wide (net_enable_timestamp) from a
+// deferred work item when the first socket asks for it and off when the last one closes, so
+// without a holder the first packets of a fresh connection can arrive unstamped.
+func holdTimestamps() (closeFn func()) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return func() {}
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, tsFlags); err != nil {
+		unix.Close(fd)
+		return func() {}
+	}
+	return func() { unix.Close(fd) }
+}

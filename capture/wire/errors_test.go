@@ -1,0 +1,190 @@
+package wire
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawSSE answers with the given SSE body, flushed at once.
+func rawSSE(body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, body)
+	}
+}
+
+// slowSSE sends a first event, then waits for the client to go away (or 5 s).
+func slowSSE(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")
+	w.(http.Flusher).Flush()
+	select {
+	case <-r.Context().Done():
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// resetMid writes headers and half a chunk, then resets the connection.
+func resetMid(w http.ResponseWriter, r *http.Request) {
+	conn, bw, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	bw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+	bw.WriteString("40\r\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")
+	bw.Flush()
+	time.Sleep(10 * time.Millisecond)
+	conn.(*net.TCPConn).SetLinger(0)
+	conn.Close()
+}
+
+func closedURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/v1/completions"
+}
+
+func TestDoErrorKinds(t *testing.T) {
+	tests := []struct {
+		name     string
+		handler  http.HandlerFunc
+		url      func(t *testing.T) string // overrides the server URL
+		timeout  time.Duration
+		cancel   time.Duration // cancel the caller's context after this
+		kind     string
+		message  string // substring of ErrorMessage
+		status   int32
+		chunks   int32
+	}{
+		{name: "ok", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"), status: 200, chunks: 2},
+		{name: "ok without [DONE] but finished", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"length\"}]}"), status: 200, chunks: 1},
+		{name: "status 503", handler: func(w http.ResponseWriter, r *http.Request) { http.Error(w, "overloaded", 503) }, kind: ErrHTTPStatus, message: "overloaded", status: 503},
+		{name: "connection refused", url: closedURL, kind: ErrConnect},
+		{name: "timeout", handler: slowSSE, timeout: 100 * time.Millisecond, kind: ErrTimeout, status: 200, chunks: 1},
+		{name: "cancelled", handler: slowSSE, cancel: 100 * time.Millisecond, kind: ErrCancelled, status: 200, chunks: 1},
+		{name: "reset mid-stream", handler: resetMid, kind: ErrReset, status: 200, chunks: 1},
+		{name: "bad JSON", handler: rawSSE("data: {\"choices\":[\n\ndata: [DONE]\n\n"), kind: ErrMalformedStream, message: "invalid JSON", status: 200, chunks: 2},
+		{name: "error object", handler: rawSSE("data: {\"error\":{\"message\":\"boom\",\"code\":500}}\n\ndata: [DONE]\n\n"), kind: ErrServerEvent, message: "boom", status: 200, chunks: 2},
+		{name: "error event type", handler: rawSSE("event: error\ndata: engine died\n\n"), kind: ErrServerEvent, message: "engine died", status: 200, chunks: 1},
+		{name: "vLLM-style error object", handler: rawSSE("data: {\"object\":\"error\",\"message\":\"too long\",\"code\":400}\n\ndata: [DONE]\n\n"), kind: ErrServerEvent, message: "too long", status: 200, chunks: 2},
+		{name: "no [DONE] no finish", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"), kind: ErrMalformedStream, message: "without [DONE]", status: 200, chunks: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var url string
+			if tt.url != nil {
+				url = tt.url(t)
+			} else {
+				srv := httptest.NewServer(tt.handler)
+				defer srv.Close()
+				url = srv.URL + "/v1/completions"
+			}
+			c := NewClient(ClientConfig{MaxConns: 1, Timeout: tt.timeout, Timestamps: true})
+			defer c.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancel > 0 {
+				time.AfterFunc(tt.cancel, cancel)
+			}
+			var res Result
+			c.Do(ctx, &Request{Seq: 1, URL: url, Body: []byte(`{}`)}, &res)
+			q := res.Req
+			if q.ErrorKind != tt.kind || !strings.Contains(q.ErrorMessage, tt.message) {
+				t.Errorf("ErrorKind, ErrorMessage = %q, %q; want %q containing %q", q.ErrorKind, q.ErrorMessage, tt.kind, tt.message)
+			}
+			if q.Status != tt.status || q.Chunks != tt.chunks {
+				t.Errorf("Status, Chunks = %d, %d; want %d, %d", q.Status, q.Chunks, tt.status, tt.chunks)
+			}
+		})
+	}
+}
+
+func TestDoNonStreaming(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Sim-Queue-Ns", "5")
+		w.Header().Set("X-Sim-Prefill-Ns", "6")
+		w.Header().Set("X-Sim-Decode-Ns", "7")
+		fmt.Fprint(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello \u00e9"},"finish_reason":"length"}],"usage":{"prompt_tokens":4,"completion_tokens":2}}`)
+	}))
+	defer srv.Close()
+	c := NewClient(ClientConfig{MaxConns: 1, KeepText: true, Timestamps: true})
+	defer c.Close()
+	var res Result
+	c.Do(context.Background(), &Request{Seq: 9, URL: srv.URL, Body: []byte(`{}`)}, &res)
+	q := res.Req
+	if q.ErrorKind != "" || q.Chunks != 1 || len(res.Chunks) != 1 {
+		t.Fatalf("ErrorKind %q (%s), Chunks %d; want none and 1", q.ErrorKind, q.ErrorMessage, q.Chunks)
+	}
+	if res.Text != "hello é" || q.ContentBytes != 8 || q.FinishReason != "length" || res.Chunks[0].Kind != KindContent {
+		t.Errorf("Text %q ContentBytes %d FinishReason %q kind %s; want \"hello é\" 8 length content", res.Text, q.ContentBytes, q.FinishReason, res.Chunks[0].Kind)
+	}
+	if q.UsagePrompt == nil || *q.UsagePrompt != 4 || q.UsageComplete == nil || *q.UsageComplete != 2 || q.UsageCached != nil {
+		t.Errorf("usage %v %v %v; want 4 2 nil", q.UsagePrompt, q.UsageComplete, q.UsageCached)
+	}
+	if q.ServerQueueNs == nil || *q.ServerQueueNs != 5 || q.ServerPrefillNs == nil || *q.ServerPrefillNs != 6 || q.ServerDecodeNs == nil || *q.ServerDecodeNs != 7 {
+		t.Errorf("server times %v %v %v; want 5 6 7", q.ServerQueueNs, q.ServerPrefillNs, q.ServerDecodeNs)
+	}
+}
+
+func TestDoTLSIsApprox(t *testing.T) {
+	srv := httptest.NewTLSServer(stampHandler(streamSpec{events: 3, interval: time.Millisecond}))
+	defer srv.Close()
+	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true, TLS: &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}})
+	defer c.Close()
+	var res Result
+	c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)
+	q := res.Req
+	if q.ErrorKind != "" {
+		t.Fatalf("ErrorKind %q: %s; want none", q.ErrorKind, q.ErrorMessage)
+	}
+	if q.TLSNs == nil || *q.TLSNs <= 0 {
+		t.Errorf("TLSNs = %v; want > 0", q.TLSNs)
+	}
+	if len(res.Chunks) != 6 {
+		t.Fatalf("%d chunks; want 6", len(res.Chunks))
+	}
+	for i, ch := range res.Chunks {
+		if ch.Quality != QualityApprox || ch.RxKernelNs != nil || ch.RxUserNs == 0 {
+			t.Errorf("chunk %d: quality %s kernel %v user %d; want approx, nil, set", i, ch.Quality, ch.RxKernelNs, ch.RxUserNs)
+		}
+	}
+	if reads, _ := c.Stats(); reads == 0 {
+		t.Errorf("Stats reads = 0 under TLS; want > 0")
+	}
+}
+
+func TestDoWithoutTimestamps(t *testing.T) {
+	srv := httptest.NewServer(stampHandler(streamSpec{events: 3, interval: time.Millisecond}))
+	defer srv.Close()
+	c := NewClient(ClientConfig{MaxConns: 1})
+	defer c.Close()
+	var res Result
+	c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)
+	if res.Req.ErrorKind != "" || len(res.Chunks) != 6 {
+		t.Fatalf("ErrorKind %q, %d chunks; want none, 6", res.Req.ErrorKind, len(res.Chunks))
+	}
+	for i, ch := range res.Chunks {
+		if ch.Quality != QualityUser || ch.RxKernelNs != nil {
+			t.Errorf("chunk %d: quality %s kernel %v; want user, nil", i, ch.Quality, ch.RxKernelNs)
+		}
+	}
+	if res.Req.OffsetMismatch {
+		t.Errorf("OffsetMismatch = true; want false (the framing tracker runs without timestamps too)")
+	}
+	reads, n := c.Stats()
+	if reads == 0 || n == 0 {
+		t.Errorf("Stats() = %d, %d; want > 0", reads, n)
+	}
+}

@@ -1,0 +1,260 @@
+package wire
+
+import "bytes"
+
+// Framing tracks HTTP/1.1 response framing over the raw bytes a connection reads, so that each
+// socket read can be tagged with the response it belongs to and the body offset it ends at. It
+// understands status lines, 1xx interim responses, headers, chunked bodies (with chunk extensions
+// and trailers), Content-Length bodies, bodies without a length that end at close, 204/304
+// responses, and keep-alive reuse (the next status line starts the next response). Responses to
+// HEAD requests are not supported (wirebench never sends HEAD).
+//
+// It allocates nothing after the first responses: it keeps at most the first 128 bytes of each
+// header line, enough for the status code, Content-Length and Transfer-Encoding.
+type Framing struct {
+	state   int
+	resp    int64 // ordinal of the current final (non-1xx) response on the connection, from 1
+	body    int64 // body bytes of the current response so far
+	remain  int64 // bytes left in the current chunk or Content-Length body
+	status  int
+	chunked bool
+	clen    int64 // -1 when none
+	line    [128]byte
+	nline   int // bytes of the current line (may exceed len(line); only the prefix is kept)
+	sizeOK  bool
+	bad     bool
+}
+
+const (
+	fsStatus    = iota // expecting a status line (or between responses)
+	fsHeader           // header lines
+	fsChunkSize        // chunk-size line
+	fsChunkData        // chunk data
+	fsChunkCRLF        // CRLF after chunk data
+	fsTrailer          // trailer lines after the last chunk
+	fsLength           // Content-Length body
+	fsClose            // body until the connection closes
+	fsDone             // response complete; next bytes start the next response
+)
+
+// Response returns the ordinal of the current (or last completed) final response, from 1; 0
+// before the first.
+func (f *Framing) Response() int64 { return f.resp }
+
+// BodyOffset returns the body bytes of the current response seen so far.
+func (f *Framing) BodyOffset() int64 { return f.body }
+
+// Done reports whether the current response is complete (its framing ended).
+func (f *Framing) Done() bool { return f.state == fsDone || (f.state == fsStatus && f.resp > 0) }
+
+// InHeaders reports whether the tracker is inside a status line or headers.
+func (f *Framing) InHeaders() bool { return f.state == fsStatus || f.state == fsHeader }
+
+// Bad reports that the bytes did not parse as HTTP/1.1 responses (the tracker then stops).
+func (f *Framing) Bad() bool { return f.bad }
+
+// Feed consumes bytes read from the connection. It reports whether the headers of a final
+// response completed inside p.
+func (f *Framing) Feed(p []byte) (headersDone bool) {
+	for len(p) > 0 && !f.bad {
+		switch f.state {
+		case fsDone:
+			f.state = fsStatus
+			f.nline = 0
+		case fsStatus, fsHeader, fsChunkSize, fsTrailer, fsChunkCRLF:
+			i := bytes.IndexByte(p, '\n')
+			part := p
+			if i >= 0 {
+				part = p[:i]
+			}
+			if f.nline < len(f.line) {
+				copy(f.line[f.nline:], part)
+			}
+			f.nline += len(part)
+			if i < 0 {
+				if f.state == fsChunkCRLF && f.nline > 1 {
+					f.bad = true
+				}
+				return headersDone
+			}
+			p = p[i+1:]
+			n := f.nline
+			if n > len(f.line) {
+				n = len(f.line)
+			}
+			line := f.line[:n]
+			if len(line) > 0 && line[len(line)-1] == '\r' && f.nline <= len(f.line) {
+				line = line[:len(line)-1]
+			}
+			long := f.nline > len(f.line)
+			f.nline = 0
+			if f.lineDone(line, long) {
+				headersDone = true
+			}
+		case fsChunkData, fsLength:
+			n := int64(len(p))
+			if n > f.remain {
+				n = f.remain
+			}
+			f.remain -= n
+			f.body += n
+			p = p[n:]
+			if f.remain == 0 {
+				if f.state == fsChunkData {
+					f.state = fsChunkCRLF
+				} else {
+					f.state = fsDone
+				}
+			}
+		case fsClose:
+			f.body += int64(len(p))
+			return headersDone
+		}
+	}
+	return headersDone
+}
+
+// lineDone handles one complete line (without its CRLF); it reports a final response's headers
+// completing.
+func (f *Framing) lineDone(line []byte, long bool) bool {
+	switch f.state {
+	case fsStatus:
+		if len(line) == 0 && !long {
+			return false // tolerate stray blank lines between responses, as net/http does
+		}
+		if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+			f.bad = true
+			return false
+		}
+		code := 0
+		for _, c := range line[9:12] {
+			if c < '0' || c > '9' {
+				f.bad = true
+				return false
+			}
+			code = code*10 + int(c-'0')
+		}
+		f.status = code
+		f.chunked, f.clen = false, -1
+		f.state = fsHeader
+		if code >= 200 {
+			f.resp++
+			f.body = 0
+		}
+	case fsHeader:
+		if len(line) == 0 && !long {
+			return f.headersEnd()
+		}
+		if long {
+			return false
+		}
+		i := bytes.IndexByte(line, ':')
+		if i < 0 {
+			return false
+		}
+		name, value := line[:i], bytes.TrimSpace(line[i+1:])
+		switch {
+		case asciiEqualFold(name, "transfer-encoding"):
+			// The last coding decides: chunked must be last for a chunked body.
+			v := value
+			if j := bytes.LastIndexByte(v, ','); j >= 0 {
+				v = bytes.TrimSpace(v[j+1:])
+			}
+			f.chunked = asciiEqualFold(v, "chunked")
+		case asciiEqualFold(name, "content-length"):
+			var n int64
+			if len(value) == 0 || len(value) > 18 {
+				f.bad = true
+				return false
+			}
+			for _, c := range value {
+				if c < '0' || c > '9' {
+					f.bad = true
+					return false
+				}
+				n = n*10 + int64(c-'0')
+			}
+			f.clen = n
+		}
+	case fsChunkSize:
+		if long {
+			f.bad = true
+			return false
+		}
+		if j := bytes.IndexByte(line, ';'); j >= 0 {
+			line = line[:j] // chunk extensions are ignored
+		}
+		line = bytes.TrimRight(line, " \t")
+		if len(line) == 0 || len(line) > 15 {
+			f.bad = true
+			return false
+		}
+		var n int64
+		for _, c := range line {
+			switch {
+			case c >= '0' && c <= '9':
+				n = n<<4 | int64(c-'0')
+			case c >= 'a' && c <= 'f':
+				n = n<<4 | int64(c-'a'+10)
+			case c >= 'A' && c <= 'F':
+				n = n<<4 | int64(c-'A'+10)
+			default:
+				f.bad = true
+				return false
+			}
+		}
+		if n == 0 {
+			f.state = fsTrailer
+		} else {
+			f.remain = n
+			f.state = fsChunkData
+		}
+	case fsChunkCRLF:
+		if len(line) != 0 || long {
+			f.bad = true
+			return false
+		}
+		f.state = fsChunkSize
+	case fsTrailer:
+		if len(line) == 0 && !long {
+			f.state = fsDone
+		}
+	}
+	return false
+}
+
+func (f *Framing) headersEnd() bool {
+	switch {
+	case f.status < 200:
+		f.state = fsStatus // interim response: the final one follows
+		return false
+	case f.status == 204 || f.status == 304:
+		f.state = fsDone
+	case f.chunked:
+		f.state = fsChunkSize
+	case f.clen == 0:
+		f.state = fsDone
+	case f.clen > 0:
+		f.remain = f.clen
+		f.state = fsLength
+	default:
+		f.state = fsClose
+	}
+	return true
+}
+
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,462 @@
+package wire
+
+import (
+	"errors"
+	"unicode/utf8"
+)
+
+// Payload holds the fields of one OpenAI-compatible chunk (chat.completion.chunk,
+// text_completion, or a whole non-streaming response) that wirebench records. ParsePayload
+// fills it without allocating: a hand-written scanner, because this runs once per event on the
+// client's hot path and encoding/json allocates several times per call.
+type Payload struct {
+	Content      int // bytes of content text (choices[].delta.content, .message.content or .text)
+	Reasoning    int // bytes of reasoning text (reasoning_content or reasoning)
+	ToolCalls    int // tool-call deltas
+	Choices      int // entries in choices
+	Tokens       int // tokens the server says the chunk carries (token_ids or logprobs entries); -1 when not said
+	FinishReason []byte
+	HasUsage     bool
+	Prompt       int64  // usage.prompt_tokens; -1 when absent
+	Completion   int64  // usage.completion_tokens; -1 when absent
+	Cached       int64  // usage.prompt_tokens_details.cached_tokens; -1 when absent
+	Error        []byte // the raw error value ({"error": ...} or an object with "object":"error"); nil when none
+	Text         []byte // content text appended when the caller asked for it
+}
+
+var errJSON = errors.New("invalid JSON")
+
+type jscan struct {
+	b    []byte
+	i    int
+	err  error
+	keep bool
+	p    *Payload
+}
+
+// ParsePayload parses data into p. When keepText is set, content text is appended to p.Text
+// (which is kept, not reset). It reports malformed JSON as an error.
+func ParsePayload(data []byte, p *Payload, keepText bool) error {
+	text := p.Text
+	*p = Payload{Tokens: -1, Prompt: -1, Completion: -1, Cached: -1, Text: text}
+	s := jscan{b: data, keep: keepText, p: p}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return errJSON
+	}
+	isErr := false
+	s.object(func(key []byte) {
+		switch string(key) {
+		case "choices":
+			s.array(func() { p.Choices++; s.choice() })
+		case "usage":
+			s.usage()
+		case "error":
+			start := s.i
+			if s.null() {
+				return
+			}
+			s.skip()
+			p.Error = s.b[start:s.i]
+		case "object":
+			v, _ := s.str()
+			isErr = string(v) == "error"
+		default:
+			s.skip()
+		}
+	})
+	s.ws()
+	if s.err == nil && s.i != len(s.b) {
+		s.err = errJSON
+	}
+	if isErr && p.Error == nil {
+		p.Error = data
+	}
+	return s.err
+}
+
+func (s *jscan) choice() {
+	if s.null() {
+		return
+	}
+	s.object(func(key []byte) {
+		switch string(key) {
+		case "delta", "message":
+			s.message()
+		case "text":
+			s.text(&s.p.Content, true)
+		case "finish_reason":
+			if s.null() {
+				return
+			}
+			v, _ := s.str()
+			s.p.FinishReason = v
+		case "token_ids":
+			s.countTokens()
+		case "logprobs":
+			if s.null() {
+				return
+			}
+			s.object(func(key []byte) {
+				switch string(key) {
+				case "content", "tokens":
+					s.countTokens()
+				default:
+					s.skip()
+				}
+			})
+		default:
+			s.skip()
+		}
+	})
+}
+
+func (s *jscan) countTokens() {
+	if s.null() {
+		return
+	}
+	n := 0
+	s.array(func() { n++; s.skip() })
+	if s.p.Tokens < 0 {
+		s.p.Tokens = 0
+	}
+	s.p.Tokens += n
+}
+
+func (s *jscan) message() {
+	if s.null() {
+		return
+	}
+	s.object(func(key []byte) {
+		switch string(key) {
+		case "content":
+			s.text(&s.p.Content, true)
+		case "reasoning_content", "reasoning":
+			s.text(&s.p.Reasoning, false)
+		case "tool_calls":
+			if s.null() {
+				return
+			}
+			s.array(func() { s.p.ToolCalls++; s.skip() })
+		default:
+			s.skip()
+		}
+	})
+}
+
+// text adds the decoded length of a string (or null) to *n, keeping content when asked.
+func (s *jscan) text(n *int, content bool) {
+	if s.null() {
+		return
+	}
+	raw, esc := s.str()
+	if !esc {
+		*n += len(raw)
+		if content && s.keep {
+			s.p.Text = append(s.p.Text, raw...)
+		}
+		return
+	}
+	l := len(s.p.Text)
+	s.p.Text = unescape(s.p.Text, raw)
+	*n += len(s.p.Text) - l
+	if !(content && s.keep) {
+		s.p.Text = s.p.Text[:l]
+	}
+}
+
+func (s *jscan) usage() {
+	if s.null() {
+		return
+	}
+	s.p.HasUsage = true
+	s.object(func(key []byte) {
+		switch string(key) {
+		case "prompt_tokens":
+			s.p.Prompt = s.int()
+		case "completion_tokens":
+			s.p.Completion = s.int()
+		case "prompt_tokens_details":
+			if s.null() {
+				return
+			}
+			s.object(func(key []byte) {
+				if string(key) == "cached_tokens" {
+					s.p.Cached = s.int()
+				} else {
+					s.skip()
+				}
+			})
+		default:
+			s.skip()
+		}
+	})
+}
+
+func (s *jscan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *jscan) fail() {
+	if s.err == nil {
+		s.err = errJSON
+	}
+	s.i = len(s.b)
+}
+
+// null consumes a JSON null and reports whether it was one.
+func (s *jscan) null() bool {
+	s.ws()
+	if s.i+4 <= len(s.b) && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// object walks an object; fn is called with each key and must consume the value.
+func (s *jscan) object(fn func(key []byte)) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		s.fail()
+		return
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return
+	}
+	for s.err == nil {
+		s.ws()
+		key, _ := s.str()
+		s.ws()
+		if s.err != nil || s.i >= len(s.b) || s.b[s.i] != ':' {
+			s.fail()
+			return
+		}
+		s.i++
+		fn(key)
+		s.ws()
+		if s.i >= len(s.b) {
+			s.fail()
+			return
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return
+		default:
+			s.fail()
+			return
+		}
+	}
+}
+
+// array walks an array; fn is called per element and must consume it.
+func (s *jscan) array(fn func()) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '[' {
+		s.fail()
+		return
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return
+	}
+	for s.err == nil {
+		fn()
+		s.ws()
+		if s.i >= len(s.b) {
+			s.fail()
+			return
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return
+		default:
+			s.fail()
+			return
+		}
+	}
+}
+
+// str consumes a string and returns its raw contents and whether it holds escapes.
+func (s *jscan) str() (raw []byte, escaped bool) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		s.fail()
+		return nil, false
+	}
+	s.i++
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw = s.b[start:s.i]
+			s.i++
+			return raw, escaped
+		case c == '\\':
+			escaped = true
+			s.i += 2
+		case c < 0x20:
+			s.fail()
+			return nil, false
+		default:
+			s.i++
+		}
+	}
+	s.fail()
+	return nil, false
+}
+
+// int consumes a number and returns its integer part (or -1 for null or a non-number).
+func (s *jscan) int() int64 {
+	s.ws()
+	if s.null() {
+		return -1
+	}
+	start := s.i
+	var n int64
+	neg := false
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		neg = true
+		s.i++
+	}
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		n = n*10 + int64(s.b[s.i]-'0')
+		s.i++
+	}
+	if s.i == start || (neg && s.i == start+1) {
+		s.fail()
+		return -1
+	}
+	s.skipNumberRest()
+	if neg {
+		n = -n
+	}
+	return n
+}
+
+func (s *jscan) skipNumberRest() {
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c >= '0' && c <= '9', c == '.', c == 'e', c == 'E', c == '+', c == '-':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// skip consumes any value.
+func (s *jscan) skip() {
+	s.ws()
+	if s.i >= len(s.b) {
+		s.fail()
+		return
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		s.object(func([]byte) { s.skip() })
+	case c == '[':
+		s.array(s.skip)
+	case c == '"':
+		s.str()
+	case c == 't':
+		s.lit("true")
+	case c == 'f':
+		s.lit("false")
+	case c == 'n':
+		s.lit("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		s.i++
+		s.skipNumberRest()
+	default:
+		s.fail()
+	}
+}
+
+func (s *jscan) lit(w string) {
+	if s.i+len(w) <= len(s.b) && string(s.b[s.i:s.i+len(w)]) == w {
+		s.i += len(w)
+		return
+	}
+	s.fail()
+}
+
+// unescape appends the decoded JSON string contents raw to dst.
+func unescape(dst, raw []byte) []byte {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' || i+1 >= len(raw) {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case 'n':
+			dst = append(dst, '\n')
+		case 't':
+			dst = append(dst, '\t')
+		case 'r':
+			dst = append(dst, '\r')
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'u':
+			r, n := hex4(raw[i+1:])
+			i += n
+			if r >= 0xD800 && r < 0xDC00 && i+2 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				r2, n2 := hex4(raw[i+3:])
+				if r2 >= 0xDC00 && r2 < 0xE000 {
+					r = (r-0xD800)<<10 | (r2 - 0xDC00) + 0x10000
+					i += 2 + n2
+				}
+			}
+			if r >= 0xD800 && r < 0xE000 {
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
+		default:
+			dst = append(dst, raw[i])
+		}
+	}
+	return dst
+}
+
+func hex4(b []byte) (rune, int) {
+	if len(b) < 4 {
+		return utf8.RuneError, len(b)
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return utf8.RuneError, 4
+		}
+	}
+	return r, 4
+}

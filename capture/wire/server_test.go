@@ -1,0 +1,72 @@
+package wire
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// streamSpec says what the test server streams for one request.
+type streamSpec struct {
+	events   int           // content events
+	interval time.Duration // between events
+	crlf     bool          // CRLF line ends
+	noDone   bool          // leave out [DONE]
+	noSim    bool          // leave out the x-sim comment
+}
+
+// stampHandler is a little SSE server that stamps its send time (CLOCK_REALTIME ns, taken right
+// before the write) into each event and reports them all in an x-sim comment before [DONE], like
+// the built-in simulator. Query parameters override spec: ?n=events&ms=interval.
+func stampHandler(spec streamSpec) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sp := spec
+		if v := r.URL.Query().Get("n"); v != "" {
+			sp.events, _ = strconv.Atoi(v)
+		}
+		if v := r.URL.Query().Get("us"); v != "" {
+			us, _ := strconv.Atoi(v)
+			sp.interval = time.Duration(us) * time.Microsecond
+		}
+		nl := "\n"
+		if sp.crlf {
+			nl = "\r\n"
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		send := func(s string) int64 {
+			t := time.Now().UnixNano()
+			fmt.Fprint(w, s)
+			fl.Flush()
+			return t
+		}
+		send(`data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant"}}]}` + nl + nl)
+		sent := make([]string, 0, sp.events)
+		next := time.Now()
+		for i := range sp.events {
+			next = next.Add(sp.interval)
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+			fin := "null"
+			if i == sp.events-1 {
+				fin = `"stop"`
+			}
+			t := send(fmt.Sprintf(`data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"tok%d "},"finish_reason":%s}]}`+nl+nl, i, fin))
+			sent = append(sent, strconv.FormatInt(t, 10))
+		}
+		send(fmt.Sprintf(`data: {"id":"x","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":%d,"prompt_tokens_details":{"cached_tokens":3}}}`+nl+nl, sp.events))
+		tail := ""
+		if !sp.noSim {
+			tail += `: x-sim {"queue_ns":11,"prefill_ns":22,"decode_ns":33,"sent_ns":[` + strings.Join(sent, ",") + "]}" + nl
+		}
+		if !sp.noDone {
+			tail += "data: [DONE]" + nl + nl
+		}
+		if tail != "" {
+			send(tail)
+		}
+	}
+}

@@ -1,0 +1,741 @@
+package capture
+
+import (
+	"bufio"
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/wirebench/wirebench/capture/wire"
+	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// WorkerConfig is one worker process's share of a capture. The coordinator sends it as the
+// first JSON line of the worker's stdin.
+type WorkerConfig struct {
+	Run          string        `json:"run"`
+	Worker       int           `json:"worker"`
+	Workers      int           `json:"workers"`
+	Shard        int           `json:"shard"`
+	Shards       int           `json:"shards"`
+	CPU          int           `json:"cpu"` // -1: not pinned
+	GOMAXPROCS   int           `json:"gomaxprocs"`
+	Target       string        `json:"target"` // base URL
+	MaxInflight  int           `json:"max_inflight"`
+	Connections  int           `json:"connections"`
+	KeepText     bool          `json:"keep_text"`
+	DrainTimeout time.Duration `json:"drain_timeout"`
+	PartRows     int           `json:"part_rows"`
+	PartInterval time.Duration `json:"part_interval"`
+	Args         []string      `json:"args"`
+
+	In  io.Reader `json:"-"` // control lines after the config (start, stop); EOF = coordinator gone
+	Out io.Writer `json:"-"` // messages for the coordinator
+}
+
+// ReadWorkerConfig reads the first line of in as a WorkerConfig and leaves the rest of in for
+// RunWorker.
+func ReadWorkerConfig(in io.Reader) (WorkerConfig, *bufio.Reader, error) {
+	br := bufio.NewReader(in)
+	line, err := br.ReadBytes('\n')
+	if err != nil && len(line) == 0 {
+		return WorkerConfig{}, nil, fmt.Errorf("read worker config from stdin: %w", err)
+	}
+	var wc WorkerConfig
+	if err := json.Unmarshal(line, &wc); err != nil {
+		return WorkerConfig{}, nil, fmt.Errorf("read worker config from stdin: %w", err)
+	}
+	return wc, br, nil
+}
+
+// item is one owned request.
+type item struct {
+	r      schemas.ScheduleRequest
+	prompt *schemas.Prompt
+	next   *item // the request that follows this one's end: next turn or the user's next request
+	body   []byte
+	hist   []byte // kept for next
+}
+
+type worker struct {
+	cfg    WorkerConfig
+	log    *slog.Logger
+	out    *lineWriter
+	tgt    replay.Target
+	stages []schemas.StageInfo
+	url    string
+	bb     *bodyBuilder
+	client *wire.Client
+	header map[string][]string
+
+	roots   []*item
+	owned   int64
+	startNs int64
+
+	built     atomic.Int64 // roots[:built] have bodies
+	lateBody  atomic.Int64
+	remaining atomic.Int64 // owned items not yet finished or skipped
+	skipped   atomic.Int64
+	sentTotal atomic.Int64
+	stopping  atomic.Bool
+	stopCh    chan struct{}
+	wg        sync.WaitGroup // sends and think timers
+
+	sem      chan struct{}
+	inflight atomic.Int64
+	peak     atomic.Int64
+	sent     []atomic.Int64 // per stage
+	waits    []atomic.Int64 // per stage
+	fsent    atomic.Int64   // planned in the first second
+
+	tmu   sync.Mutex
+	timed timedHeap
+
+	results chan *wire.Result
+	pool    sync.Pool
+}
+
+// RunWorker runs one worker process: pin, load its share, warm, report ready, wait for the
+// start, pace, drain and close its parts.
+func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
+	if cfg.GOMAXPROCS > 0 {
+		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
+	}
+	if cfg.CPU >= 0 {
+		if err := pinProcess(cfg.CPU); err != nil {
+			log.Warn("pinning failed; running unpinned", "worker", cfg.Worker, "err", err)
+			cfg.CPU = -1
+		}
+	}
+	log = log.With("worker", cfg.Worker)
+	w := &worker{cfg: cfg, log: log, out: newLineWriter(cfg.Out), stopCh: make(chan struct{})}
+	if err := w.load(); err != nil {
+		return err
+	}
+	keepText := cfg.KeepText
+	for _, it := range w.allChained() {
+		if it.r.DependsOn >= 0 {
+			keepText = true // conversations carry the real answers
+			break
+		}
+	}
+	// The pool size caps the connections per host; a smaller cap than the open-loop concurrency
+	// would queue sends silently, so it is the in-flight cap or effectively unlimited.
+	maxConns := 16384
+	if cfg.MaxInflight > 0 {
+		maxConns = cfg.MaxInflight
+	}
+	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, Timeout: w.tgt.Timeout.D(), KeepText: keepText, Timestamps: true})
+	defer w.client.Close()
+	if cfg.MaxInflight > 0 {
+		w.sem = make(chan struct{}, cfg.MaxInflight)
+	}
+	w.pool.New = func() any { return new(wire.Result) }
+	// First window of bodies before "ready", so none is built on the send path.
+	if err := w.buildUntil(int64(bodyWindow)); err != nil {
+		return err
+	}
+	warn := ""
+	if conns := min(cfg.Connections, int(w.owned)); conns > 0 {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := w.client.Warm(wctx, w.cfg.Target, conns); err != nil {
+			warn = fmt.Sprintf("warm %d connections to %s: %v", conns, w.cfg.Target, err)
+			log.Warn("warm-up failed; connections will be dialed on the send path", "err", err)
+		}
+		cancel()
+	}
+	w.out.send(message{Type: "ready", Worker: cfg.Worker, Planned: w.owned, Warn: warn})
+
+	// Control: start, stop, EOF.
+	startCh := make(chan int64, 1)
+	abort := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(cfg.In)
+		for sc.Scan() {
+			var c control
+			if json.Unmarshal(sc.Bytes(), &c) != nil {
+				continue
+			}
+			if c.StartNs != 0 {
+				startCh <- c.StartNs
+			}
+			if c.Stop {
+				w.stop()
+			}
+		}
+		close(abort)
+		w.stop()
+	}()
+	select {
+	case w.startNs = <-startCh:
+	case <-abort:
+		return errors.New("coordinator closed stdin before the start")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			w.stop()
+		case <-w.stopCh:
+		}
+	}()
+
+	reqCtx, cancelReqs := context.WithCancel(context.Background())
+	defer cancelReqs()
+	w.results = make(chan *wire.Result, 4096)
+	wdone := make(chan error, 1)
+	go func() { wdone <- w.writeLoop() }()
+	go w.buildLoop()
+
+	w.pace(reqCtx)
+
+	// Drain what is in flight: all of it after a normal end (each request has the target
+	// timeout), up to the drain timeout after a stop, nothing once the coordinator is gone.
+	drained := make(chan struct{})
+	go func() { w.wg.Wait(); close(drained) }()
+	if w.stopping.Load() {
+		t := time.NewTimer(cfg.DrainTimeout)
+		select {
+		case <-drained:
+		case <-t.C:
+			log.Warn("drain timeout: cancelling requests in flight", "inflight", w.inflight.Load())
+			cancelReqs()
+		case <-abort:
+			cancelReqs()
+		}
+		t.Stop()
+	}
+	<-drained
+	close(w.results)
+	werr := <-wdone
+	w.out.send(message{Type: "done", Worker: cfg.Worker, Sent: w.sentTotal.Load(), Unsent: w.owned - w.sentTotal.Load() - w.skipped.Load(), Skipped: w.skipped.Load(), LateBody: w.lateBody.Load()})
+	return werr
+}
+
+func (w *worker) stop() {
+	if w.stopping.CompareAndSwap(false, true) {
+		close(w.stopCh)
+	}
+}
+
+// load reads the manifest and this worker's share of the schedule and prompts.
+func (w *worker) load() error {
+	m, err := schemas.ReadManifest(filepath.Join(w.cfg.Run, schemas.ManifestName))
+	if err != nil {
+		return fmt.Errorf("read manifest: %w", err)
+	}
+	var rc replay.Config
+	if len(m.Config) > 0 {
+		if err := json.Unmarshal(m.Config, &rc); err != nil {
+			return fmt.Errorf("%s: config: %w", filepath.Join(w.cfg.Run, schemas.ManifestName), err)
+		}
+	}
+	w.tgt = rc.Target
+	w.stages = m.Stages
+	if w.bb, err = newBodyBuilder(w.tgt); err != nil {
+		return err
+	}
+	if w.header, err = requestHeader(w.tgt); err != nil {
+		return err
+	}
+	w.url = endpoint(w.cfg.Target, w.tgt.API)
+	maxStage := int32(0)
+	for _, s := range w.stages {
+		maxStage = max(maxStage, s.Index)
+	}
+
+	sched, err := schemas.ReadFile[schemas.ScheduleRequest](filepath.Join(w.cfg.Run, "schedule", "requests.parquet"))
+	if err != nil {
+		return fmt.Errorf("read schedule: %w", err)
+	}
+	var items []*item
+	need := map[int64]*schemas.Prompt{}
+	for i := range sched {
+		r := &sched[i]
+		if sh, wk := owner(r, w.cfg.Shards, w.cfg.Workers); sh != w.cfg.Shard || wk != w.cfg.Worker {
+			continue
+		}
+		if r.Stage < 0 || r.Stage > maxStage {
+			return fmt.Errorf("schedule/requests.parquet: seq %d: stage %d is not in manifest stages", r.Seq, r.Stage)
+		}
+		items = append(items, &item{r: *r})
+		need[r.PromptID] = nil
+	}
+	sched = nil
+	prompts, err := schemas.ReadFile[schemas.Prompt](filepath.Join(w.cfg.Run, "schedule", "prompts.parquet"))
+	if err != nil {
+		return fmt.Errorf("read prompts: %w", err)
+	}
+	for i := range prompts {
+		if _, ok := need[prompts[i].PromptID]; ok {
+			p := prompts[i]
+			need[p.PromptID] = &p
+		}
+	}
+	prompts = nil
+	w.sent = make([]atomic.Int64, maxStage+1)
+	w.waits = make([]atomic.Int64, maxStage+1)
+
+	// Chains: a conversation turn follows the turn it depends on; a closed-loop user's requests
+	// follow each other in seq order.
+	bySeq := make(map[int64]*item, len(items))
+	hasPrev := make(map[*item]bool)
+	lastOfUser := map[int64]*item{}
+	for _, it := range items {
+		if it.prompt = need[it.r.PromptID]; it.prompt == nil {
+			return fmt.Errorf("schedule/requests.parquet: seq %d: prompt_id %d is not in schedule/prompts.parquet", it.r.Seq, it.r.PromptID)
+		}
+		bySeq[it.r.Seq] = it
+	}
+	for _, it := range items {
+		switch {
+		case it.r.DependsOn >= 0:
+			p := bySeq[it.r.DependsOn]
+			if p == nil || p.next != nil {
+				return fmt.Errorf("schedule/requests.parquet: seq %d: depends_on %d is not an earlier turn of conversation %d", it.r.Seq, it.r.DependsOn, it.r.Conversation)
+			}
+			p.next, hasPrev[it] = it, true
+		case it.r.User >= 0:
+			k := int64(it.r.Stage)<<32 | int64(it.r.User)
+			if p := lastOfUser[k]; p != nil && p.next == nil {
+				p.next, hasPrev[it] = it, true
+			}
+			lastOfUser[k] = it
+		}
+	}
+	for _, it := range items {
+		if !hasPrev[it] {
+			w.roots = append(w.roots, it)
+		}
+	}
+	sort.SliceStable(w.roots, func(i, j int) bool { return w.roots[i].r.PlannedOffsetNs < w.roots[j].r.PlannedOffsetNs })
+	w.owned = int64(len(items))
+	w.remaining.Store(w.owned)
+	return nil
+}
+
+func (w *worker) allChained() []*item {
+	var out []*item
+	for _, r := range w.roots {
+		for it := r.next; it != nil; it = it.next {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// buildUntil builds the bodies of roots planned before offset (ns from the start).
+func (w *worker) buildUntil(offset int64) error {
+	for i := w.built.Load(); i < int64(len(w.roots)) && w.roots[i].r.PlannedOffsetNs < offset; i++ {
+		if err := w.buildRoot(w.roots[i]); err != nil {
+			return err
+		}
+		w.built.Store(i + 1)
+	}
+	return nil
+}
+
+func (w *worker) buildRoot(it *item) error {
+	body, hist, err := w.bb.build(it.r.MaxTokens, it.prompt.Text, it.prompt.MessagesJSON, nil, "")
+	if err != nil {
+		return fmt.Errorf("seq %d: %w", it.r.Seq, err)
+	}
+	it.body = body
+	if it.next != nil {
+		it.hist = hist
+	}
+	return nil
+}
+
+// buildLoop keeps request bodies built bodyWindow ahead of their send time.
+func (w *worker) buildLoop() {
+	for !w.stopping.Load() && w.built.Load() < int64(len(w.roots)) {
+		if err := w.buildUntil(time.Now().UnixNano() - w.startNs + int64(bodyWindow)); err != nil {
+			w.log.Error("build request body", "err", err)
+			w.stop()
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// pace sends every root at its planned time and the chained requests the timed heap holds, on a
+// locked OS thread, until everything owned is sent or skipped, or a stop.
+func (w *worker) pace(ctx context.Context) {
+	lockPacerThread()
+	defer runtime.UnlockOSThread()
+	i := 0
+	for !w.stopping.Load() {
+		due := int64(-1)
+		if i < len(w.roots) {
+			due = w.startNs + w.roots[i].r.PlannedOffsetNs
+		}
+		w.tmu.Lock()
+		var top *timedItem
+		if len(w.timed) > 0 && (due < 0 || w.timed[0].due < due) {
+			top = &w.timed[0]
+			due = top.due
+		}
+		w.tmu.Unlock()
+		if due < 0 {
+			if w.remaining.Load() == 0 {
+				return
+			}
+			sleepUntil(time.Now().UnixNano() + int64(maxNap))
+			continue
+		}
+		if !sleepUntil(due) {
+			continue // napped; look again (a timed item may have arrived)
+		}
+		if top != nil {
+			w.tmu.Lock()
+			t := heap.Pop(&w.timed).(timedItem)
+			w.tmu.Unlock()
+			w.dispatch(ctx, t.it, t.due)
+			continue
+		}
+		it := w.roots[i]
+		if int64(i) >= w.built.Load() {
+			if err := w.buildRoot(it); err != nil {
+				w.log.Error("build request body", "err", err)
+				w.stop()
+				return
+			}
+			w.lateBody.Add(1)
+		}
+		i++
+		w.dispatch(ctx, it, due)
+	}
+}
+
+// dispatch starts one send, waiting on the in-flight cap if there is one (a wait shows as send
+// lag and is counted).
+func (w *worker) dispatch(ctx context.Context, it *item, planned int64) {
+	delayed := false
+	if w.sem != nil {
+		select {
+		case w.sem <- struct{}{}:
+		default:
+			delayed = true
+			w.waits[it.r.Stage].Add(1)
+			select {
+			case w.sem <- struct{}{}:
+			case <-w.stopCh:
+				return
+			}
+		}
+	}
+	if planned < w.startNs+int64(time.Second) {
+		w.fsent.Add(1)
+	}
+	w.sent[it.r.Stage].Add(1)
+	w.sentTotal.Add(1)
+	w.wg.Add(1)
+	go w.send(ctx, it, planned, delayed)
+}
+
+func (w *worker) send(ctx context.Context, it *item, planned int64, delayed bool) {
+	defer w.wg.Done()
+	n := w.inflight.Add(1)
+	for p := w.peak.Load(); n > p && !w.peak.CompareAndSwap(p, n); p = w.peak.Load() {
+	}
+	res := w.pool.Get().(*wire.Result)
+	res.Req = schemas.RawRequest{}
+	res.Chunks = res.Chunks[:0]
+	res.Text = ""
+	req := wire.Request{Seq: it.r.Seq, URL: w.url, Body: it.body, Header: w.header}
+	w.client.Do(ctx, &req, res)
+	w.inflight.Add(-1)
+	if w.sem != nil {
+		<-w.sem
+	}
+	q := &res.Req
+	q.Seq, q.Stage, q.Worker, q.Shard = it.r.Seq, it.r.Stage, int32(w.cfg.Worker), int32(w.cfg.Shard)
+	q.Warmup, q.Conversation, q.Turn = it.r.Warmup, it.r.Conversation, it.r.Turn
+	q.InputTokens, q.MaxTokens, q.PlannedNs, q.InflightDelay = it.r.InputTokens, it.r.MaxTokens, planned, delayed
+	if w.cfg.KeepText {
+		q.OutputText = res.Text
+	}
+	it.body = nil
+	if next := it.next; next != nil {
+		w.follow(ctx, it, next, res)
+	}
+	it.hist = nil
+	w.remaining.Add(-1)
+	w.results <- res
+}
+
+// follow schedules the request that comes after it: at its end plus think time, with its real
+// answer in the body.
+func (w *worker) follow(ctx context.Context, it, next *item, res *wire.Result) {
+	end := time.Now().UnixNano()
+	if res.Req.DoneNs != nil {
+		end = *res.Req.DoneNs
+	}
+	due := end + next.r.ThinkNs
+	if st := w.stageInfo(next.r.Stage); st != nil && st.Mode == "closed" && st.DurationNs > 0 && due > w.startNs+st.OffsetNs+st.DurationNs {
+		var n int64
+		for x := next; x != nil; x = x.next {
+			n++
+		}
+		w.skipped.Add(n)
+		w.remaining.Add(-n)
+		return
+	}
+	body, hist, err := w.bb.build(next.r.MaxTokens, next.prompt.Text, next.prompt.MessagesJSON, it.hist, res.Text)
+	if err != nil {
+		w.log.Error("build request body", "seq", next.r.Seq, "err", err)
+		w.stop()
+		return
+	}
+	next.body = body
+	if next.next != nil {
+		next.hist = hist
+	}
+	if w.stopping.Load() {
+		return
+	}
+	if next.r.ThinkNs <= 0 {
+		w.dispatch(ctx, next, due)
+		return
+	}
+	// Hand it to the pacer well before it is due (the pacer naps at most maxNap).
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		if d := time.Until(time.Unix(0, due)) - 2*maxNap; d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-w.stopCh:
+				return
+			}
+		}
+		w.tmu.Lock()
+		heap.Push(&w.timed, timedItem{due: due, it: next})
+		w.tmu.Unlock()
+	}()
+}
+
+func (w *worker) stageInfo(i int32) *schemas.StageInfo {
+	for k := range w.stages {
+		if w.stages[k].Index == i {
+			return &w.stages[k]
+		}
+	}
+	return nil
+}
+
+type timedItem struct {
+	due int64
+	it  *item
+}
+
+type timedHeap []timedItem
+
+func (h timedHeap) Len() int           { return len(h) }
+func (h timedHeap) Less(i, j int) bool { return h[i].due < h[j].due }
+func (h timedHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timedHeap) Push(x any)        { *h = append(*h, x.(timedItem)) }
+func (h *timedHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// usage is a snapshot of the process's resource counters.
+type usage struct {
+	wall, user, sys, gcPause, maxRSS, reads, bytes int64
+}
+
+var gcSamples = []metrics.Sample{{Name: "/sched/pauses/total/gc:seconds"}, {Name: "/memory/classes/heap/objects:bytes"}}
+
+func (w *worker) usage() (u usage, heapBytes int64) {
+	u.wall = time.Now().UnixNano()
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
+		u.user = ru.Utime.Nano()
+		u.sys = ru.Stime.Nano()
+		u.maxRSS = ru.Maxrss * 1024
+	}
+	metrics.Read(gcSamples)
+	if gcSamples[0].Value.Kind() == metrics.KindFloat64Histogram {
+		h := gcSamples[0].Value.Float64Histogram()
+		var s float64
+		for i, c := range h.Counts {
+			if c == 0 {
+				continue
+			}
+			lo, hi := h.Buckets[i], h.Buckets[i+1]
+			if lo < 0 || lo != lo || hi > 1e9 {
+				lo = max(lo, 0)
+				hi = lo
+			}
+			s += float64(c) * (lo + hi) / 2 // bucket midpoint
+		}
+		u.gcPause = int64(s * 1e9)
+	}
+	if gcSamples[1].Value.Kind() == metrics.KindUint64 {
+		heapBytes = int64(gcSamples[1].Value.Uint64())
+	}
+	if w.client != nil {
+		u.reads, u.bytes = w.client.Stats()
+	}
+	return u, heapBytes
+}
+
+// writeLoop owns the part writer, the TTFT histogram and the per-stage accounting. It runs off
+// the send path: send goroutines hand it finished results through a buffered channel.
+func (w *worker) writeLoop() error {
+	nStages := len(w.sent)
+	pw := newPartWriter(w.cfg.Run, w.cfg.Worker, schemas.Producer{Command: "capture", Args: w.cfg.Args},
+		w.cfg.PartRows, w.cfg.PartInterval, func(f fileDone) {
+			w.out.send(message{Type: "file", Worker: w.cfg.Worker, File: &f})
+		})
+	done := make([]int64, nStages)
+	errs := make([]int64, nStages)
+	hists := make([]*hdrhistogram.Histogram, nStages)
+	for i := range hists {
+		hists[i] = hdrhistogram.New(1, 600_000_000, 2) // µs
+	}
+	var fok, ffail int64
+	firstErr := ""
+
+	// Stage clock: stage s runs from start+offset(s) to the next stage's start (the last one
+	// to the end of the worker).
+	order := make([]schemas.StageInfo, len(w.stages))
+	copy(order, w.stages)
+	sort.Slice(order, func(i, j int) bool { return order[i].OffsetNs < order[j].OffsetNs })
+	cur, nextIdx := int32(-1), 0
+	var begin usage
+	var heapPeak int64
+	closeStage := func(now usage) {
+		if cur < 0 {
+			return
+		}
+		row := schemas.Worker{
+			Worker: int32(w.cfg.Worker), Shard: int32(w.cfg.Shard), Stage: cur, CPU: int32(w.cfg.CPU),
+			GOMAXPROCS: int32(runtime.GOMAXPROCS(0)), WallNs: now.wall - begin.wall,
+			CPUUserNs: now.user - begin.user, CPUSysNs: now.sys - begin.sys, GCPauseNs: now.gcPause - begin.gcPause,
+			HeapPeakBytes: heapPeak, MaxRSSBytes: now.maxRSS, Requests: w.sent[cur].Load(),
+			Reads: now.reads - begin.reads, BytesRead: now.bytes - begin.bytes,
+			InflightPeak: int32(w.peak.Swap(w.inflight.Load())), InflightWaits: w.waits[cur].Load(),
+		}
+		w.out.send(message{Type: "worker", Worker: w.cfg.Worker, Row: &row})
+	}
+	advance := func() {
+		now := time.Now().UnixNano()
+		for nextIdx < len(order) && w.startNs+order[nextIdx].OffsetNs <= now {
+			u, hb := w.usage()
+			closeStage(u)
+			begin, heapPeak = u, hb
+			cur = order[nextIdx].Index
+			nextIdx++
+		}
+	}
+	sendProgress := func() {
+		u, hb := w.usage()
+		heapPeak = max(heapPeak, hb)
+		p := &progress{Stage: cur, Done: done, Errors: errs, Inflight: w.inflight.Load(),
+			CPUNs: u.user + u.sys, NowNs: u.wall, FirstSent: w.fsent.Load(), FirstOK: fok, FirstFailed: ffail, FirstError: firstErr}
+		p.Sent = make([]int64, nStages)
+		for i := range p.Sent {
+			p.Sent[i] = w.sent[i].Load()
+		}
+		if cur >= 0 {
+			if b, err := hists[cur].Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
+				p.TTFT = b
+			}
+		}
+		w.out.send(message{Type: "progress", Worker: w.cfg.Worker, Progress: p})
+	}
+
+	var werr error
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	advance()
+	for {
+		select {
+		case res, ok := <-w.results:
+			if !ok {
+				advance()
+				u, _ := w.usage()
+				closeStage(u)
+				sendProgress()
+				if err := pw.close(); err != nil && werr == nil {
+					werr = err
+				}
+				return werr
+			}
+			q := &res.Req
+			if q.ErrorKind != "" {
+				errs[q.Stage]++
+			} else {
+				done[q.Stage]++
+			}
+			if q.PlannedNs < w.startNs+int64(time.Second) {
+				if q.ErrorKind != "" {
+					ffail++
+					if firstErr == "" {
+						firstErr = q.ErrorKind + ": " + q.ErrorMessage
+					}
+				} else {
+					fok++
+				}
+			}
+			for i := range res.Chunks {
+				c := &res.Chunks[i]
+				c.Seq = q.Seq
+				if c.Kind == "content" {
+					t := c.RxUserNs
+					if c.RxKernelNs != nil {
+						t = *c.RxKernelNs
+					}
+					_ = hists[q.Stage].RecordValue(max((t-q.SentNs)/1000, 1))
+					break
+				}
+			}
+			for i := range res.Chunks {
+				res.Chunks[i].Seq = q.Seq
+			}
+			if werr == nil {
+				if err := pw.add(q, res.Chunks); err != nil {
+					werr = err
+					w.log.Error("write raw part; stopping", "err", err)
+					w.stop()
+				}
+			}
+			res.Text = ""
+			q.OutputText = ""
+			w.pool.Put(res)
+		case now := <-tick.C:
+			advance()
+			sendProgress()
+			if werr == nil {
+				if err := pw.tick(now); err != nil {
+					werr = err
+					w.log.Error("roll raw part; stopping", "err", err)
+					w.stop()
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// captureRun writes a constant-rate run against url.
+func captureRun(t *testing.T, url string, stages ...capture.ConstantStage) string {
+	t.Helper()
+	run := t.TempDir()
+	if err := capture.WriteConstantRun(run, replay.Target{URL: url, API: "completions", Model: "sim"}, stages); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// rawFiles opens every raw part present on disk and in the manifest: each must validate.
+func rawFiles(t *testing.T, run string) (*schemas.Manifest, []schemas.RawRequest, []schemas.RawChunk) {
+	t.Helper()
+	m, err := schemas.ReadManifest(filepath.Join(run, schemas.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]int64{}
+	for _, f := range m.Files {
+		listed[f.Path] = f.Rows
+	}
+	var reqs []schemas.RawRequest
+	var chunks []schemas.RawChunk
+	paths, _ := filepath.Glob(filepath.Join(run, "raw", "*.parquet"))
+	for _, p := range paths {
+		rel := "raw/" + filepath.Base(p)
+		var n int
+		switch {
+		case strings.HasPrefix(filepath.Base(p), "requests-"):
+			rows, err := schemas.ReadFile[schemas.RawRequest](p)
+			if err != nil {
+				t.Fatalf("finished part does not validate: %v", err)
+			}
+			n, reqs = len(rows), append(reqs, rows...)
+		case strings.HasPrefix(filepath.Base(p), "chunks-"):
+			rows, err := schemas.ReadFile[schemas.RawChunk](p)
+			if err != nil {
+				t.Fatalf("finished part does not validate: %v", err)
+			}
+			n, chunks = len(rows), append(chunks, rows...)
+		default:
+			continue
+		}
+		if rows, ok := listed[rel]; ok && rows != int64(n) {
+			t.Errorf("%s has %d rows; manifest says %d", rel, n, rows)
+		}
+	}
+	for path := range listed {
+		if _, err := os.Stat(filepath.Join(run, path)); err != nil {
+			t.Errorf("manifest lists %s, which is not on disk: %v", path, err)
+		}
+	}
+	return m, reqs, chunks
+}
+
+func median(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	return v[len(v)/2]
+}
+
+func chunkTime(c *schemas.RawChunk) int64 {
+	if c.RxKernelNs != nil {
+		return *c.RxKernelNs
+	}
+	return c.RxUserNs
+}
+
+func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
+	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
+	const maxTokens = 8
+	run := captureRun(t, url, capture.ConstantStage{Rate: 50, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: maxTokens})
+	if _, stderr, err := wirebench(t, 20*time.Second, "capture", run, "--workers", "2", "--quiet"); err != nil {
+		t.Fatalf("capture: %v\n%s", err, stderr)
+	}
+	m, reqs, chunks := rawFiles(t, run)
+	if m.Status != schemas.StatusComplete {
+		t.Errorf("manifest status %q (missing %q); want complete", m.Status, m.Missing)
+	}
+	seen := map[int64]int{}
+	sent := map[int64]int64{}
+	workers := map[int32]bool{}
+	for _, r := range reqs {
+		seen[r.Seq]++
+		sent[r.Seq] = r.SentNs
+		workers[r.Worker] = true
+		if r.ErrorKind != "" {
+			t.Errorf("seq %d: %s: %s", r.Seq, r.ErrorKind, r.ErrorMessage)
+		}
+	}
+	for seq := range int64(100) {
+		if seen[seq] != 1 {
+			t.Errorf("seq %d appears %d times across shards; want exactly once", seq, seen[seq])
+		}
+	}
+	if len(seen) != 100 || len(workers) != 2 {
+		t.Errorf("%d distinct seqs from workers %v; want 100 from 2 workers", len(seen), workers)
+	}
+	bySeq := map[int64][]schemas.RawChunk{}
+	for _, c := range chunks {
+		if c.Kind == "content" {
+			bySeq[c.Seq] = append(bySeq[c.Seq], c)
+		}
+	}
+	var ttft, gaps []int64
+	exact := 0
+	for seq, cs := range bySeq {
+		if len(cs) != maxTokens {
+			t.Errorf("seq %d: %d content chunks; want max_tokens %d", seq, len(cs), maxTokens)
+		}
+		sort.Slice(cs, func(i, j int) bool { return cs[i].Index < cs[j].Index })
+		ttft = append(ttft, chunkTime(&cs[0])-sent[seq])
+		for i := 1; i < len(cs); i++ {
+			gaps = append(gaps, chunkTime(&cs[i])-chunkTime(&cs[i-1]))
+		}
+		for _, c := range cs {
+			if c.Quality == "exact" {
+				exact++
+			}
+		}
+	}
+	if d := time.Duration(median(ttft)) - 20*time.Millisecond; d < -500*time.Microsecond || d > 500*time.Microsecond {
+		t.Errorf("median TTFT %v; want 20ms ± 0.5ms", time.Duration(median(ttft)))
+	}
+	if d := time.Duration(median(gaps)) - 5*time.Millisecond; d < -500*time.Microsecond || d > 500*time.Microsecond {
+		t.Errorf("median inter-chunk gap %v; want 5ms ± 0.5ms", time.Duration(median(gaps)))
+	}
+	if exact == 0 {
+		t.Error("no chunk has quality exact; want kernel timestamps on plain HTTP")
+	}
+}
+
+// startCapture starts `wirebench capture` in the background.
+func startCapture(t *testing.T, args ...string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"capture"}, args...)...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, &errb
+}
+
+// children returns the pids whose parent is pid.
+func children(pid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// waitWorkers waits until the workers have started (and loaded) and sending is under way.
+func waitWorkers(t *testing.T, pid, n int) []int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c := children(pid); len(c) == n {
+			time.Sleep(1500 * time.Millisecond) // ready, started, a part or more finished
+			return c
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("capture %d did not start %d workers in 10s", pid, n)
+	return nil
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd, errb *strings.Builder) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("capture did not end 15s after the signal; stderr:\n%s", errb.String())
+	}
+	return nil
+}
+
+func TestCaptureSIGINTDrainsAndMarksInterrupted(t *testing.T) {
+	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
+	run := captureRun(t, url, capture.ConstantStage{Rate: 100, Duration: 10 * time.Second, MaxTokens: 8})
+	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet")
+	waitWorkers(t, cmd.Process.Pid, 2)
+	cmd.Process.Signal(os.Interrupt)
+	err := waitExit(t, cmd, errb)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Errorf("capture after SIGINT: %v; want exit status 130\n%s", err, errb.String())
+	}
+	m, reqs, _ := rawFiles(t, run)
+	if m.Status != schemas.StatusInterrupted {
+		t.Errorf("manifest status %q; want interrupted", m.Status)
+	}
+	if !strings.Contains(strings.Join(m.Missing, "\n"), "planned requests were not sent") {
+		t.Errorf("manifest missing %q; want the unsent requests counted", m.Missing)
+	}
+	if len(reqs) == 0 || len(reqs) >= 1000 {
+		t.Errorf("%d requests recorded; want some, fewer than the 1000 planned", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.ErrorKind != "" && r.ErrorKind != "cancelled" {
+			t.Errorf("seq %d: error %s after a drain; want none", r.Seq, r.ErrorKind)
+		}
+	}
+}
+
+func TestCaptureSIGKILLOneWorkerOthersGoOn(t *testing.T) {
+	url := startSim(t, "--ttft", "5ms", "--itl", "2ms")
+	run := captureRun(t, url, capture.ConstantStage{Rate: 100, Duration: 3 * time.Second, MaxTokens: 4})
+	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet")
+	kids := waitWorkers(t, cmd.Process.Pid, 2)
+	syscall.Kill(kids[1], syscall.SIGKILL)
+	err := waitExit(t, cmd, errb)
+	if err == nil || !strings.Contains(errb.String(), "worker died") {
+		t.Errorf("capture after a worker was killed: %v; want a failure naming the dead worker\n%s", err, errb.String())
+	}
+	m, reqs, _ := rawFiles(t, run)
+	if m.Status != schemas.StatusFailed {
+		t.Errorf("manifest status %q; want failed", m.Status)
+	}
+	killed := 0
+	for _, w := range m.Workers {
+		if w.Exit == "signal: killed" {
+			killed++
+		}
+	}
+	if killed != 1 || !strings.Contains(strings.Join(m.Missing, "\n"), "signal: killed") {
+		t.Errorf("manifest workers %+v missing %q; want one worker recorded as signal: killed", m.Workers, m.Missing)
+	}
+	perWorker := map[int32]int{}
+	for _, r := range reqs {
+		perWorker[r.Worker]++
+	}
+	// The survivor sent its whole half (150) to the end.
+	if perWorker[0]+perWorker[1] < 150 {
+		t.Errorf("requests per worker %v; want the surviving worker's 150 all recorded", perWorker)
+	}
+}
+
+func TestCaptureSIGKILLCoordinatorKeepsParts(t *testing.T) {
+	url := startSim(t, "--ttft", "5ms", "--itl", "2ms")
+	run := captureRun(t, url, capture.ConstantStage{Rate: 100, Duration: 10 * time.Second, MaxTokens: 4})
+	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet")
+	kids := waitWorkers(t, cmd.Process.Pid, 2)
+	cmd.Process.Kill()
+	waitExit(t, cmd, errb)
+	// The orphaned workers see their stdin close, close their open parts and exit.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range kids {
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if syscall.Kill(pid, 0) == nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("worker %d still running 10s after its coordinator died", pid)
+		}
+	}
+	m, reqs, _ := rawFiles(t, run)
+	if m.Status != schemas.StatusRunning || len(m.Missing) == 0 {
+		t.Errorf("manifest status %q missing %q; want running with what may be missing", m.Status, m.Missing)
+	}
+	if len(m.Files) == 0 || len(reqs) == 0 {
+		t.Errorf("manifest lists %d files, %d requests on disk; want the parts finished before the kill", len(m.Files), len(reqs))
+	}
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// writeMetrics writes a small hand-made run (three stages, the last client-bound) to dir.
+func writeMetrics(t *testing.T, dir, id string, speed float64) string {
+	t.Helper()
+	rd := filepath.Join(dir, id)
+	var stages []schemas.Stage
+	for i, rate := range []float64{2, 4, 8} {
+		d := func(ns float64) schemas.Dist {
+			n := int64(ns)
+			return schemas.Dist{Count: 10, P50: n, P90: n * 3 / 2, P95: n * 7 / 4, P99: 2 * n, P999: 2 * n, Max: 3 * n, Mean: n}
+		}
+		s := schemas.Stage{Stage: int32(i), Name: "s" + string(rune('a'+i)), Mode: "open", TargetRate: rate,
+			Requests: int64(rate * 5), Completed: int64(rate * 5), AchievedRate: rate, CompletionRate: rate * 0.99,
+			OutputTPS: rate * 100 * speed, GoodputShare: 1, GoodputRate: rate, RateFidelity: 1, ExactShare: 1,
+			TTFT: d(40e6 * rate / speed), TPOT: d(8e6 / speed), ITL: d(8e6 / speed), NTPOT: d(9e6 / speed), E2E: d(900e6 / speed),
+			Queue: d(5e6 * rate), Prefill: d(30e6), Decode: d(800e6), SendLag: d(50e3), ReadLag: d(10e3),
+			Workers: 2, WorkerRhoMax: 0.1 * rate, WorkersForRhoHalf: 1, Saturated: i == 1}
+		if i == 2 {
+			s.ClientBound, s.ClientBoundReason, s.WorkerRhoMax, s.WorkersForRhoHalf = true, "worker rho 0.80 > 0.7", 0.8, 4
+		}
+		stages = append(stages, s)
+	}
+	if err := schemas.WriteFile(filepath.Join(rd, "metrics", "stages.parquet"), stages, schemas.Producer{Command: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	m := &schemas.Manifest{RunID: id, Host: "h", CPUs: 2, Status: schemas.StatusComplete}
+	if err := m.Write(filepath.Join(rd, schemas.ManifestName)); err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
+func TestReportCommand(t *testing.T) {
+	dir := t.TempDir()
+	a, b := writeMetrics(t, dir, "a", 1), writeMetrics(t, dir, "b", 2)
+
+	out, errOut, err := wirebench(t, 2*time.Minute, "report", a)
+	if err != nil {
+		t.Fatalf("wirebench report %s: %v\nstderr:\n%s", a, err, errOut)
+	}
+	for _, f := range []string{"index.html", "summary.md", "profile.json", "stages.csv", "ttft.png", "throughput.png", "quality-1.png"} {
+		if st, err := os.Stat(filepath.Join(a, "report", f)); err != nil || st.Size() == 0 {
+			t.Errorf("report/%s: stat %v; want a non-empty file", f, err)
+		}
+	}
+	tests := []struct {
+		sub  string
+		want int
+	}{
+		{"run a (host h, 2 CPUs, complete)", 1}, // header
+		{"<- saturation", 1},                    // stage 1
+		{"warning: Stage 2 \"sc\" is client-bound", 1},
+		{"\n0 \"sa\"", 1}, // one line per stage
+	}
+	for _, tt := range tests {
+		if got := strings.Count(out, tt.sub); got != tt.want {
+			t.Errorf("report stdout has %q %d times; want %d\n%s", tt.sub, got, tt.want, out)
+		}
+	}
+	if strings.Contains(errOut, "level=ERROR") {
+		t.Errorf("report logged an error:\n%s", errOut)
+	}
+
+	ab := filepath.Join(dir, "ab")
+	out, errOut, err = wirebench(t, 2*time.Minute, "report", a, b, "-o", ab, "--quiet")
+	if err != nil {
+		t.Fatalf("wirebench report A B: %v\nstderr:\n%s", err, errOut)
+	}
+	if out != "" {
+		t.Errorf("report --quiet printed %q; want nothing on stdout", out)
+	}
+	md, err := os.ReadFile(filepath.Join(ab, "summary.md"))
+	if err != nil || !strings.Contains(string(md), "## b vs a (ratios B / A)") {
+		t.Errorf("A/B summary.md: err %v, lacks the comparison section:\n%s", err, md)
+	}
+}
+
+func TestReportCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no run", []string{"report"}, "expected \"<run> ...\""},
+		{"missing dir", []string{"report", filepath.Join(dir, "nope")}, "nope"},
+		{"no metrics", []string{"report", dir}, "wirebench aggregate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errOut, err := wirebench(t, time.Minute, tt.args...)
+			if err == nil || !strings.Contains(errOut, tt.want) {
+				t.Errorf("wirebench %v: err %v, stderr %q; want a failure mentioning %q", tt.args, err, errOut, tt.want)
+			}
+		})
+	}
+}
+
+func TestReportHelp(t *testing.T) {
+	out, _, err := wirebench(t, 30*time.Second, "report", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"<run> ...", "--out", "--open", "--quiet", "baseline A"} {
+		if !strings.Contains(out, f) {
+			t.Errorf("report --help lacks %q:\n%s", f, out)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package replay
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const goodHead = `target: {url: "http://127.0.0.1:8000", model: m}
+`
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	synth := "workload:\n  synthetic:\n    input: {kind: fixed, value: 8}\n    output: {kind: fixed, value: 8}\n"
+	stages := "load:\n  stages:\n    - {rate: 10, duration: 1s}\n"
+	for _, tc := range []struct {
+		name string
+		yaml string
+		want []string // substrings of the error
+	}{
+		{"unknown top-level key", goodHead + "lod: {}\n" + synth, []string{"c.yaml:2:", `unknown key "lod"`}},
+		{"unknown nested key", goodHead + "load:\n  stages:\n    - {rate: 10, duration: 1s, burst: 2}\n" + synth, []string{"c.yaml:4:", `unknown key "burst"`}},
+		{"wrong type", goodHead + "load:\n  stages:\n    - {rate: fast, duration: 1s}\n" + synth, []string{"c.yaml:4:", `load.stages[0].rate: cannot use "fast" as a number`}},
+		{"bad duration", goodHead + "load:\n  stages:\n    - {rate: 10, duration: 5 parsecs}\n" + synth, []string{"c.yaml:4:", "invalid duration"}},
+		{"syntax error", goodHead + "load: [\n", []string{"c.yaml:"}},
+		{"negative rate", goodHead + "load:\n  stages:\n    - {rate: 10, duration: 1s}\n    - {rate: -5, duration: 1s}\n" + synth, []string{"c.yaml:5:", "load.stages[1].rate: must be > 0"}},
+		{"open stage without duration", goodHead + "load:\n  stages:\n    - {rate: 10}\n" + synth, []string{"load.stages[0].duration: must be > 0"}},
+		{"rate and concurrency", goodHead + "load:\n  stages:\n    - {rate: 10, concurrency: 3, duration: 1s}\n" + synth, []string{"load.stages[0]: set rate"}},
+		{"closed without bound", goodHead + "load:\n  stages:\n    - {concurrency: 3}\n" + synth, []string{"load.stages[0]: a closed-loop stage needs requests or duration"}},
+		{"bad arrival", goodHead + "load:\n  stages:\n    - {rate: 10, duration: 1s, arrival: bursty}\n" + synth, []string{"c.yaml:4:", `load.stages[0].arrival: "bursty"`}},
+		{"burstiness without gamma", goodHead + "load:\n  stages:\n    - {rate: 10, duration: 1s, arrival: poisson, burstiness: 2}\n" + synth, []string{"load.stages[0].burstiness: only for arrival: gamma"}},
+		{"no load", goodHead + synth, []string{"load: needs stages or a sweep"}},
+		{"sweep max < min", goodHead + "load:\n  sweep: {min_rate: 10, max_rate: 5, stages: 3, duration: 1s}\n" + synth, []string{"c.yaml:3:", "load.sweep.max_rate: 5 < min_rate 10"}},
+		{"sweep bad scale", goodHead + "load:\n  sweep: {min_rate: 1, max_rate: 5, stages: 3, duration: 1s, scale: log}\n" + synth, []string{`load.sweep.scale: "log"`}},
+		{"no workload", goodHead + stages, []string{"workload: set exactly one"}},
+		{"two workloads", goodHead + stages + synth + "  shared_prefix: {groups: 1, prefix_tokens: 1, users_per_group: 1, question_tokens: 1, output_tokens: 1}\n", []string{"workload: set exactly one", "(got 2)"}},
+		{"bad dist kind", goodHead + stages + "workload:\n  synthetic:\n    input: {kind: zipf}\n    output: {kind: fixed, value: 8}\n", []string{"c.yaml:7:", `workload.synthetic.input.kind: "zipf"`}},
+		{"uniform without max", goodHead + stages + "workload:\n  synthetic:\n    input: {kind: uniform, min: 4}\n    output: {kind: fixed, value: 8}\n", []string{"workload.synthetic.input.max: required for uniform"}},
+		{"fixed without value", goodHead + stages + "workload:\n  synthetic:\n    input: {kind: fixed}\n    output: {kind: fixed, value: 8}\n", []string{"workload.synthetic.input.value: must be > 0"}},
+		{"bad api", "target: {url: \"http://x:1\", api: grpc}\n" + stages + synth, []string{"c.yaml:1:", `target.api: "grpc"`}},
+		{"bad url", "target: {url: \"127.0.0.1:8000\"}\n" + stages + synth, []string{"target.url: invalid URL"}},
+		{"bad max_tokens policy", "target: {max_tokens: always}\n" + stages + synth, []string{`target.max_tokens: "always"`}},
+		{"extra_body overrides prompt", "target:\n  extra_body: {prompt: x}\n" + stages + synth, []string{"target.extra_body.prompt: is set by wirebench"}},
+		{"conversations need chat", goodHead + stages + "workload:\n  conversations:\n    turns: {kind: fixed, value: 2}\n    input: {kind: fixed, value: 4}\n    output: {kind: fixed, value: 4}\n", []string{"workload.conversations: needs target.api: chat"}},
+		{"trace with load", goodHead + stages + "workload:\n  trace: {format: azure, file: x.csv}\n", []string{"load: must be empty with workload.trace"}},
+		{"trace bad format", goodHead + "workload:\n  trace: {format: alibaba, file: x.csv}\n", []string{`workload.trace.format: "alibaba"`}},
+		{"trace rate and scale", goodHead + "workload:\n  trace: {format: azure, file: x.csv, rate: 3, time_scale: 2}\n", []string{"workload.trace.rate: set time_scale or rate, not both"}},
+		{"dataset bad format", goodHead + stages + "workload:\n  dataset: {format: parquet, file: x}\n", []string{`workload.dataset.format: "parquet"`}},
+		{"negative slo", goodHead + stages + synth + "slo: {ttft: -1s}\n", []string{"slo.ttft: must be >= 0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(writeConfig(t, tc.yaml))
+			if err == nil {
+				t.Fatalf("LoadConfig(%q) = nil error; want one containing %q", tc.yaml, tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("LoadConfig error = %q; want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadConfigDefaultsAndPaths(t *testing.T) {
+	p := writeConfig(t, `target: {url: "http://127.0.0.1:9"}
+load:
+  warmup: {rate: 1, duration: 1s}
+  stages:
+    - {rate: 10, duration: 2s, arrival: gamma}
+    - {concurrency: 4, requests: 10}
+workload:
+  dataset: {format: jsonl, file: data/p.jsonl}
+`)
+	c, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want any
+	}{
+		{"target.api", c.Target.API, "completions"},
+		{"target.max_tokens", c.Target.MaxTokens, "workload"},
+		{"tokenizer", c.Tokenizer, "whitespace"},
+		{"load.warmup.arrival", c.Load.Warmup.Arrival, "poisson"},
+		{"load.stages[0].burstiness", c.Load.Stages[0].Burstiness, 1.0},
+		{"load.stages[0].duration", c.Load.Stages[0].Duration.D(), 2 * time.Second},
+		{"load.stages[1].arrival", c.Load.Stages[1].Arrival, ""},
+		{"workload.dataset.file", c.Workload.Dataset.File, filepath.Join(filepath.Dir(p), "data/p.jsonl")},
+		{"workload.dataset.prompt_column", c.Workload.Dataset.PromptColumn, "prompt"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v; want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestExampleConfigsParse(t *testing.T) {
+	files, err := filepath.Glob("../examples/*.yaml")
+	if err != nil || len(files) < 7 {
+		t.Fatalf("examples/*.yaml: %d files, err %v; want at least 7", len(files), err)
+	}
+	for _, f := range files {
+		if _, err := LoadConfig(f); err != nil {
+			t.Errorf("LoadConfig(%s): %v", f, err)
+		}
+	}
+}

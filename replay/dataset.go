@@ -1,0 +1,366 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/wirebench/wirebench/replay/tokenizer"
+)
+
+// row is one usable dataset entry.
+type row struct {
+	text   string
+	msgs   string // MessagesJSON for chat
+	input  int32
+	output int32 // 0: none in the file
+}
+
+// lineAt returns the 1-based line of byte offset off in data.
+func lineAt(data []byte, off int64) int {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return bytes.Count(data[:off], []byte{'\n'}) + 1
+}
+
+// jsonError names the file, line and field of a JSON decoding error at base+offset.
+func jsonError(path string, data []byte, base int64, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "(row)"
+		}
+		return fmt.Errorf("%s:%d: %s: got JSON %s, want %s", path, lineAt(data, base+te.Offset), field, te.Value, jsonKind(te.Type.String()))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%s:%d: invalid JSON: %v", path, lineAt(data, base+se.Offset), se)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s:%d: truncated JSON (unexpected end of file)", path, lineAt(data, int64(len(data))))
+	}
+	return fmt.Errorf("%s:%d: %v", path, lineAt(data, base), err)
+}
+
+func jsonKind(t string) string {
+	switch {
+	case t == "string":
+		return "a string"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "*int"):
+		return "an integer"
+	case strings.HasPrefix(t, "[]"):
+		return "an array"
+	}
+	return t
+}
+
+type shareGPTTurn struct {
+	From  string `json:"from"`
+	Value string `json:"value"`
+}
+
+type shareGPTConv struct {
+	Conversations []shareGPTTurn `json:"conversations"`
+}
+
+func shareGPTRole(from string) string {
+	switch from {
+	case "human", "user":
+		return "user"
+	case "system":
+		return "system"
+	}
+	return "assistant"
+}
+
+// readShareGPT reads a ShareGPT JSON array. Conversations without a human turn followed by an
+// answer are skipped; malformed ones are errors.
+func readShareGPT(path string, whole, chat bool, tok tokenizer.Tokenizer) ([]row, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil {
+		return nil, jsonError(path, data, dec.InputOffset(), err)
+	} else if d, ok := t.(json.Delim); !ok || d != '[' {
+		return nil, fmt.Errorf("%s:1: want a JSON array of conversations", path)
+	}
+	var rows []row
+	for i := 0; dec.More(); i++ {
+		var raw json.RawMessage
+		base := dec.InputOffset()
+		if err := dec.Decode(&raw); err != nil {
+			return nil, jsonError(path, data, base, err)
+		}
+		base += int64(bytes.Index(data[base:], raw[:1])) // skip the separator before the value
+		var c shareGPTConv
+		if err := json.Unmarshal(raw, &c); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				te.Field = fmt.Sprintf("[%d].%s", i, te.Field)
+			}
+			return nil, jsonError(path, data, base, err)
+		}
+		if c.Conversations == nil {
+			return nil, fmt.Errorf("%s:%d: [%d].conversations: missing", path, lineAt(data, base), i)
+		}
+		for j, t := range c.Conversations {
+			if t.From == "" {
+				return nil, fmt.Errorf("%s:%d: [%d].conversations[%d].from: missing", path, lineAt(data, base), i, j)
+			}
+		}
+		turns := c.Conversations
+		ask := -1
+		for j := 0; j+1 < len(turns); j++ {
+			if shareGPTRole(turns[j].From) == "user" && shareGPTRole(turns[j+1].From) == "assistant" {
+				ask = j
+				if !whole {
+					break
+				}
+			}
+		}
+		if ask < 0 {
+			continue
+		}
+		r := row{text: turns[ask].Value, output: int32(tok.Count(turns[ask+1].Value))}
+		n := tok.Count(r.text)
+		if whole && chat {
+			ms := make([]message, ask)
+			for j := range ask {
+				ms[j] = message{shareGPTRole(turns[j].From), turns[j].Value}
+				n += tok.Count(turns[j].Value)
+			}
+			r.msgs = messagesJSON(ms)
+		}
+		r.input = int32(n)
+		rows = append(rows, r)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, jsonError(path, data, dec.InputOffset(), err)
+	}
+	return rows, nil
+}
+
+type jsonlRow struct {
+	Prompt    *string   `json:"prompt"`
+	Messages  []message `json:"messages"`
+	MaxTokens *int      `json:"max_tokens"`
+}
+
+// readJSONL reads one {"prompt"|"messages", "max_tokens"?} object a line.
+func readJSONL(path string, chat bool, tok tokenizer.Tokenizer) ([]row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	var rows []row
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var j jsonlRow
+		if err := json.Unmarshal(b, &j); err != nil {
+			return nil, lineJSONError(path, line, err)
+		}
+		var r row
+		switch {
+		case j.Prompt != nil && j.Messages != nil:
+			return nil, fmt.Errorf("%s:%d: prompt, messages: set one, not both", path, line)
+		case j.Prompt != nil:
+			r.text = *j.Prompt
+			r.input = int32(tok.Count(r.text))
+		case len(j.Messages) > 0:
+			last := j.Messages[len(j.Messages)-1]
+			if last.Role != "user" {
+				return nil, fmt.Errorf("%s:%d: messages[%d].role: the last message must be \"user\", got %q", path, line, len(j.Messages)-1, last.Role)
+			}
+			n := 0
+			for k, m := range j.Messages {
+				if m.Role == "" {
+					return nil, fmt.Errorf("%s:%d: messages[%d].role: missing", path, line, k)
+				}
+				n += tok.Count(m.Content)
+			}
+			if chat {
+				r.text, r.msgs = last.Content, messagesJSON(j.Messages[:len(j.Messages)-1])
+			} else {
+				parts := make([]string, len(j.Messages))
+				for k, m := range j.Messages {
+					parts[k] = m.Content
+				}
+				r.text = strings.Join(parts, "\n\n")
+				n = tok.Count(r.text)
+			}
+			r.input = int32(n)
+		default:
+			return nil, fmt.Errorf("%s:%d: prompt: missing (want \"prompt\" or \"messages\")", path, line)
+		}
+		if j.MaxTokens != nil {
+			if *j.MaxTokens <= 0 {
+				return nil, fmt.Errorf("%s:%d: max_tokens: %d, want > 0", path, line, *j.MaxTokens)
+			}
+			r.output = int32(*j.MaxTokens)
+		}
+		rows = append(rows, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
+func lineJSONError(path string, line int, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Errorf("%s:%d: %s: got JSON %s, want %s", path, line, te.Field, te.Value, jsonKind(te.Type.String()))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%s:%d: invalid JSON at column %d: %v", path, line, se.Offset, se)
+	}
+	return fmt.Errorf("%s:%d: %v", path, line, err)
+}
+
+// readCSV reads a CSV with a header naming promptCol and, optionally, maxCol.
+func readCSV(path, promptCol, maxCol string, tok tokenizer.Tokenizer) ([]row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	header, err := r.Read()
+	if err != nil {
+		return nil, csvError(path, err)
+	}
+	pi, mi := -1, -1
+	for i, h := range header {
+		switch strings.TrimSpace(h) {
+		case promptCol:
+			pi = i
+		case maxCol:
+			mi = i
+		}
+	}
+	if pi < 0 {
+		return nil, fmt.Errorf("%s:1: header: no %q column (have %s)", path, promptCol, strings.Join(header, ","))
+	}
+	var rows []row
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, csvError(path, err)
+		}
+		line, _ := r.FieldPos(0)
+		x := row{text: rec[pi], input: int32(tok.Count(rec[pi]))}
+		if mi >= 0 && strings.TrimSpace(rec[mi]) != "" {
+			v, err := strconv.Atoi(strings.TrimSpace(rec[mi]))
+			if err != nil || v <= 0 {
+				return nil, fmt.Errorf("%s:%d: %s: %q is not a positive integer", path, line, maxCol, rec[mi])
+			}
+			x.output = int32(v)
+		}
+		rows = append(rows, x)
+	}
+	return rows, nil
+}
+
+func csvError(path string, err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s:%d: column %d: %v", path, pe.Line, pe.Column, pe.Err)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// dataset serves the filtered, shuffled rows in turn; a row's prompt is stored the first time
+// it is used, so the prompts file holds only rows the plan uses.
+type dataset struct {
+	rows   []row
+	out    *sampler
+	rng    *rand.Rand
+	o      *output
+	first  int64
+	next   int
+	stored int
+}
+
+func newDataset(cfg *Dataset, chat bool, tok tokenizer.Tokenizer, rng *rand.Rand, o *output) (*dataset, error) {
+	var rows []row
+	var err error
+	switch cfg.Format {
+	case "sharegpt":
+		rows, err = readShareGPT(cfg.File, cfg.WholeConversation, chat, tok)
+	case "jsonl":
+		rows, err = readJSONL(cfg.File, chat, tok)
+	case "csv":
+		rows, err = readCSV(cfg.File, cfg.PromptColumn, cfg.MaxTokensColumn, tok)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := &dataset{rng: rng, o: o, first: o.nPrompt}
+	if cfg.Output != nil {
+		if d.out, err = newSampler(*cfg.Output); err != nil {
+			return nil, fmt.Errorf("workload.dataset.output: %w", err)
+		}
+	}
+	total := len(rows)
+	kept := rows[:0]
+	for _, r := range rows {
+		if r.input < int32(cfg.MinInputTokens) || (cfg.MaxInputTokens > 0 && r.input > int32(cfg.MaxInputTokens)) {
+			continue
+		}
+		if r.output > 0 && (r.output < int32(cfg.MinOutputTokens) || (cfg.MaxOutputTokens > 0 && r.output > int32(cfg.MaxOutputTokens))) {
+			continue
+		}
+		if r.output == 0 && d.out == nil {
+			return nil, fmt.Errorf("workload.dataset.output: required: %s has rows without max_tokens", cfg.File)
+		}
+		kept = append(kept, r)
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("%s: none of its %d usable rows is within the token bounds of workload.dataset", cfg.File, total)
+	}
+	rng.Shuffle(len(kept), func(i, j int) { kept[i], kept[j] = kept[j], kept[i] })
+	d.rows = kept
+	return d, nil
+}
+
+func (d *dataset) name() string    { return "dataset" }
+func (d *dataset) multiTurn() bool { return false }
+
+func (d *dataset) unit(buf []turn) ([]turn, error) {
+	k := d.next % len(d.rows)
+	d.next++
+	r := &d.rows[k]
+	if k == d.stored {
+		if _, err := d.o.addPrompt(r.text, r.msgs, int(r.input)); err != nil {
+			return buf, err
+		}
+		d.stored++
+	}
+	out := r.output
+	if out == 0 {
+		out = int32(d.out.draw(d.rng))
+	}
+	return append(buf, turn{promptID: d.first + int64(k), input: r.input, output: out, group: -1}), nil
+}

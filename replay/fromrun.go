@@ -1,0 +1,71 @@
+package replay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// copyRun copies an earlier run's schedule (requests, prompts and stages) row for row. Its
+// prompts were built for its target API, so that must match.
+func copyRun(dir, api string, o *output) ([]schemas.StageInfo, error) {
+	m, err := schemas.ReadManifest(filepath.Join(dir, schemas.ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("workload.run: %w", err)
+	}
+	var old Config
+	if len(m.Config) > 0 {
+		if err := json.Unmarshal(m.Config, &old); err != nil {
+			return nil, fmt.Errorf("workload.run: %s: config: %w", dir, err)
+		}
+		if old.Target.API != "" && old.Target.API != api {
+			return nil, fmt.Errorf("workload.run: %s was planned for target.api %q; this config uses %q", dir, old.Target.API, api)
+		}
+	}
+	o.stats = make([]*stageStats, len(m.Stages))
+	for i := range o.stats {
+		o.stats[i] = newStageStats()
+	}
+	if err := copyRows(filepath.Join(dir, "schedule", "prompts.parquet"), o.addPromptRow); err != nil {
+		return nil, err
+	}
+	nst := int32(len(m.Stages))
+	err = copyRows(filepath.Join(dir, "schedule", "requests.parquet"), func(r schemas.ScheduleRequest) error {
+		if r.Stage < 0 || r.Stage >= nst {
+			return fmt.Errorf("workload.run: %s: request seq %d has stage %d; the manifest lists %d stages", dir, r.Seq, r.Stage, nst)
+		}
+		return o.addRequest(r)
+	})
+	return m.Stages, err
+}
+
+func copyRows[T any](path string, add func(T) error) error {
+	f, err := schemas.Open[T](path)
+	if err != nil {
+		return fmt.Errorf("workload.run: %w", err)
+	}
+	defer f.Close()
+	r := parquet.NewGenericReader[T](f.File)
+	defer r.Close()
+	buf := make([]T, 4096)
+	for {
+		n, err := r.Read(buf)
+		for _, row := range buf[:n] {
+			if err := add(row); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("workload.run: %s: %w: %v", path, schemas.ErrCorrupt, err)
+		}
+	}
+}

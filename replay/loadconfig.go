@@ -1,0 +1,534 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// LoadConfig reads a YAML config, rejects unknown keys (naming the key and line), fills in
+// defaults, resolves relative file paths against the config file's directory and validates
+// every field. Errors name the file, the line and the field, e.g.
+// "smoke.yaml:7: load.stages[1].rate: must be > 0".
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return parseConfig(path, data)
+}
+
+func parseConfig(path string, data []byte) (*Config, error) {
+	var cfg Config
+	if err := yaml.UnmarshalWithOptions(data, &cfg, yaml.DisallowUnknownField()); err != nil {
+		return nil, yamlError(path, data, err)
+	}
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, yamlError(path, data, err)
+	}
+	v := &validator{path: path, file: file}
+	cfg.defaults()
+	cfg.resolvePaths(filepath.Dir(path))
+	cfg.validate(v)
+	if len(v.errs) > 0 {
+		return nil, errors.Join(v.errs...)
+	}
+	return &cfg, nil
+}
+
+// yamlError turns a go-yaml error into "file:line:col: message" with the offending key or value.
+func yamlError(path string, data []byte, err error) error {
+	var pe *posError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s:%d:%d: %s", path, pe.line, pe.col, pe.msg)
+	}
+	var ye yaml.Error
+	if errors.As(err, &ye) && ye.GetToken() != nil {
+		tk := ye.GetToken()
+		msg := ye.GetMessage()
+		var uf *yaml.UnknownFieldError
+		var te *yaml.TypeError
+		switch {
+		case errors.As(err, &uf):
+			msg = fmt.Sprintf("unknown key %q", tk.Value)
+		case errors.As(err, &te):
+			msg = fmt.Sprintf("%s: cannot use %q as %s", fieldAt(data, tk), tk.Value, typeName(te.DstType.Kind()))
+		}
+		return fmt.Errorf("%s:%d:%d: %s", path, tk.Position.Line, tk.Position.Column, msg)
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// fieldAt returns the dotted path ("load.stages[0].rate") of the value whose token is at tk's
+// position, or "value" when it cannot be found.
+func fieldAt(data []byte, tk *token.Token) string {
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return "value"
+	}
+	f := &finder{line: tk.Position.Line, col: tk.Position.Column}
+	for _, d := range file.Docs {
+		ast.Walk(f, d)
+	}
+	if f.path == "" {
+		return "value"
+	}
+	return strings.TrimPrefix(strings.TrimPrefix(f.path, "$"), ".")
+}
+
+type finder struct {
+	line, col int
+	path      string
+}
+
+func (f *finder) Visit(n ast.Node) ast.Visitor {
+	if tk := n.GetToken(); tk != nil && tk.Position.Line == f.line && tk.Position.Column == f.col && f.path == "" {
+		f.path = n.GetPath()
+	}
+	return f
+}
+
+func typeName(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Map, reflect.Struct:
+		return "a mapping"
+	case reflect.Slice:
+		return "a list"
+	}
+	return k.String()
+}
+
+// validator collects field errors with the line of the field (or of its nearest parent present
+// in the file).
+type validator struct {
+	path string
+	file *ast.File
+	errs []error
+}
+
+func (v *validator) errf(field, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s:%d: %s: %s", v.path, v.line(field), field, fmt.Sprintf(format, args...)))
+}
+
+// line finds the line of field ("load.stages[1].rate") in the YAML, falling back to parents.
+func (v *validator) line(field string) int {
+	for f := field; f != ""; {
+		p, err := yaml.PathString("$." + f)
+		if err == nil {
+			if n, err := p.FilterFile(v.file); err == nil && n != nil && n.GetToken() != nil {
+				return n.GetToken().Position.Line
+			}
+		}
+		i := strings.LastIndexAny(f, ".[")
+		if i < 0 {
+			break
+		}
+		f = f[:i]
+	}
+	return 1
+}
+
+func (c *Config) defaults() {
+	if c.Target.API == "" {
+		c.Target.API = "completions"
+	}
+	if c.Target.MaxTokens == "" {
+		c.Target.MaxTokens = "workload"
+	}
+	if c.Tokenizer == "" {
+		c.Tokenizer = "whitespace"
+	}
+	def := func(s *StageSpec) {
+		if s.Rate != 0 && s.Arrival == "" {
+			s.Arrival = "poisson"
+		}
+		if s.Arrival == "gamma" && s.Burstiness == 0 {
+			s.Burstiness = 1
+		}
+	}
+	if c.Load.Warmup != nil {
+		def(c.Load.Warmup)
+	}
+	for i := range c.Load.Stages {
+		def(&c.Load.Stages[i])
+	}
+	if s := c.Load.Sweep; s != nil {
+		if s.Scale == "" {
+			s.Scale = "linear"
+		}
+		if s.Arrival == "" {
+			s.Arrival = "poisson"
+		}
+		if s.Arrival == "gamma" && s.Burstiness == 0 {
+			s.Burstiness = 1
+		}
+	}
+	w := &c.Workload
+	if d := w.Dataset; d != nil {
+		if d.PromptColumn == "" {
+			d.PromptColumn = "prompt"
+		}
+		if d.MaxTokensColumn == "" {
+			d.MaxTokensColumn = "max_tokens"
+		}
+	}
+	if t := w.Trace; t != nil && t.BlockTokens == 0 {
+		t.BlockTokens = 512
+	}
+}
+
+func (c *Config) resolvePaths(dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	w := &c.Workload
+	for _, d := range []*Dist{synthIn(w), synthOut(w)} {
+		if d != nil {
+			abs(&d.File)
+		}
+	}
+	if cv := w.Conversations; cv != nil {
+		abs(&cv.Turns.File)
+		abs(&cv.Input.File)
+		abs(&cv.Output.File)
+	}
+	if d := w.Dataset; d != nil {
+		abs(&d.File)
+		if d.Output != nil {
+			abs(&d.Output.File)
+		}
+	}
+	if t := w.Trace; t != nil {
+		abs(&t.File)
+	}
+	if r := w.Run; r != nil {
+		abs(&r.Dir)
+	}
+	if s := c.Tokenizer; strings.HasSuffix(s, ".json") {
+		abs(&c.Tokenizer)
+	}
+}
+
+func synthIn(w *Workload) *Dist {
+	if w.Synthetic == nil {
+		return nil
+	}
+	return &w.Synthetic.Input
+}
+
+func synthOut(w *Workload) *Dist {
+	if w.Synthetic == nil {
+		return nil
+	}
+	return &w.Synthetic.Output
+}
+
+func (c *Config) validate(v *validator) {
+	c.Target.validate(v)
+	w := &c.Workload
+	n := 0
+	for _, set := range []bool{w.Synthetic != nil, w.SharedPrefix != nil, w.Conversations != nil, w.Dataset != nil, w.Trace != nil, w.Run != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		v.errf("workload", "set exactly one of synthetic, shared_prefix, conversations, dataset, trace, run (got %d)", n)
+	}
+	ownTiming := w.Trace != nil || w.Run != nil
+	if ownTiming {
+		if len(c.Load.Stages) > 0 || c.Load.Sweep != nil || c.Load.Warmup != nil {
+			v.errf("load", "must be empty with workload.trace or workload.run (they bring their own timing)")
+		}
+	} else {
+		c.Load.validate(v)
+	}
+	if s := w.Synthetic; s != nil {
+		s.Input.validate(v, "workload.synthetic.input")
+		s.Output.validate(v, "workload.synthetic.output")
+	}
+	if s := w.SharedPrefix; s != nil {
+		f := "workload.shared_prefix."
+		for _, p := range []struct {
+			name string
+			val  int
+		}{{"groups", s.Groups}, {"prefix_tokens", s.PrefixTokens}, {"users_per_group", s.UsersPerGroup}, {"question_tokens", s.QuestionTokens}, {"output_tokens", s.OutputTokens}} {
+			if p.val <= 0 {
+				v.errf(f+p.name, "must be > 0")
+			}
+		}
+	}
+	if s := w.Conversations; s != nil {
+		f := "workload.conversations."
+		s.Turns.validate(v, f+"turns")
+		s.Input.validate(v, f+"input")
+		s.Output.validate(v, f+"output")
+		if s.ThinkTime < 0 {
+			v.errf(f+"think_time", "must be >= 0")
+		}
+		if s.SystemPromptTokens < 0 {
+			v.errf(f+"system_prompt_tokens", "must be >= 0")
+		}
+		if c.Target.API != "chat" {
+			v.errf(f[:len(f)-1], "needs target.api: chat (later turns carry earlier messages)")
+		}
+	}
+	if d := w.Dataset; d != nil {
+		f := "workload.dataset."
+		switch d.Format {
+		case "sharegpt", "jsonl", "csv":
+		default:
+			v.errf(f+"format", "%q: want sharegpt, jsonl or csv", d.Format)
+		}
+		if d.File == "" {
+			v.errf(f+"file", "required")
+		}
+		if d.WholeConversation && (d.Format != "sharegpt" || c.Target.API != "chat") {
+			v.errf(f+"whole_conversation", "needs format: sharegpt and target.api: chat")
+		}
+		if d.MaxInputTokens > 0 && d.MaxInputTokens < d.MinInputTokens {
+			v.errf(f+"max_input_tokens", "%d < min_input_tokens %d", d.MaxInputTokens, d.MinInputTokens)
+		}
+		if d.MaxOutputTokens > 0 && d.MaxOutputTokens < d.MinOutputTokens {
+			v.errf(f+"max_output_tokens", "%d < min_output_tokens %d", d.MaxOutputTokens, d.MinOutputTokens)
+		}
+		if d.Output != nil {
+			d.Output.validate(v, f+"output")
+		}
+	}
+	if t := w.Trace; t != nil {
+		f := "workload.trace."
+		switch t.Format {
+		case "azure", "burstgpt", "mooncake":
+		default:
+			v.errf(f+"format", "%q: want azure, burstgpt or mooncake", t.Format)
+		}
+		if t.File == "" {
+			v.errf(f+"file", "required")
+		}
+		if t.TimeScale < 0 || math.IsNaN(t.TimeScale) {
+			v.errf(f+"time_scale", "must be > 0")
+		}
+		if t.Rate < 0 {
+			v.errf(f+"rate", "must be > 0")
+		}
+		if t.TimeScale > 0 && t.Rate > 0 {
+			v.errf(f+"rate", "set time_scale or rate, not both")
+		}
+		if t.Start < 0 || t.Duration < 0 || t.MaxRequests < 0 || t.BlockTokens <= 0 {
+			v.errf(f[:len(f)-1], "start, duration, max_requests must be >= 0 and block_tokens > 0")
+		}
+	}
+	if r := w.Run; r != nil && r.Dir == "" {
+		v.errf("workload.run.dir", "required")
+	}
+	sl := c.SLO
+	for _, d := range []struct {
+		name string
+		val  Duration
+	}{{"ttft", sl.TTFT}, {"tpot", sl.TPOT}, {"itl", sl.ITL}, {"ntpot", sl.NTPOT}, {"e2e", sl.E2E}} {
+		if d.val < 0 {
+			v.errf("slo."+d.name, "must be >= 0")
+		}
+	}
+	cp := c.Capture
+	if cp.Workers < 0 || cp.Connections < 0 || cp.MaxInflight < 0 || cp.PartRows < 0 || cp.PartInterval < 0 || cp.DrainTimeout < 0 {
+		v.errf("capture", "values must be >= 0")
+	}
+}
+
+func (t *Target) validate(v *validator) {
+	if t.URL != "" {
+		if err := checkURL(t.URL); err != nil {
+			v.errf("target.url", "%v", err)
+		}
+	}
+	switch t.API {
+	case "completions", "chat":
+	default:
+		v.errf("target.api", "%q: want completions or chat", t.API)
+	}
+	switch t.MaxTokens {
+	case "workload", "none":
+	default:
+		v.errf("target.max_tokens", "%q: want workload or none", t.MaxTokens)
+	}
+	if t.Timeout < 0 {
+		v.errf("target.timeout", "must be >= 0")
+	}
+	if t.MetricsURL != "" {
+		if err := checkURL(t.MetricsURL); err != nil {
+			v.errf("target.metrics_url", "%v", err)
+		}
+	}
+	for k := range t.ExtraBody {
+		switch k {
+		case "model", "prompt", "messages", "stream", "max_tokens":
+			v.errf("target.extra_body."+k, "is set by wirebench; remove it")
+		}
+	}
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("invalid URL %q: %v", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("invalid URL %q: want http://host:port or https://host:port", s)
+	}
+	return nil
+}
+
+func (l *Load) validate(v *validator) {
+	if len(l.Stages) == 0 && l.Sweep == nil {
+		v.errf("load", "needs stages or a sweep")
+	}
+	if l.Warmup != nil {
+		l.Warmup.validate(v, "load.warmup")
+	}
+	for i := range l.Stages {
+		l.Stages[i].validate(v, fmt.Sprintf("load.stages[%d]", i))
+	}
+	if s := l.Sweep; s != nil {
+		f := "load.sweep."
+		if s.MinRate <= 0 {
+			v.errf(f+"min_rate", "must be > 0")
+		}
+		if s.MaxRate < s.MinRate {
+			v.errf(f+"max_rate", "%g < min_rate %g", s.MaxRate, s.MinRate)
+		}
+		if s.Stages <= 0 {
+			v.errf(f+"stages", "must be > 0")
+		}
+		if s.Duration <= 0 {
+			v.errf(f+"duration", "must be > 0")
+		}
+		if s.Scale != "linear" && s.Scale != "geometric" {
+			v.errf(f+"scale", "%q: want linear or geometric", s.Scale)
+		}
+		checkArrival(v, f, s.Arrival, s.Burstiness)
+	}
+}
+
+func checkArrival(v *validator, f, arrival string, burst float64) {
+	switch arrival {
+	case "constant", "poisson":
+		if burst != 0 {
+			v.errf(f+"burstiness", "only for arrival: gamma")
+		}
+	case "gamma":
+		if burst <= 0 || math.IsNaN(burst) || math.IsInf(burst, 0) {
+			v.errf(f+"burstiness", "must be > 0 (1 = Poisson, < 1 burstier)")
+		}
+	default:
+		v.errf(f+"arrival", "%q: want constant, poisson or gamma", arrival)
+	}
+}
+
+func (s *StageSpec) validate(v *validator, f string) {
+	open, closed := s.Rate != 0, s.Concurrency != 0
+	f += "."
+	switch {
+	case open && closed:
+		v.errf(f[:len(f)-1], "set rate (open loop) or concurrency (closed loop), not both")
+	case open:
+		if s.Rate < 0 || math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0) {
+			v.errf(f+"rate", "must be > 0")
+		}
+		if s.Duration <= 0 {
+			v.errf(f+"duration", "must be > 0 for an open-loop stage")
+		}
+		if s.Requests != 0 {
+			v.errf(f+"requests", "only for closed-loop stages (open loop sends rate × duration)")
+		}
+		if s.ThinkTime != 0 {
+			v.errf(f+"think_time", "only for closed-loop stages")
+		}
+		checkArrival(v, f, s.Arrival, s.Burstiness)
+	case closed:
+		if s.Concurrency < 0 {
+			v.errf(f+"concurrency", "must be > 0")
+		}
+		if s.Requests < 0 {
+			v.errf(f+"requests", "must be > 0")
+		}
+		if s.Duration < 0 {
+			v.errf(f+"duration", "must be > 0")
+		}
+		if s.Requests == 0 && s.Duration == 0 {
+			v.errf(f[:len(f)-1], "a closed-loop stage needs requests or duration")
+		}
+		if s.ThinkTime < 0 {
+			v.errf(f+"think_time", "must be >= 0")
+		}
+		if s.Arrival != "" || s.Burstiness != 0 {
+			v.errf(f+"arrival", "only for open-loop stages")
+		}
+	default:
+		v.errf(f[:len(f)-1], "set rate (open loop) or concurrency (closed loop)")
+	}
+}
+
+func (d *Dist) validate(v *validator, f string) {
+	f += "."
+	if d.Min == 0 {
+		d.Min = 1
+	}
+	if d.Min < 0 {
+		v.errf(f+"min", "must be >= 1")
+	}
+	if d.Max != 0 && d.Max < d.Min {
+		v.errf(f+"max", "%d < min %d", d.Max, d.Min)
+	}
+	switch d.Kind {
+	case "fixed":
+		if d.Value <= 0 {
+			v.errf(f+"value", "must be > 0")
+		}
+	case "uniform":
+		if d.Max == 0 {
+			v.errf(f+"max", "required for uniform")
+		}
+	case "normal", "lognormal":
+		if d.Mean <= 0 {
+			v.errf(f+"mean", "must be > 0")
+		}
+		if d.Std < 0 {
+			v.errf(f+"std", "must be >= 0")
+		}
+	case "exponential":
+		if d.Mean <= 0 {
+			v.errf(f+"mean", "must be > 0")
+		}
+	case "empirical":
+		if d.File == "" {
+			v.errf(f+"file", "required for empirical")
+		}
+	case "":
+		v.errf(f+"kind", "required: fixed, uniform, normal, lognormal, exponential or empirical")
+	default:
+		v.errf(f+"kind", "%q: want fixed, uniform, normal, lognormal, exponential or empirical", d.Kind)
+	}
+}

@@ -1,0 +1,306 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// batchRows is how many rows are buffered before they go to the Parquet writer.
+const batchRows = 8192
+
+// closedMinCycle bounds the rows planned for a closed-loop stage given by duration only: a user
+// is assumed to need at least this long (plus think time) per request, so the plan holds
+// concurrency × ⌈duration / (think_time + closedMinCycle)⌉ rows. Capture stops the stage at its
+// duration; rows left over are not sent.
+const closedMinCycle = 20 * time.Millisecond
+
+// stage is one expanded stage of the load plan.
+type stage struct {
+	info schemas.StageInfo
+	spec StageSpec
+}
+
+// expandStages turns load into stages: warmup first, then explicit stages, then the sweep.
+// Offsets are filled in by the planner (stages run back to back).
+func expandStages(l Load) []stage {
+	var out []stage
+	add := func(s StageSpec, warmup bool) {
+		info := schemas.StageInfo{Index: int32(len(out)), Name: s.Name, Warmup: warmup}
+		if s.Rate > 0 {
+			info.Mode, info.Arrival, info.Rate = "open", s.Arrival, s.Rate
+			if s.Arrival == "gamma" {
+				info.Burstiness = s.Burstiness
+			}
+		} else {
+			info.Mode, info.Concurrency = "closed", int32(s.Concurrency)
+		}
+		info.DurationNs = int64(s.Duration)
+		if info.Name == "" {
+			if info.Mode == "open" {
+				info.Name = fmt.Sprintf("%s-%grps", s.Arrival, s.Rate)
+			} else {
+				info.Name = fmt.Sprintf("closed-c%d", s.Concurrency)
+			}
+			if warmup {
+				info.Name = "warmup"
+			}
+		}
+		out = append(out, stage{info: info, spec: s})
+	}
+	if l.Warmup != nil {
+		add(*l.Warmup, true)
+	}
+	for _, s := range l.Stages {
+		add(s, false)
+	}
+	if sw := l.Sweep; sw != nil {
+		for i, r := range sweepRates(*sw) {
+			add(StageSpec{Name: fmt.Sprintf("sweep-%02d", i), Rate: r, Duration: sw.Duration, Arrival: sw.Arrival, Burstiness: sw.Burstiness}, false)
+		}
+	}
+	return out
+}
+
+// sweepRates returns the sweep's rates: linear r_i = min + i·(max−min)/(n−1), geometric
+// r_i = min·(max/min)^(i/(n−1)), i = 0..n−1; one stage runs at min_rate.
+func sweepRates(s Sweep) []float64 {
+	out := make([]float64, s.Stages)
+	for i := range out {
+		if s.Stages == 1 {
+			out[i] = s.MinRate
+			continue
+		}
+		f := float64(i) / float64(s.Stages-1)
+		if s.Scale == "geometric" {
+			out[i] = s.MinRate * math.Pow(s.MaxRate/s.MinRate, f)
+		} else {
+			out[i] = s.MinRate + f*(s.MaxRate-s.MinRate)
+		}
+	}
+	return out
+}
+
+// turn is one request of a unit of work drawn from a workload: a single request, or one turn of
+// a conversation (a unit holds the whole conversation).
+type turn struct {
+	promptID int64
+	input    int32
+	output   int32
+	group    int32 // prefix group, -1 none
+	think    int64 // conversations: wait after the previous turn, ns
+}
+
+// source draws units of work; it adds the prompts it makes to the output.
+type source interface {
+	// unit appends the next unit to buf and returns it.
+	unit(buf []turn) ([]turn, error)
+	// multiTurn reports whether units are conversations.
+	multiTurn() bool
+	// name is the schedule's source column.
+	name() string
+}
+
+// stageStats collects the per-stage figures of --dry-run and the log.
+type stageStats struct {
+	requests int64
+	in, out  *hdrhistogram.Histogram
+}
+
+func newStageStats() *stageStats {
+	return &stageStats{in: hdrhistogram.New(1, 10_000_000, 4), out: hdrhistogram.New(1, 10_000_000, 4)}
+}
+
+// output buffers rows and writes them in batches; in dry-run mode its writers are nil and rows
+// are only counted.
+type output struct {
+	reqW    *schemas.Writer[schemas.ScheduleRequest]
+	promptW *schemas.Writer[schemas.Prompt]
+	reqs    []schemas.ScheduleRequest
+	prompts []schemas.Prompt
+	nReq    int64
+	nPrompt int64
+	stats   []*stageStats
+}
+
+func (o *output) addRequest(r schemas.ScheduleRequest) error {
+	st := o.stats[r.Stage]
+	st.requests++
+	st.in.RecordValue(int64(r.InputTokens))
+	st.out.RecordValue(int64(r.MaxTokens))
+	o.nReq++
+	if o.reqW == nil {
+		return nil
+	}
+	o.reqs = append(o.reqs, r)
+	if len(o.reqs) >= batchRows {
+		return o.flushRequests()
+	}
+	return nil
+}
+
+// addPrompt stores a prompt and returns its id (prompt ids are 0, 1, 2, ... in order).
+func (o *output) addPrompt(text, messagesJSON string, tokens int) (int64, error) {
+	id := o.nPrompt
+	o.nPrompt++
+	if o.promptW == nil {
+		return id, nil
+	}
+	o.prompts = append(o.prompts, schemas.Prompt{PromptID: id, InputTokens: int32(tokens), Text: text, MessagesJSON: messagesJSON})
+	if len(o.prompts) >= batchRows {
+		return id, o.flushPrompts()
+	}
+	return id, nil
+}
+
+// addPromptRow stores a prompt row as is (replaying an earlier run).
+func (o *output) addPromptRow(p schemas.Prompt) error {
+	o.nPrompt++
+	if o.promptW == nil {
+		return nil
+	}
+	o.prompts = append(o.prompts, p)
+	if len(o.prompts) >= batchRows {
+		return o.flushPrompts()
+	}
+	return nil
+}
+
+func (o *output) flushRequests() error {
+	if o.reqW == nil || len(o.reqs) == 0 {
+		return nil
+	}
+	err := o.reqW.Write(o.reqs)
+	clear(o.reqs)
+	o.reqs = o.reqs[:0]
+	return err
+}
+
+func (o *output) flushPrompts() error {
+	if o.promptW == nil || len(o.prompts) == 0 {
+		return nil
+	}
+	err := o.promptW.Write(o.prompts)
+	clear(o.prompts) // drop references to prompt text
+	o.prompts = o.prompts[:0]
+	return err
+}
+
+func (o *output) flush() error {
+	if err := o.flushPrompts(); err != nil {
+		return err
+	}
+	return o.flushRequests()
+}
+
+// planStages writes the rows of every stage; stages run back to back and set info.OffsetNs.
+func planStages(ctx context.Context, stages []stage, src source, seed int64, out *output) error {
+	var (
+		seq   int64
+		conv  int64
+		start int64
+		units []turn
+	)
+	row := func(st *stage, t turn, planned int64) schemas.ScheduleRequest {
+		return schemas.ScheduleRequest{
+			Seq: seq, Stage: st.info.Index, Warmup: st.info.Warmup, PlannedOffsetNs: planned,
+			User: -1, Conversation: -1, DependsOn: -1, PromptID: t.promptID,
+			InputTokens: t.input, MaxTokens: t.output, PrefixGroup: t.group, Source: src.name(),
+		}
+	}
+	for i := range stages {
+		st := &stages[i]
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st.info.OffsetNs = start
+		n0 := seq
+		if st.info.Mode == "open" {
+			rng := rand.New(rand.NewPCG(uint64(seed), 1000+uint64(i)))
+			arr := newArrivals(st.spec.Arrival, st.spec.Rate, st.spec.Burstiness, st.spec.Duration.D(), rng)
+			for {
+				off, ok := arr.next()
+				if !ok {
+					break
+				}
+				var err error
+				if units, err = src.unit(units[:0]); err != nil {
+					return err
+				}
+				planned, prev := start+off, int64(-1)
+				for k, t := range units {
+					if k > 0 {
+						planned += t.think
+					}
+					r := row(st, t, planned)
+					if src.multiTurn() {
+						r.Conversation, r.Turn, r.DependsOn = conv, int32(k), prev
+						if k > 0 {
+							r.ThinkNs = t.think
+						}
+					}
+					if err := out.addRequest(r); err != nil {
+						return err
+					}
+					prev = seq
+					seq++
+				}
+				if src.multiTurn() {
+					conv++
+				}
+			}
+		} else {
+			c := st.spec.Concurrency
+			total := int64(st.spec.Requests)
+			if total == 0 {
+				per := int64(math.Ceil(float64(st.spec.Duration) / float64(st.spec.ThinkTime.D()+closedMinCycle)))
+				total = int64(c) * per
+			}
+			started := make([]bool, c)
+			var done int64
+			for u := 0; done < total; u++ {
+				var err error
+				if units, err = src.unit(units[:0]); err != nil {
+					return err
+				}
+				user := u % c
+				prev := int64(-1)
+				for k, t := range units {
+					if done >= total {
+						break
+					}
+					r := row(st, t, start)
+					r.User = int32(user)
+					if started[user] {
+						r.ThinkNs = int64(st.spec.ThinkTime)
+					}
+					if src.multiTurn() {
+						r.Conversation, r.Turn, r.DependsOn = conv, int32(k), prev
+						if k > 0 {
+							r.ThinkNs = t.think
+						}
+					}
+					started[user] = true
+					if err := out.addRequest(r); err != nil {
+						return err
+					}
+					prev = seq
+					seq++
+					done++
+				}
+				if src.multiTurn() {
+					conv++
+				}
+			}
+		}
+		st.info.Requests = seq - n0
+		start += st.info.DurationNs
+	}
+	return nil
+}

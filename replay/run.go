@@ -1,0 +1,277 @@
+package replay
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// Options are the inputs of Run besides the config file.
+type Options struct {
+	ConfigPath  string
+	Out         string    // run directory
+	Target      string    // overrides target.url when set
+	DryRun      bool      // plan and print the per-stage table to DryRunOut; write nothing
+	Force       bool      // overwrite an existing non-empty RUN/schedule
+	ToolVersion string    // written into the manifest
+	Args        []string  // the command's arguments, for the manifest and file metadata
+	DryRunOut   io.Writer // default os.Stdout
+}
+
+// Run plans the whole schedule of a config and writes RUN/schedule/requests.parquet,
+// RUN/schedule/prompts.parquet and RUN/manifest.json (status "planned"). The config, datasets
+// and traces are read and validated before anything is written; files are written under
+// temporary names and renamed when complete, so on error nothing appears under RUN.
+func Run(ctx context.Context, opts Options, log *slog.Logger) error {
+	started := time.Now()
+	cfg, err := LoadConfig(opts.ConfigPath)
+	if err != nil {
+		return err
+	}
+	if opts.Target != "" {
+		if err := checkURL(opts.Target); err != nil {
+			return fmt.Errorf("--target: %w", err)
+		}
+		cfg.Target.URL = opts.Target
+	}
+	if cfg.Target.URL == "" && !opts.DryRun {
+		return fmt.Errorf("%s: target.url: required (set it in the config or with --target)", opts.ConfigPath)
+	}
+	if !opts.DryRun {
+		if opts.Out == "" {
+			return errors.New("no run directory given (-o RUN)")
+		}
+		if err := checkScheduleDir(opts.Out, opts.Force); err != nil {
+			return err
+		}
+		if cfg.Target.Model == "" {
+			if cfg.Target.Model, err = discoverModel(ctx, &cfg.Target); err != nil {
+				return err
+			}
+			log.Info("discovered model", "model", cfg.Target.Model, "url", cfg.Target.URL)
+		}
+	}
+	tok, err := tokenizer.Load(cfg.Tokenizer)
+	if err != nil {
+		return fmt.Errorf("tokenizer: %w", err)
+	}
+
+	o := &output{}
+	var schedDir string
+	var createdOut bool
+	if !opts.DryRun {
+		if _, err := os.Stat(opts.Out); errors.Is(err, os.ErrNotExist) {
+			createdOut = true
+		}
+		schedDir = filepath.Join(opts.Out, "schedule")
+		p := schemas.Producer{Command: "replay", Args: opts.Args}
+		if o.promptW, err = schemas.Create[schemas.Prompt](filepath.Join(schedDir, "prompts.parquet"), p); err != nil {
+			return err
+		}
+		if o.reqW, err = schemas.Create[schemas.ScheduleRequest](filepath.Join(schedDir, "requests.parquet"), p); err != nil {
+			o.promptW.Abort()
+			return err
+		}
+	}
+	fail := func(err error) error {
+		if o.reqW != nil {
+			o.reqW.Abort()
+			o.promptW.Abort()
+			if createdOut {
+				os.RemoveAll(opts.Out)
+			} else {
+				os.Remove(schedDir) // only if empty
+			}
+		}
+		return err
+	}
+
+	stages, err := plan(ctx, cfg, tok, o)
+	if err != nil {
+		return fail(err)
+	}
+	if err := o.flush(); err != nil {
+		return fail(err)
+	}
+	if opts.DryRun {
+		w := opts.DryRunOut
+		if w == nil {
+			w = os.Stdout
+		}
+		return printPlan(w, stages, o)
+	}
+	if err := o.promptW.Close(); err != nil {
+		return fail(err)
+	}
+	if err := o.reqW.Close(); err != nil {
+		return fail(err)
+	}
+
+	m := &schemas.Manifest{
+		RunID: newRunID(), ToolVersion: opts.ToolVersion, CPUs: runtime.NumCPU(),
+		ClockSource: "CLOCK_REALTIME", Created: started.UTC(), Stages: stages, Status: schemas.StatusPlanned,
+	}
+	m.Host, _ = os.Hostname()
+	if m.Config, err = json.Marshal(cfg); err != nil {
+		return fmt.Errorf("encode config: %w", err)
+	}
+	m.Steps = []schemas.Step{{Name: "replay", Args: opts.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: "ok"}}
+	m.AddFile(schemas.FileEntry{Path: "schedule/requests.parquet", Kind: schemas.KindOf[schemas.ScheduleRequest]().Name, Rows: o.reqW.Rows()})
+	m.AddFile(schemas.FileEntry{Path: "schedule/prompts.parquet", Kind: schemas.KindOf[schemas.Prompt]().Name, Rows: o.promptW.Rows()})
+	if err := m.Write(filepath.Join(opts.Out, schemas.ManifestName)); err != nil {
+		return err
+	}
+	log.Info("planned", "run", opts.Out, "stages", len(stages), "requests", o.nReq, "prompts", o.nPrompt, "elapsed", time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+// plan expands the load and draws the workload into o; it returns the stages with offsets.
+func plan(ctx context.Context, cfg *Config, tok tokenizer.Tokenizer, o *output) ([]schemas.StageInfo, error) {
+	w := &cfg.Workload
+	if w.Run != nil {
+		return copyRun(w.Run.Dir, cfg.Target.API, o)
+	}
+	gen := newTextGen(tok)
+	if w.Trace != nil {
+		rows, err := loadTrace(w.Trace)
+		if err != nil {
+			return nil, err
+		}
+		info, err := planTrace(w.Trace, rows, gen, cfg.Seed, o)
+		return []schemas.StageInfo{info}, err
+	}
+	stages := expandStages(cfg.Load)
+	o.stats = make([]*stageStats, len(stages))
+	for i := range o.stats {
+		o.stats[i] = newStageStats()
+	}
+	rng := mrand.New(mrand.NewPCG(uint64(cfg.Seed), 1))
+	chat := cfg.Target.API == "chat"
+	var src source
+	var err error
+	switch {
+	case w.Synthetic != nil:
+		src, err = newSynthetic(w.Synthetic, gen, rng, o)
+	case w.SharedPrefix != nil:
+		src, err = newSharedPrefix(w.SharedPrefix, chat, gen, rng, o)
+	case w.Conversations != nil:
+		src, err = newConversations(w.Conversations, gen, rng, o)
+	case w.Dataset != nil:
+		src, err = newDataset(w.Dataset, chat, tok, rng, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := planStages(ctx, stages, src, cfg.Seed, o); err != nil {
+		return nil, err
+	}
+	out := make([]schemas.StageInfo, len(stages))
+	for i, s := range stages {
+		out[i] = s.info
+	}
+	return out, nil
+}
+
+// checkScheduleDir refuses an existing non-empty RUN/schedule unless force.
+func checkScheduleDir(out string, force bool) error {
+	ents, err := os.ReadDir(filepath.Join(out, "schedule"))
+	if err != nil || len(ents) == 0 || force {
+		return nil
+	}
+	return fmt.Errorf("%s already holds a schedule (%d files); use --force to overwrite it or choose another run directory", filepath.Join(out, "schedule"), len(ents))
+}
+
+// discoverModel asks GET {url}/v1/models for the first model id.
+func discoverModel(ctx context.Context, t *Target) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	u := strings.TrimSuffix(t.URL, "/") + "/v1/models"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", fmt.Errorf("discover model: %w", err)
+	}
+	for k, v := range t.Headers {
+		req.Header.Set(k, v)
+	}
+	if t.APIKeyEnv != "" {
+		if key := os.Getenv(t.APIKeyEnv); key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("discover model (set target.model to skip): %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("discover model (set target.model to skip): GET %s: %s", u, resp.Status)
+	}
+	var body struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		return "", fmt.Errorf("discover model: GET %s: %w", u, err)
+	}
+	if len(body.Data) == 0 || body.Data[0].ID == "" {
+		return "", fmt.Errorf("discover model: GET %s lists no model; set target.model", u)
+	}
+	return body.Data[0].ID, nil
+}
+
+func newRunID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// printPlan writes the --dry-run table: one line per stage.
+func printPlan(w io.Writer, stages []schemas.StageInfo, o *output) error {
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\tname\tmode\trequests\trate/s\tstart\tduration\tin p50\tin p90\tin p99\tin max\tout p50\tout p90\tout p99\tout max\t")
+	var total int64
+	for i, s := range stages {
+		st := o.stats[i]
+		total += st.requests
+		rate := "-"
+		if s.Mode == "open" {
+			rate = fmt.Sprintf("%.4g", s.Rate)
+		} else {
+			rate = fmt.Sprintf("c=%d", s.Concurrency)
+		}
+		dur := "until done"
+		if s.DurationNs > 0 {
+			dur = time.Duration(s.DurationNs).String()
+		}
+		name := s.Name
+		if s.Warmup {
+			name += " (warmup)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%v\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", s.Index, name, s.Mode, st.requests, rate,
+			time.Duration(s.OffsetNs), dur,
+			st.in.ValueAtQuantile(50), st.in.ValueAtQuantile(90), st.in.ValueAtQuantile(99), st.in.Max(),
+			st.out.ValueAtQuantile(50), st.out.ValueAtQuantile(90), st.out.ValueAtQuantile(99), st.out.Max())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "total: %d requests, %d prompts (token percentiles are exact below 32768)\n", total, o.nPrompt)
+	return err
+}

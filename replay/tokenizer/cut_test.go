@@ -1,0 +1,102 @@
+package tokenizer
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCutWhitespace(t *testing.T) {
+	for _, tc := range []struct {
+		text   string
+		n      int
+		want   string
+		wantOK bool
+	}{
+		{"one two three", 2, "one two", true},
+		{"one two three", 3, "one two three", true},
+		{"  one  two  ", 1, "  one", true},
+		{"  one  two  ", 2, "  one  two", true}, // trailing space is not part of a token
+		{"one two", 3, "", false},               // too few tokens
+		{"one two", 0, "", true},
+		{"one", -1, "", false},
+		{"", 1, "", false},
+		{"héllo wörld", 1, "héllo", true},
+	} {
+		got, ok := Cut(Whitespace{}, tc.text, tc.n)
+		if got != tc.want || ok != tc.wantOK {
+			t.Errorf("Cut(whitespace, %q, %d) = (%q, %v); want (%q, %v)", tc.text, tc.n, got, ok, tc.want, tc.wantOK)
+		}
+	}
+}
+
+func TestCutTiny(t *testing.T) {
+	tok, err := LoadHF(tinyJSON(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "abc ac" is [abc, Ġa, c]: the boundaries are after "abc", "abc a" and "abc ac".
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{1, "abc"},
+		{2, "abc a"},
+		{3, "abc ac"},
+	} {
+		if got, ok := Cut(tok, "abc ac", tc.n); got != tc.want || !ok {
+			t.Errorf("Cut(tiny, %q, %d) = (%q, %v); want (%q, true)", "abc ac", tc.n, got, ok, tc.want)
+		}
+	}
+}
+
+// noEnds hides a tokenizer's TokenEnds, so Cut falls back to decoding prefixes.
+type noEnds struct{ Tokenizer }
+
+// TestCutProperties checks Cut on every fixture string and every n against a brute force over
+// the token boundaries: Cut must return the longest boundary prefix that re-encodes to exactly n
+// tokens, and false when there is none.
+func TestCutProperties(t *testing.T) {
+	rows := readFixture(t, "testdata/qwen3_ids.jsonl")
+	o200k, err := LoadTiktoken("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := []Tokenizer{Whitespace{}, o200k, noEnds{o200k}}
+	if testing.Short() {
+		t.Log("-short: Qwen 3 left out")
+	} else {
+		toks = append(toks, qwen3(t))
+	}
+	for _, tok := range toks {
+		for _, r := range rows {
+			s, ends := tokenEnds(tok, r.Text)
+			// longest[n]: the longest boundary prefix with n tokens.
+			longest := map[int]string{0: ""}
+			for _, e := range ends {
+				longest[tok.Count(s[:e])] = s[:e]
+			}
+			for n := 0; n <= len(ends)+1; n++ {
+				want, wantOK := longest[n]
+				got, ok := Cut(tok, r.Text, n)
+				if got != want || ok != wantOK {
+					t.Errorf("%s: Cut(%q, %d) = (%q, %v); want (%q, %v)", tok.Name(), r.Text, n, got, ok, want, wantOK)
+				}
+			}
+		}
+	}
+}
+
+func TestCutLongText(t *testing.T) {
+	// Only a head of a long text is tokenized, and the result is still exact.
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 20000)
+	o200k, err := LoadTiktoken("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 7, 64, 1000} {
+		got, ok := Cut(o200k, text, n)
+		if !ok || o200k.Count(got) != n || !strings.HasPrefix(text, got) {
+			t.Errorf("Cut(o200k, long, %d) = (%.40q..., %v) with %d tokens; want a prefix with %d", n, got, ok, o200k.Count(got), n)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"strings"
+)
+
+// page is the data of index.html.
+type page struct {
+	Title    string
+	Profile  Profile
+	Sections []pageSection
+	Advice   []string
+	Compare  []pageComparison
+	Runs     []pageRun
+}
+
+type pageSection struct {
+	ID, Title string
+	Charts    []pageChart
+}
+
+type pageChart struct {
+	ID, Title, Caption string
+	SVG                template.HTML
+	Wide               bool
+}
+
+type pageComparison struct {
+	Label    string
+	Headline string
+	Table    table
+}
+
+type pageRun struct {
+	RunProfile
+	Stages  table
+	Quality table
+}
+
+// indexHTML renders index.html: one self-contained page (inline CSS and SVG, no script, no
+// external resource), so it opens from disk or from an artifact store without network.
+func indexHTML(p Profile, charts []*chart) ([]byte, error) {
+	pg := page{Profile: p}
+	labels := make([]string, len(p.Runs))
+	for i, r := range p.Runs {
+		labels[i] = r.Label
+		pg.Runs = append(pg.Runs, pageRun{RunProfile: r, Stages: stageTable(r), Quality: qualityTable(r)})
+		for _, s := range r.Stages {
+			if s.Quality.Advice != "" {
+				a := s.Quality.Advice
+				if len(p.Runs) > 1 {
+					a = r.Label + ": " + a
+				}
+				pg.Advice = append(pg.Advice, a)
+			}
+		}
+	}
+	pg.Title = "wirebench report: " + strings.Join(labels, " vs ")
+	for _, c := range p.Comparisons {
+		pg.Compare = append(pg.Compare, pageComparison{Label: c.Label + " (ratios B / A)",
+			Headline: fmt.Sprintf("max done/s %s, max out tok/s %s, max goodput/s %s, saturation done/s %s",
+				fmtRatio(c.Headline["max_completion_rate"]), fmtRatio(c.Headline["max_output_tps"]),
+				fmtRatio(c.Headline["max_goodput_rate"]), fmtRatio(c.Headline["saturation_rate"])),
+			Table: comparisonTable(c)})
+	}
+	for _, c := range charts {
+		if n := len(pg.Sections); n == 0 || pg.Sections[n-1].ID != c.Section {
+			pg.Sections = append(pg.Sections, pageSection{ID: c.Section, Title: sectionTitles[c.Section]})
+		}
+		s := &pg.Sections[len(pg.Sections)-1]
+		// The SVG is produced by gonum/plot from our own numbers and labels; labels come from
+		// the run's config (stage names), which html/template cannot escape inside trusted
+		// HTML, and the SVG writer (gonum vgsvg) escapes every text with html.EscapeString.
+		s.Charts = append(s.Charts, pageChart{ID: c.ID, Title: c.Title, Caption: c.Caption,
+			SVG: template.HTML(c.SVG), Wide: c.Section == "timeline" || c.Section == "quality"})
+	}
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, pg); err != nil {
+		return nil, fmt.Errorf("render index.html: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+var pageTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"rate": fmtRate}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bad: #d62728; --badbg: #fdecea; --note: #fff8c5; }
+body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; color: var(--fg); margin: 0 auto; max-width: 1500px; padding: 16px 24px 48px; line-height: 1.4; }
+h1 { font-size: 1.6em; margin: 0.2em 0 0.4em; }
+h2 { font-size: 1.25em; border-bottom: 1px solid var(--line); padding-bottom: 4px; margin-top: 1.6em; }
+h3 { font-size: 1.05em; margin-bottom: 0.4em; }
+.muted { color: var(--muted); }
+nav a { margin-right: 14px; color: #0969da; text-decoration: none; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 18px; }
+figure.chart { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 8px; background: #fff; }
+figure.chart.wide { grid-column: 1 / -1; max-width: 1100px; }
+figure.chart svg { width: 100%; height: auto; display: block; }
+figure.chart svg text { font-family: "Liberation Sans", Arial, Helvetica, sans-serif !important; }
+figcaption { font-size: 0.85em; color: var(--muted); margin-top: 4px; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 6px 0 14px; }
+th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: right; white-space: nowrap; }
+th { background: #f6f8fa; }
+td:first-child, th:first-child { text-align: left; }
+tr.bad td { color: var(--bad); background: var(--badbg); font-weight: bold; }
+tr.note td { background: var(--note); }
+.advice { border-left: 4px solid var(--bad); background: var(--badbg); padding: 8px 14px; margin: 12px 0; }
+.advice li { margin: 4px 0; }
+.ok { border-left: 4px solid #2da44e; background: #dafbe1; padding: 8px 14px; margin: 12px 0; }
+.scroll { overflow-x: auto; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}<a href="#tables">Tables</a></nav>
+<div class="scroll"><table id="runs">
+<tr><th>run</th><th>host</th><th>CPUs</th><th>status</th><th>max done/s</th><th>max out tok/s</th><th>max goodput/s</th><th>saturation</th><th>client-bound stages</th></tr>
+{{range .Profile.Runs}}<tr{{if .Headline.ClientBoundStages}} class="bad"{{end}}><td>{{.Label}}</td><td>{{.Host}}</td><td>{{.CPUs}}</td><td>{{.Status}}{{range .Missing}}<br>missing: {{.}}{{end}}</td><td>{{rate .Headline.MaxCompletionRate}}</td><td>{{rate .Headline.MaxOutputTPS}}</td><td>{{rate .Headline.MaxGoodputRate}}</td><td>{{with .Headline.SaturationStage}}stage {{.}}{{else}}not reached{{end}}{{if .Headline.SaturationStage}} at {{rate .Headline.SaturationRate}} done/s{{end}}</td><td>{{len .Headline.ClientBoundStages}}</td></tr>
+{{end}}</table></div>
+{{if .Advice}}<div class="advice" id="advice"><strong>Client-bound stages: the client may have distorted these figures.</strong><ul>{{range .Advice}}<li>{{.}}</li>{{end}}</ul></div>
+{{else}}<div class="ok" id="advice">Every stage passed the bias checks (rate fidelity ≥ 0.99, send and read lag p99 ≤ 1 ms, worker utilisation ≤ 0.7): the figures are the server's, not the client's.</div>{{end}}
+{{range .Compare}}<h2>{{.Label}}</h2><p>Headline: {{.Headline}}.</p>{{template "table" .Table}}{{end}}
+{{range .Sections}}<h2 id="{{.ID}}">{{.Title}}</h2>
+<div class="charts">{{range .Charts}}<figure class="chart{{if .Wide}} wide{{end}}" id="chart-{{.ID}}" data-chart="{{.ID}}">{{.SVG}}<figcaption><strong>{{.Title}}.</strong> {{.Caption}}</figcaption></figure>
+{{end}}</div>
+{{end}}
+<h2 id="tables">Tables</h2>
+{{range .Runs}}<h3>Stages of {{.Label}}</h3>{{template "table" .Stages}}<h3>Measurement quality of {{.Label}}</h3>{{template "table" .Quality}}{{end}}
+<p class="muted">Durations are exact nearest-rank percentiles over each stage's requests; rates are per second over each stage's window. Machine-readable: profile.json, stages.csv. Generated by wirebench report.</p>
+</body>
+</html>
+{{define "table"}}<div class="scroll"><table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr{{if .Bad}} class="bad"{{else if .Note}} class="note"{{end}}>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table></div>{{end}}`))

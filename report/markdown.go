@@ -1,0 +1,122 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// markdown renders summary.md: GitHub-flavoured Markdown for pull requests and wikis, with the
+// PNG charts (relative links, so the report directory can be copied as a whole).
+func markdown(p Profile, charts []*chart) []byte {
+	var b strings.Builder
+	labels := make([]string, len(p.Runs))
+	for i, r := range p.Runs {
+		labels[i] = "`" + r.Label + "`"
+	}
+	fmt.Fprintf(&b, "# wirebench report: %s\n\n", strings.Join(labels, " vs "))
+	b.WriteString("| run | host | CPUs | status | max done/s | max out tok/s | max goodput/s | saturation | client-bound stages |\n")
+	b.WriteString("|---|---|---:|---|---:|---:|---:|---|---|\n")
+	for _, r := range p.Runs {
+		sat := "not reached"
+		if h := r.Headline; h.SaturationStage != nil {
+			sat = fmt.Sprintf("stage %d at %s done/s", *h.SaturationStage, fmtRate(h.SaturationRate))
+		}
+		cb := "none"
+		if n := len(r.Headline.ClientBoundStages); n > 0 {
+			cb = fmt.Sprintf("**%d** %v", n, r.Headline.ClientBoundStages)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Label, mdCell(r.Host), r.CPUs, mdCell(r.Status),
+			fmtRate(r.Headline.MaxCompletionRate), fmtRate(r.Headline.MaxOutputTPS), fmtRate(r.Headline.MaxGoodputRate), sat, cb)
+	}
+	for _, r := range p.Runs {
+		if len(r.Missing) > 0 {
+			fmt.Fprintf(&b, "\n> [!WARNING]\n> Run `%s` is incomplete: %s\n", r.Label, mdCell(strings.Join(r.Missing, "; ")))
+		}
+	}
+
+	var advice []string
+	for _, r := range p.Runs {
+		for _, s := range r.Stages {
+			if s.Quality.Advice != "" {
+				prefix := ""
+				if len(p.Runs) > 1 {
+					prefix = "`" + r.Label + "`: "
+				}
+				advice = append(advice, prefix+s.Quality.Advice)
+			}
+		}
+	}
+	if len(advice) > 0 {
+		b.WriteString("\n> [!CAUTION]\n> **Client-bound stages**: the client may have distorted these figures.\n>\n")
+		for _, a := range advice {
+			b.WriteString("> - " + a + "\n")
+		}
+	}
+
+	for i, c := range p.Comparisons {
+		fmt.Fprintf(&b, "\n## %s (ratios B / A)\n\n", c.Label)
+		fmt.Fprintf(&b, "Headline: max done/s %s, max out tok/s %s, max goodput/s %s, saturation done/s %s.\n\n",
+			fmtRatio(c.Headline["max_completion_rate"]), fmtRatio(c.Headline["max_output_tps"]),
+			fmtRatio(c.Headline["max_goodput_rate"]), fmtRatio(c.Headline["saturation_rate"]))
+		mdTable(&b, comparisonTable(p.Comparisons[i]))
+	}
+
+	section := ""
+	for _, c := range charts {
+		if c.Section != section {
+			section = c.Section
+			fmt.Fprintf(&b, "\n## %s\n\n", sectionTitles[section])
+		}
+		fmt.Fprintf(&b, "![%s](%s.png)\n", c.Title, c.ID)
+	}
+
+	for _, r := range p.Runs {
+		fmt.Fprintf(&b, "\n## Stages of `%s`\n\n", r.Label)
+		mdTable(&b, stageTable(r))
+		fmt.Fprintf(&b, "\n### Measurement quality of `%s`\n\n", r.Label)
+		mdTable(&b, qualityTable(r))
+	}
+	b.WriteString("\nDurations are exact nearest-rank percentiles over each stage's requests. Full figures: `profile.json`, `stages.csv`; interactive page: `index.html`.\n")
+	return []byte(b.String())
+}
+
+var sectionTitles = map[string]string{
+	"profiles":   "Latency profiles",
+	"throughput": "Throughput and goodput",
+	"breakdown":  "Queue, prefill and decode",
+	"timeline":   "Latency over time",
+	"quality":    "Measurement quality",
+}
+
+func mdTable(b *strings.Builder, t table) {
+	b.WriteString("|")
+	for _, h := range t.Head {
+		b.WriteString(" " + mdCell(h) + " |")
+	}
+	b.WriteString("\n|")
+	for i := range t.Head {
+		if i == 0 {
+			b.WriteString("---|")
+		} else {
+			b.WriteString("---:|")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range t.Rows {
+		b.WriteString("|")
+		for i, c := range r.Cells {
+			c = mdCell(c)
+			if r.Bad && i == 0 {
+				c = "⚠️ **" + c + "**"
+			}
+			b.WriteString(" " + c + " |")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// mdCell escapes a table cell: pipes and newlines would break the table.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}

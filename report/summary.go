@@ -1,0 +1,76 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+)
+
+// Summary writes the terminal summary of the runs in the given directories: per run a header,
+// one line per stage with the headline figures (offered load, send and completion rates,
+// output tokens/s, TTFT and TPOT p50/p99, E2E p99, goodput, errors), the saturation stage
+// marked, and a warning line with advice for every client-bound stage. `wirebench run` and
+// `wirebench report` print it to stdout.
+func Summary(w io.Writer, runs ...string) error {
+	rs, err := loadRuns(runs, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	return writeSummary(w, rs)
+}
+
+func writeSummary(w io.Writer, runs []*run) error {
+	var b strings.Builder
+	for i, r := range runs {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString("run " + r.Label)
+		if m := r.Manifest; m != nil {
+			fmt.Fprintf(&b, " (host %s, %d CPUs, %s)", m.Host, m.CPUs, m.Status)
+			if len(m.Missing) > 0 {
+				fmt.Fprintf(&b, "; missing: %s", strings.Join(m.Missing, "; "))
+			}
+		}
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "stage\toffered\tsent/s\tdone/s\tout tok/s\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tE2E p99\tgoodput\terrors\t")
+		for j := range r.Stages {
+			s := &r.Stages[j]
+			note := ""
+			if s.Saturated {
+				note = "<- saturation"
+			}
+			if s.ClientBound {
+				note = strings.TrimSpace(note + " CLIENT-BOUND")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
+				stageTitle(s), offered(s), fmtRate(s.AchievedRate), fmtRate(s.CompletionRate), fmtRate(s.OutputTPS),
+				fmtDur(s.TTFT.P50), fmtDur(s.TTFT.P99), fmtDur(s.TPOT.P50), fmtDur(s.TPOT.P99), fmtDur(s.E2E.P99),
+				fmtPct(s.GoodputShare), s.Errors, note)
+		}
+		tw.Flush()
+		cpus := 0
+		if r.Manifest != nil {
+			cpus = r.Manifest.CPUs
+		}
+		for j := range r.Stages {
+			if a := advice(&r.Stages[j], cpus); a != "" {
+				b.WriteString("warning: " + a + "\n")
+			}
+		}
+	}
+	if len(runs) > 1 {
+		p := buildProfile(runs, ".")
+		b.WriteString("\n")
+		for _, c := range p.Comparisons {
+			fmt.Fprintf(&b, "%s: max done/s %s, max out tok/s %s, max goodput/s %s, saturation done/s %s\n", c.Label,
+				fmtRatio(c.Headline["max_completion_rate"]), fmtRatio(c.Headline["max_output_tps"]),
+				fmtRatio(c.Headline["max_goodput_rate"]), fmtRatio(c.Headline["saturation_rate"]))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

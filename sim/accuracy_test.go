@@ -1,0 +1,198 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// result is one streamed request as a client saw it plus the server's ground truth.
+type result struct {
+	startNs int64 // client: time.Now() before sending
+	doneNs  int64 // client: after the body ended
+	truth   xsim
+}
+
+func streamOnce(t testing.TB, client *http.Client, url string, maxTokens int) result {
+	body := fmt.Sprintf(`{"model":"sim","prompt":"measure me","max_tokens":%d,"stream":true}`, maxTokens)
+	start := time.Now().UnixNano()
+	resp, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Errorf("post: %v", err)
+		return result{}
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	done := time.Now().UnixNano()
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("status %d, read: %v", resp.StatusCode, err)
+		return result{}
+	}
+	evs, err := parseSSE(b)
+	if err != nil {
+		t.Errorf("parse: %v", err)
+		return result{}
+	}
+	return result{startNs: start, doneNs: done, truth: groundTruth(t, evs)}
+}
+
+func newClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+}
+
+// TestFixedModeAccuracy: with ttft 20 ms and itl 5 ms, the reported timings are exactly the
+// model's, the per-token send times are within 1 ms of it, and requests queue exactly when
+// more than max-num-seqs are in flight.
+func TestFixedModeAccuracy(t *testing.T) {
+	const (
+		ttft, itl = 20 * time.Millisecond, 5 * time.Millisecond
+		maxSeqs   = 4
+		tokens    = 10
+		service   = ttft + (tokens-1)*itl // 65 ms from admission to the last token
+		tol       = time.Millisecond
+		// The handler goroutine that stamps and writes a chunk may be scheduled late on a
+		// shared 2-core machine (load 7 while developing): at least 90% of the tokens must be
+		// within tol of the model, none early by more than tol, none late by more than grossTol.
+		grossTol = 25 * time.Millisecond
+	)
+	cfg := zeroConfig()
+	cfg.TTFT, cfg.ITL, cfg.MaxNumSeqs = ttft, itl, maxSeqs
+	_, addr := startServer(t, cfg)
+	url := "http://" + addr
+	client := newClient()
+	for _, n := range []int{1, maxSeqs, maxSeqs + 2, 2*maxSeqs + 1} {
+		t.Run(fmt.Sprintf("in-flight-%d", n), func(t *testing.T) {
+			res := make([]result, n)
+			var wg sync.WaitGroup
+			gate := make(chan struct{})
+			for i := range n {
+				wg.Go(func() {
+					<-gate
+					res[i] = streamOnce(t, client, url, tokens)
+				})
+			}
+			close(gate)
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			queued, late, tokensChecked := 0, 0, 0
+			sort.Slice(res, func(i, j int) bool { return res[i].truth.QueueNs < res[j].truth.QueueNs })
+			for i, r := range res {
+				x := r.truth
+				if x.PrefillNs != int64(ttft) || x.DecodeNs != int64(service-ttft) {
+					t.Errorf("prefill_ns, decode_ns = %d, %d; want %d, %d", x.PrefillNs, x.DecodeNs, ttft, service-ttft)
+				}
+				if len(x.SentNs) != tokens {
+					t.Fatalf("sent_ns has %d entries; want %d", len(x.SentNs), tokens)
+				}
+				// The model's timeline is anchor + k·itl; the anchor is estimated by the token
+				// least late against it (tokens are never sent before they are due).
+				anchor := x.SentNs[0]
+				for k, s := range x.SentNs {
+					anchor = min(anchor, s-int64(k)*int64(itl))
+				}
+				for k, s := range x.SentNs {
+					got := time.Duration(s - anchor)
+					want := time.Duration(k) * itl
+					tokensChecked++
+					if got < want-tol || got > want+tol {
+						late++
+						t.Logf("request %d token %d sent %v after the model anchor; model %v", i, k, got, want)
+					}
+					if got < want-tol || got > want+grossTol {
+						t.Errorf("request %d token %d sent %v after the model anchor; want %v (+%v at worst)", i, k, got, want, grossTol)
+					}
+				}
+				// first token: queue + ttft after arrival, which is after the client's send
+				if first := time.Duration(x.SentNs[0] - r.startNs); first < time.Duration(x.QueueNs)+ttft-tol {
+					t.Errorf("request %d: first token %v after send; the model says at least queue %v + ttft %v",
+						i, first, time.Duration(x.QueueNs), ttft)
+				}
+				// the i-th arrival waits for wave i/maxSeqs of the ones before it
+				wave := time.Duration(i / maxSeqs)
+				if q := time.Duration(x.QueueNs); q > wave*service+tol || q < wave*service-10*time.Millisecond {
+					t.Errorf("request %d (wave %d): queue %v; want about %v", i, wave, q, wave*service)
+				}
+				if x.QueueNs > int64(itl) {
+					queued++
+				}
+			}
+			if late*10 > tokensChecked {
+				t.Errorf("%d of %d tokens sent more than %v off the model; want at most 10%%", late, tokensChecked, tol)
+			}
+			if want := max(0, n-maxSeqs); queued != want {
+				t.Errorf("%d requests in flight, max-num-seqs %d: %d queued; want %d", n, maxSeqs, queued, want)
+			}
+		})
+	}
+}
+
+// TestLittlesLaw: under random arrivals the time-average number waiting (sampled from the
+// engine's gauge) equals the arrival rate times the mean reported queue time, L = λW.
+func TestLittlesLaw(t *testing.T) {
+	const (
+		rate     = 50.0 // requests per second; capacity is 2 / 35 ms = 57/s
+		requests = 100
+	)
+	cfg := zeroConfig()
+	cfg.TTFT, cfg.ITL, cfg.MaxNumSeqs = 20*time.Millisecond, 5*time.Millisecond, 2
+	srv, addr := startServer(t, cfg)
+	url := "http://" + addr
+	client := newClient()
+	rng := rand.New(rand.NewPCG(7, 7))
+	res := make([]result, requests)
+	stop := make(chan struct{})
+	var samples, waitingSum float64
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				samples++
+				waitingSum += float64(srv.m.waiting.Load())
+			}
+		}
+	}()
+	begin := time.Now()
+	var wg sync.WaitGroup
+	at := time.Duration(0)
+	for i := range requests {
+		time.Sleep(time.Until(begin.Add(at)))
+		wg.Go(func() { res[i] = streamOnce(t, client, url, 4) })
+		at += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+	}
+	wg.Wait()
+	elapsed := time.Since(begin)
+	close(stop)
+	<-sampled
+	if t.Failed() {
+		return
+	}
+	var wSum float64
+	for _, r := range res {
+		wSum += float64(r.truth.QueueNs) / 1e9
+	}
+	lambda := requests / elapsed.Seconds()
+	w := wSum / requests
+	l := waitingSum / samples
+	t.Logf("λ = %.1f/s, W = %.1f ms, λW = %.3f, sampled L = %.3f over %v", lambda, w*1e3, lambda*w, l, elapsed)
+	if lambda*w < 0.1 {
+		t.Fatalf("λW = %.3f: too little queueing to test Little's law", lambda*w)
+	}
+	if math.Abs(l-lambda*w) > 0.15*lambda*w+0.02 {
+		t.Errorf("Little's law: sampled L = %.3f; want λW = %.3f ± 15%%", l, lambda*w)
+	}
+}

@@ -1,0 +1,180 @@
+// Package sim is wirebench's built-in OpenAI-compatible streaming server. It behaves like a
+// continuous-batching engine (vLLM's scheduler: at most MaxNumSeqs sequences run, the rest wait
+// FIFO; one decode step emits one token to every running sequence), reports its own per-request
+// timings as ground truth, injects faults on demand, and costs little CPU so that it is never the
+// bottleneck of the measurement it serves.
+//
+// Timing model (engine mode, the default):
+//
+//	prefill(seq)  = PrefillBase + uncached_prompt_tokens × PrefillPerToken
+//	step duration = TokensPerChunk × ITL × (1 + BatchSlowdown × running) + Σ prefill(admitted this step)
+//
+// At the end of each step every running sequence gets its next chunk (its first chunk holds one
+// token, later chunks TokensPerChunk tokens). Prompt tokens found in the prefix cache (blocks of
+// BlockSize tokens, LRU of PrefixCacheBlocks blocks) cost nothing.
+//
+// Fixed mode (TTFT > 0 or Mode "fixed"): every sequence runs on its own timeline: first chunk
+// TTFT after admission, then one chunk every TokensPerChunk × ITL, whatever else runs;
+// MaxNumSeqs still bounds how many run, so queueing is exact and predictable.
+//
+// Tokens are counted with tokenizer.CountWords (a token is a maximal run of non-space
+// characters); each generated token is one word from a fixed list followed by a space, so the
+// usage the server returns is exact for that tokenizer.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config holds every setting of the simulator; the CLI flags map one to one onto it.
+type Config struct {
+	// Listen is the address `wirebench sim` listens on (loopback by default). Serve ignores it:
+	// the caller passes the listener.
+	Listen string
+	// Models are the model names served; the first is the default in /v1/models.
+	Models []string
+
+	// Mode is "engine" (batching model), "fixed" (per-sequence TTFT/ITL) or "" (fixed when TTFT > 0).
+	Mode string
+	// MaxNumSeqs bounds the running sequences; the rest wait FIFO. 0 = unlimited.
+	MaxNumSeqs int
+	// PrefillBase and PrefillPerToken give a new sequence's prefill cost (engine mode).
+	PrefillBase     time.Duration
+	PrefillPerToken time.Duration
+	// BlockSize is the prefix-cache block size in tokens; PrefixCacheBlocks the LRU capacity in
+	// blocks (0 disables the cache).
+	BlockSize         int
+	PrefixCacheBlocks int
+	// ITL is the decode step per token at batch size 0 (engine) or the fixed inter-token gap.
+	ITL time.Duration
+	// BatchSlowdown stretches a decode step by (1 + BatchSlowdown × running) in engine mode.
+	BatchSlowdown float64
+	// TokensPerChunk is K: decode steps yield K tokens per sequence in one chunk (as speculative
+	// decoding does); the token rate is unchanged.
+	TokensPerChunk int
+	// TTFT is the fixed time from admission to the first token (fixed mode).
+	TTFT time.Duration
+
+	// DefaultMaxTokens is used when a request has no max_tokens.
+	DefaultMaxTokens int
+	// MaxModelLen bounds prompt + max_tokens; beyond it a request gets 400, as vLLM does.
+	MaxModelLen int
+
+	// StampLead makes the writer take a chunk's send time, then wait StampLead before writing
+	// it: a known delay between the reported sent_ns and the wire (for calibration tests).
+	StampLead time.Duration
+
+	// Fault rates (probabilities 0..1 per request, summing to at most 1). The request header
+	// x-sim-fault forces one: 429, 500, 503, stall, drop, malformed, slow-headers.
+	Fault429         float64
+	Fault500         float64
+	Fault503         float64
+	FaultStall       float64
+	FaultDrop        float64
+	FaultMalformed   float64
+	FaultSlowHeaders float64
+	// FaultSeed seeds the fault draws (same seed and request order, same faults).
+	FaultSeed int64
+	// Stall is how long a stall fault pauses mid-stream; SlowHeaders how long a slow-headers
+	// fault delays the response headers.
+	Stall       time.Duration
+	SlowHeaders time.Duration
+
+	// ShutdownGrace is how long Serve lets in-flight streams finish after its context ends
+	// before it closes their connections.
+	ShutdownGrace time.Duration
+}
+
+// DefaultConfig returns the defaults of `wirebench sim`: a small, quick engine.
+func DefaultConfig() Config {
+	return Config{
+		Listen:            "127.0.0.1:8000",
+		Models:            []string{"sim"},
+		MaxNumSeqs:        256,
+		PrefillBase:       2 * time.Millisecond,
+		PrefillPerToken:   20 * time.Microsecond,
+		BlockSize:         16,
+		PrefixCacheBlocks: 4096,
+		ITL:               10 * time.Millisecond,
+		BatchSlowdown:     0.01,
+		TokensPerChunk:    1,
+		DefaultMaxTokens:  256,
+		MaxModelLen:       32768,
+		Stall:             time.Second,
+		SlowHeaders:       time.Second,
+		ShutdownGrace:     3 * time.Second,
+	}
+}
+
+// fixed reports whether the configuration selects fixed mode.
+func (c *Config) fixed() bool { return c.Mode == "fixed" || (c.Mode == "" && c.TTFT > 0) }
+
+// Validate checks the configuration and names the first bad field.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if len(c.Models) == 0 {
+		bad("model", "at least one model name is required")
+	}
+	for _, m := range c.Models {
+		if m == "" {
+			bad("model", "empty model name")
+		}
+	}
+	switch c.Mode {
+	case "", "engine", "fixed":
+	default:
+		bad("mode", "%q is not engine or fixed", c.Mode)
+	}
+	if c.MaxNumSeqs < 0 {
+		bad("max-num-seqs", "%d is negative", c.MaxNumSeqs)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"prefill-base", c.PrefillBase}, {"prefill-per-token", c.PrefillPerToken}, {"itl", c.ITL},
+		{"ttft", c.TTFT}, {"stamp-lead", c.StampLead}, {"stall", c.Stall},
+		{"slow-headers", c.SlowHeaders}, {"shutdown-grace", c.ShutdownGrace}} {
+		if d.v < 0 {
+			bad(d.name, "%v is negative", d.v)
+		}
+	}
+	if c.BlockSize < 1 {
+		bad("block-size", "%d must be at least 1", c.BlockSize)
+	}
+	if c.PrefixCacheBlocks < 0 {
+		bad("prefix-cache-blocks", "%d is negative", c.PrefixCacheBlocks)
+	}
+	if c.BatchSlowdown < 0 {
+		bad("batch-slowdown", "%v is negative", c.BatchSlowdown)
+	}
+	if c.TokensPerChunk < 1 {
+		bad("tokens-per-chunk", "%d must be at least 1", c.TokensPerChunk)
+	}
+	if c.DefaultMaxTokens < 1 {
+		bad("default-max-tokens", "%d must be at least 1", c.DefaultMaxTokens)
+	}
+	if c.MaxModelLen < 1 {
+		bad("max-model-len", "%d must be at least 1", c.MaxModelLen)
+	}
+	sum := 0.0
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"fault-429", c.Fault429}, {"fault-500", c.Fault500}, {"fault-503", c.Fault503},
+		{"fault-stall", c.FaultStall}, {"fault-drop", c.FaultDrop},
+		{"fault-malformed", c.FaultMalformed}, {"fault-slow-headers", c.FaultSlowHeaders}} {
+		if r.v < 0 || r.v > 1 {
+			bad(r.name, "rate %v is not in [0, 1]", r.v)
+		}
+		sum += r.v
+	}
+	if sum > 1+1e-9 {
+		bad("fault-*", "rates sum to %v, more than 1", sum)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,567 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Fault names accepted by the x-sim-fault request header.
+const (
+	Fault429         = "429"
+	Fault500         = "500"
+	Fault503         = "503"
+	FaultStall       = "stall"
+	FaultDrop        = "drop"
+	FaultMalformed   = "malformed"
+	FaultSlowHeaders = "slow-headers"
+)
+
+// FaultHeader is the request header that forces a fault for that request.
+const FaultHeader = "x-sim-fault"
+
+// maxBody bounds a request body.
+const maxBody = 64 << 20
+
+// words is the fixed, deterministic output vocabulary: output token i is words[i%len(words)]
+// followed by a space, so tokenizer.CountWords(text) == completion_tokens.
+var words = [...]string{
+	"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "while", "seven",
+	"tired", "engines", "stream", "tokens", "across", "a", "quiet", "network", "and", "every",
+	"packet", "lands", "right", "on", "time", "because", "nobody", "waits", "for", "slow",
+	"clients", "anymore", "so", "latency", "stays", "honest", "through", "bursts", "of", "load",
+	"queues", "grow", "then", "drain", "as", "batches", "finish", "their", "decode", "steps",
+	"in", "order", "with", "prefix", "blocks", "cached", "warm", "ready", "to", "serve",
+	"more", "requests", "all", "day",
+}
+
+// Server is the simulator: an http.Handler over one engine.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	m      *metrics
+	eng    *engine
+	mux    *http.ServeMux
+	models map[string]bool
+	ids    atomic.Uint64
+
+	faultMu sync.Mutex
+	rng     *rand.Rand
+	faults  bool
+
+	abort     chan struct{} // closed by Close or a hard shutdown: every handler returns
+	abortOnce sync.Once
+	active    sync.WaitGroup
+	closeOnce sync.Once
+
+	bufs sync.Pool
+}
+
+// New validates cfg and starts the engine. Zero Models, BlockSize, TokensPerChunk,
+// DefaultMaxTokens and MaxModelLen take their defaults; every other zero means zero (no
+// latency, unlimited sequences, no faults). Call Close when done.
+func New(cfg Config, log *slog.Logger) (*Server, error) {
+	def := DefaultConfig()
+	if len(cfg.Models) == 0 {
+		cfg.Models = def.Models
+	}
+	if cfg.BlockSize == 0 {
+		cfg.BlockSize = def.BlockSize
+	}
+	if cfg.TokensPerChunk == 0 {
+		cfg.TokensPerChunk = def.TokensPerChunk
+	}
+	if cfg.DefaultMaxTokens == 0 {
+		cfg.DefaultMaxTokens = def.DefaultMaxTokens
+	}
+	if cfg.MaxModelLen == 0 {
+		cfg.MaxModelLen = def.MaxModelLen
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("sim config: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:    cfg,
+		log:    log,
+		m:      newMetrics(cfg.Models[0]),
+		models: map[string]bool{},
+		rng:    rand.New(rand.NewPCG(uint64(cfg.FaultSeed), 0x5eed)),
+		abort:  make(chan struct{}),
+	}
+	s.faults = cfg.Fault429+cfg.Fault500+cfg.Fault503+cfg.FaultStall+cfg.FaultDrop+cfg.FaultMalformed+cfg.FaultSlowHeaders > 0
+	for _, m := range cfg.Models {
+		s.models[m] = true
+	}
+	s.bufs.New = func() any { b := make([]byte, 0, 16<<10); return &b }
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) })
+	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) })
+	s.mux.HandleFunc("GET /v1/models", s.listModels)
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.mux.HandleFunc("GET /metrics", s.metrics)
+	s.eng = newEngine(&s.cfg, s.m)
+	return s, nil
+}
+
+// Handler returns the HTTP handler (for httptest or an http.Server of the caller's own).
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.active.Add(1)
+		defer s.active.Done()
+		s.mux.ServeHTTP(w, r)
+	})
+}
+
+// Serve serves on ln until ctx ends, then stops accepting, lets in-flight streams finish for
+// up to ShutdownGrace, closes the rest and returns once every handler has returned. It does
+// not stop the engine: Close does.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		s.log.Warn("shutdown grace over: closing in-flight streams", "grace", s.cfg.ShutdownGrace)
+		s.abortOnce.Do(func() { close(s.abort) })
+		hs.Close()
+	}
+	<-errc
+	s.active.Wait()
+	return nil
+}
+
+// Close ends every in-flight request and stops the engine.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.abortOnce.Do(func() { close(s.abort) })
+		s.active.Wait()
+		s.eng.close()
+	})
+}
+
+// apiError writes an OpenAI-style error body.
+func apiError(w http.ResponseWriter, code int, typ, msg string) {
+	type body struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    int     `json:"code"`
+	}
+	b, _ := json.Marshal(struct {
+		Error body `json:"error"`
+	}{body{Message: msg, Type: typ, Code: code}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+func badRequest(w http.ResponseWriter, format string, a ...any) {
+	apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(format, a...))
+}
+
+// request is the part of an OpenAI completions or chat request that the simulator reads.
+type request struct {
+	Model               string          `json:"model"`
+	Prompt              json.RawMessage `json:"prompt"`
+	Messages            []message       `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	N         *int `json:"n"`
+	IgnoreEOS bool `json:"ignore_eos"`
+}
+
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// promptTokens counts and hashes a completions prompt: a string, [string] or token ids.
+func promptTokens(raw json.RawMessage, bh *blockHasher) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return errors.New("prompt: required")
+	}
+	var str string
+	if err := json.Unmarshal(raw, &str); err == nil {
+		bh.text(str)
+		return nil
+	}
+	var strs []string
+	if err := json.Unmarshal(raw, &strs); err == nil {
+		if len(strs) != 1 {
+			return fmt.Errorf("prompt: a list of %d prompts; only one prompt per request is supported", len(strs))
+		}
+		bh.text(strs[0])
+		return nil
+	}
+	var ids []int64
+	if err := json.Unmarshal(raw, &ids); err == nil {
+		for _, id := range ids {
+			bh.id(id)
+		}
+		return nil
+	}
+	return errors.New("prompt: want a string, a list of one string or a list of token ids")
+}
+
+// chatTokens counts and hashes the words of all message contents.
+func chatTokens(msgs []message, bh *blockHasher) error {
+	if len(msgs) == 0 {
+		return errors.New("messages: required")
+	}
+	for i, m := range msgs {
+		raw := bytes.TrimSpace(m.Content)
+		if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+			continue
+		}
+		var str string
+		if err := json.Unmarshal(raw, &str); err == nil {
+			bh.text(str)
+			continue
+		}
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &parts); err != nil {
+			return fmt.Errorf("messages[%d].content: want a string or a list of parts", i)
+		}
+		for _, p := range parts {
+			bh.text(p.Text)
+		}
+	}
+	return nil
+}
+
+// pickFault returns the fault forced by the header, else one drawn from the rates.
+func (s *Server) pickFault(header string) (string, error) {
+	switch header {
+	case "":
+	case Fault429, Fault500, Fault503, FaultStall, FaultDrop, FaultMalformed, FaultSlowHeaders:
+		return header, nil
+	default:
+		return "", fmt.Errorf("%s: unknown fault %q (want 429, 500, 503, stall, drop, malformed or slow-headers)", FaultHeader, header)
+	}
+	if !s.faults {
+		return "", nil
+	}
+	s.faultMu.Lock()
+	u := s.rng.Float64()
+	s.faultMu.Unlock()
+	c := &s.cfg
+	for _, f := range []struct {
+		rate float64
+		name string
+	}{{c.Fault429, Fault429}, {c.Fault500, Fault500}, {c.Fault503, Fault503}, {c.FaultStall, FaultStall},
+		{c.FaultDrop, FaultDrop}, {c.FaultMalformed, FaultMalformed}, {c.FaultSlowHeaders, FaultSlowHeaders}} {
+		if u < f.rate {
+			return f.name, nil
+		}
+		u -= f.rate
+	}
+	return "", nil
+}
+
+// sleep waits d unless the request or the server ends first; it reports whether d passed.
+func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+	case <-s.abort:
+	}
+	return false
+}
+
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		badRequest(w, "read request body: %v", err)
+		return
+	}
+	var req request
+	if err := json.Unmarshal(body, &req); err != nil {
+		badRequest(w, "invalid JSON body: %v", err)
+		return
+	}
+	if req.Model == "" {
+		badRequest(w, "model: required")
+		return
+	}
+	if !s.models[req.Model] {
+		apiError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return
+	}
+	bh := newBlockHasher(s.cfg.BlockSize)
+	if chat {
+		err = chatTokens(req.Messages, &bh)
+	} else {
+		err = promptTokens(req.Prompt, &bh)
+	}
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	if req.N != nil && *req.N != 1 {
+		badRequest(w, "n: %d is not supported (only n=1)", *req.N)
+		return
+	}
+	maxTokens := s.cfg.DefaultMaxTokens
+	if req.MaxTokens != nil {
+		maxTokens = *req.MaxTokens
+	} else if req.MaxCompletionTokens != nil {
+		maxTokens = *req.MaxCompletionTokens
+	}
+	if maxTokens < 1 {
+		badRequest(w, "max_tokens: %d must be at least 1", maxTokens)
+		return
+	}
+	if bh.tokens+maxTokens > s.cfg.MaxModelLen {
+		badRequest(w, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			s.cfg.MaxModelLen, bh.tokens+maxTokens, bh.tokens, maxTokens)
+		return
+	}
+	fault, err := s.pickFault(r.Header.Get(FaultHeader))
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	switch fault {
+	case Fault429:
+		w.Header().Set("Retry-After", "1")
+		apiError(w, http.StatusTooManyRequests, "RateLimitError", "injected fault: too many requests")
+		return
+	case Fault500:
+		apiError(w, http.StatusInternalServerError, "InternalServerError", "injected fault: internal server error")
+		return
+	case Fault503:
+		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "injected fault: service unavailable")
+		return
+	case FaultSlowHeaders:
+		if !s.sleep(r.Context(), s.cfg.SlowHeaders) {
+			return
+		}
+	}
+
+	k := s.cfg.TokensPerChunk
+	q := &seq{
+		prompt:    bh.tokens,
+		blocks:    bh.blocks,
+		maxTokens: maxTokens,
+		nChunks:   chunkCount(maxTokens, k),
+		k:         k,
+		wake:      make(chan struct{}, 1),
+	}
+	defer q.gone.Store(true)
+	q.arrive = s.eng.now()
+	select {
+	case s.eng.arrive <- q:
+	case <-r.Context().Done():
+		return
+	case <-s.abort:
+		return
+	}
+	rd := newRender(chat, req.Model, s.ids.Add(1), bh.tokens, maxTokens)
+	if req.Stream {
+		usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+		s.stream(w, r, q, rd, fault, usage)
+	} else {
+		s.complete(w, r, q, rd, fault)
+	}
+}
+
+// wait blocks until the engine published more than have chunks; false when the request or
+// the server ended.
+func (s *Server) wait(ctx context.Context, q *seq) bool {
+	select {
+	case <-q.wake:
+		return true
+	case <-ctx.Done():
+	case <-s.abort:
+	}
+	return false
+}
+
+// stream writes the SSE response: each write carries every chunk the engine has published
+// since the previous one, stamped with time.Now() just before the write.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, q *seq, rd *render, fault string, usage bool) {
+	fl, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if fl != nil {
+		fl.Flush()
+	}
+	bp := s.bufs.Get().(*[]byte)
+	defer s.bufs.Put(bp)
+	n := q.nChunks
+	sent := make([]int64, n)
+	mid := -1 // chunk index at which a mid-stream fault strikes (n = before the final chunk)
+	split := false
+	switch fault {
+	case FaultStall, FaultDrop:
+		mid, split = max(1, n/2), true
+	case FaultMalformed:
+		mid = max(1, n/2)
+	}
+	written := 0
+	for written <= n {
+		avail := int(q.ready.Load())
+		if avail == n {
+			avail = n + 1 // the tail (finish, usage, x-sim, [DONE]) is ready too
+		}
+		if split && written == mid {
+			split = false
+			if fault == FaultDrop {
+				panic(http.ErrAbortHandler) // net/http closes the connection mid-body
+			}
+			if !s.sleep(r.Context(), s.cfg.Stall) {
+				return
+			}
+			continue
+		}
+		if avail == written {
+			if !s.wait(r.Context(), q) {
+				return
+			}
+			continue
+		}
+		end := avail
+		if split && written < mid && end > mid {
+			end = mid
+		}
+		b := (*bp)[:0]
+		for j := written; j < end && j < n; j++ {
+			if j == mid && fault == FaultMalformed {
+				b = rd.appendBogus(b)
+			}
+			if j == 0 && rd.chat {
+				b = rd.appendRole(b)
+			}
+			start, cnt := chunkSpan(j, q.maxTokens, q.k)
+			b = rd.appendChunk(b, start, cnt, !(j == mid && fault == FaultMalformed))
+		}
+		stamp := time.Now().UnixNano()
+		for j := written; j < end && j < n; j++ {
+			sent[j] = stamp
+		}
+		if end == n+1 {
+			if mid == n && fault == FaultMalformed {
+				b = rd.appendBogus(b)
+			}
+			b = rd.appendTail(b, q, sent, usage)
+		}
+		*bp = b
+		if s.cfg.StampLead > 0 && !s.sleep(r.Context(), s.cfg.StampLead) {
+			return
+		}
+		if _, err := w.Write(b); err != nil {
+			return
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		written = end
+	}
+}
+
+// complete writes a non-streaming response once the engine has finished the sequence.
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, q *seq, rd *render, fault string) {
+	for int(q.ready.Load()) < q.nChunks {
+		if !s.wait(r.Context(), q) {
+			return
+		}
+	}
+	b := rd.appendFull(nil, q.maxTokens)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("x-sim-queue-ns", strconv.FormatInt(q.admit-q.arrive, 10))
+	h.Set("x-sim-prefill-ns", strconv.FormatInt(q.first-q.admit, 10))
+	h.Set("x-sim-decode-ns", strconv.FormatInt(q.last-q.first, 10))
+	switch fault {
+	case FaultStall:
+		if !s.sleep(r.Context(), s.cfg.Stall) {
+			return
+		}
+	case FaultMalformed:
+		b = b[:len(b)/2]
+	}
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	stamp := time.Now().UnixNano()
+	h.Set("x-sim-sent-ns", strconv.FormatInt(stamp, 10))
+	if s.cfg.StampLead > 0 && !s.sleep(r.Context(), s.cfg.StampLead) {
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	if fault == FaultDrop {
+		w.Write(b[:len(b)/2])
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		panic(http.ErrAbortHandler)
+	}
+	w.Write(b)
+}
+
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	type model struct {
+		ID          string  `json:"id"`
+		Object      string  `json:"object"`
+		Created     int64   `json:"created"`
+		OwnedBy     string  `json:"owned_by"`
+		Root        string  `json:"root"`
+		Parent      *string `json:"parent"`
+		MaxModelLen int     `json:"max_model_len"`
+	}
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list"}
+	now := time.Now().Unix()
+	for _, m := range s.cfg.Models {
+		out.Data = append(out.Data, model{ID: m, Object: "model", Created: now, OwnedBy: "wirebench", Root: m, MaxModelLen: s.cfg.MaxModelLen})
+	}
+	b, _ := json.Marshal(out)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	bp := s.bufs.Get().(*[]byte)
+	defer s.bufs.Put(bp)
+	*bp = s.m.appendText((*bp)[:0])
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Write(*bp)
+}

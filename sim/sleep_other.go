@@ -1,0 +1,7 @@
+//go:build !linux
+
+package sim
+
+import "time"
+
+func preciseSleep(d time.Duration) { time.Sleep(d) }
