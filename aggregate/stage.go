@@ -317,11 +317,13 @@ func (a *stageAcc) timeseries() []schemas.Timeseries {
 	return out
 }
 
+// majority returns the decomposition source most requests used; a tie goes to the preferred
+// source (server, then histograms, then fit).
 func majority(m map[string]int64) string {
 	best, n := "", int64(0)
-	for k, v := range m {
-		if v > n || (v == n && k < best) {
-			best, n = k, v
+	for _, k := range []string{SourceServer, SourceHistograms, SourceFit} {
+		if m[k] > n {
+			best, n = k, m[k]
 		}
 	}
 	return best

@@ -76,7 +76,10 @@ func testLog(t *testing.T) *slog.Logger {
 
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func testExe(t *testing.T) string {
 	exe, err := os.Executable()
@@ -438,4 +441,3 @@ func TestEndpoint(t *testing.T) {
 		}
 	}
 }
-

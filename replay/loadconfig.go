@@ -225,7 +225,9 @@ func (c *Config) resolvePaths(dir string) {
 	if r := w.Run; r != nil {
 		abs(&r.Dir)
 	}
-	if s := c.Tokenizer; strings.HasSuffix(s, ".json") {
+	switch c.Tokenizer {
+	case "whitespace", "o200k_base", "cl100k_base":
+	default: // a tokenizer.json or a directory holding one
 		abs(&c.Tokenizer)
 	}
 }

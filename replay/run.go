@@ -80,7 +80,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 			createdOut = true
 		}
 		schedDir = filepath.Join(opts.Out, "schedule")
-		p := schemas.Producer{Command: "replay", Args: opts.Args}
+		p := schemas.Producer{Command: "replay", Args: scheduleArgs(opts.Args)}
 		if o.promptW, err = schemas.Create[schemas.Prompt](filepath.Join(schedDir, "prompts.parquet"), p); err != nil {
 			return err
 		}
@@ -186,6 +186,31 @@ func plan(ctx context.Context, cfg *Config, tok tokenizer.Tokenizer, o *output) 
 		out[i] = s.info
 	}
 	return out, nil
+}
+
+// scheduleArgs drops the arguments that do not shape the schedule (output directory, --force,
+// --target, logging) from the args recorded in the schedule files, so the same config and seed
+// give byte-identical files wherever they are written. The manifest keeps every argument.
+func scheduleArgs(args []string) []string {
+	out := []string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(a, "=")
+		switch name {
+		case "-o", "--out", "--target", "--log-level", "--log-format":
+			if !hasValue {
+				i++ // the value is the next argument
+			}
+			continue
+		case "--force":
+			continue
+		}
+		if strings.HasPrefix(a, "-o") && len(a) > 2 { // -oRUN
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // checkScheduleDir refuses an existing non-empty RUN/schedule unless force.

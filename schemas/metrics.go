@@ -36,19 +36,22 @@ type MetricRequest struct {
 	UpperBoundChunks    int32  `parquet:"upper_bound_chunks" doc:"events with quality upper_bound"`
 	UserChunks          int32  `parquet:"user_chunks" doc:"events with quality user"`
 	ApproxChunks        int32  `parquet:"approx_chunks" doc:"events with quality approx"`
-	QueueNs             *int64 `parquet:"queue_ns,optional" doc:"T_queue: time waiting before prefill"`
-	PrefillNs           *int64 `parquet:"prefill_ns,optional" doc:"I * T_prefill: prefill duration of this request"`
-	DecodeNs            *int64 `parquet:"decode_ns,optional" doc:"N * T_decode: decode duration, so NTPOT = (queue + prefill + decode) / N within rounding"`
+	QueueNs             *int64 `parquet:"queue_ns,optional" doc:"T_queue = TTFT - prefill_ns: waiting before prefill as the client sees it (server queue plus transport); fit source: max(0, TTFT - a - b*I)"`
+	PrefillNs           *int64 `parquet:"prefill_ns,optional" doc:"prefill duration, capped at TTFT: server-reported prefill (server), I * T_prefill from histogram deltas (histograms), or a + b*I from the Theil-Sen fit on the least-loaded stage (fit)"`
+	DecodeNs            *int64 `parquet:"decode_ns,optional" doc:"E - t_first: decode duration from the first token to the end, so queue + prefill + decode = E2E and NTPOT = (queue + prefill + decode) / N exactly (integer division)"`
 	DecompositionSource string `parquet:"decomposition_source,dict" doc:"server (per-request timings from the server), histograms (scraped server histograms), fit (robust TTFT = a + b*I fit), or empty"`
 	SLOMet              bool   `parquet:"slo_met" doc:"ok and within every SLO of the config (goodput)"`
 }
 
-// Dist is a latency distribution: exact order-statistic percentiles over the stage's requests
-// (nearest rank: the value at rank ceil(q*n)), the maximum and the mean, all int64 nanoseconds.
+// Dist is a latency distribution: exact order-statistic percentiles over the stage's values
+// (nearest rank: the value at 1-based rank ceil(q*n) in ascending order, always an observed
+// value, no interpolation), the maximum and the mean rounded to the nearest integer, all int64
+// nanoseconds (tokens for the token distributions). Latency distributions are over the stage's
+// ok requests; send lag over every request; read lag over every event with a kernel time.
 // Count is the number of values; with Count = 0 every other field is 0.
 type Dist struct {
 	Count int64 `parquet:"count" doc:"number of values"`
-	P50   int64 `parquet:"p50" doc:"50th percentile (nearest rank)"`
+	P50   int64 `parquet:"p50" doc:"50th percentile (nearest rank: value at rank ceil(0.5*count))"`
 	P90   int64 `parquet:"p90" doc:"90th percentile"`
 	P95   int64 `parquet:"p95" doc:"95th percentile"`
 	P99   int64 `parquet:"p99" doc:"99th percentile"`
@@ -77,7 +80,7 @@ type Stage struct {
 	OutputTPS           float64 `parquet:"output_tps" doc:"output tokens per second over the stage window"`
 	TotalTPS            float64 `parquet:"total_tps" doc:"input + output tokens per second over the stage window"`
 	SteadyOutputTPS     float64 `parquet:"steady_output_tps" doc:"output tokens per second over the steady part (the middle 80% of the send window)"`
-	InflightMean        float64 `parquet:"inflight_mean" doc:"time-weighted mean of requests in flight"`
+	InflightMean        float64 `parquet:"inflight_mean" doc:"time-weighted mean of requests in flight: sum over requests of (end - S) / (end_ns - start_ns)"`
 	GoodputShare        float64 `parquet:"goodput_share" doc:"share of requests meeting every SLO; failures count as misses"`
 	GoodputRate         float64 `parquet:"goodput_rate" doc:"requests per second meeting every SLO"`
 	TTFT                Dist    `parquet:"ttft_ns" doc:"TTFT distribution"`
@@ -97,16 +100,16 @@ type Stage struct {
 	ReadLag             Dist    `parquet:"read_lag_ns" doc:"read lag rx_user_ns - rx_kernel_ns, one value per event with a kernel time"`
 	PrefillPerTokenNs   float64 `parquet:"prefill_per_token_ns" doc:"T_prefill per input token used by the decomposition"`
 	DecompositionSource string  `parquet:"decomposition_source,dict" doc:"server, histograms, fit or empty"`
-	RateFidelity        float64 `parquet:"rate_fidelity" doc:"achieved_rate / target_rate (open loop); 1 for closed loop"`
+	RateFidelity        float64 `parquet:"rate_fidelity" doc:"achieved_rate / target_rate (open loop); 1 for closed loop. achieved_rate = (sends - 1) / (last S - first S)"`
 	ExactShare          float64 `parquet:"exact_share" doc:"share of events with an exact kernel timestamp"`
 	WorkerRhoMax        float64 `parquet:"worker_rho_max" doc:"largest worker utilisation: (user + sys CPU time) / wall time"`
 	WorkerRho           string  `parquet:"worker_rho" doc:"JSON array of per-worker utilisation, by worker index"`
 	GCPauseNs           int64   `parquet:"gc_pause_ns" doc:"total GC pause of all workers in the stage"`
 	Workers             int32   `parquet:"workers" doc:"worker processes that took part"`
 	ClientBound         bool    `parquet:"client_bound" doc:"fidelity < 0.99, send lag p99 > 1 ms, read lag p99 > 1 ms or worker rho > 0.7"`
-	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"which checks failed, human readable"`
-	WorkersForRhoHalf   int32   `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load"`
-	Saturated           bool    `parquet:"saturated" doc:"this is the run's saturation stage (see SCHEMAS.md for the rule)"`
+	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"which checks failed, human readable; empty when not client-bound"`
+	WorkersForRhoHalf   int32   `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load: ceil(sum of the workers' rho / 0.5)"`
+	Saturated           bool    `parquet:"saturated" doc:"the run's saturation stage: of the non-warmup stages ordered by offered load, the first after the least-loaded where steady completions fall below 90% of steady sends (open loop) or grow less than 10% over the previous stage (closed loop), or TTFT p50 exceeds twice the least-loaded stage's and by more than 1 ms"`
 }
 
 // Timeseries is one row of metrics/timeseries.parquet: one 100 ms bucket of one stage.

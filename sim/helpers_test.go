@@ -224,3 +224,9 @@ func normalize(w wire) string {
 	body = reXsim.ReplaceAllString(body, `: x-sim {<varies>}`)
 	return fmt.Sprintf("%s\n\ncomplete=%v\n\n%s", strings.Join(lines, "\n"), w.complete, body)
 }
+
+func listenLocal() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -16,16 +15,17 @@ type render struct {
 	maxToks int
 }
 
-func newRender(chat bool, model string, id uint64, prompt, maxTokens int) *render {
+// newRender prepares the fixed parts of a response; modelJSON is the model name as a JSON
+// string literal.
+func newRender(chat bool, modelJSON string, id uint64, prompt, maxTokens int) *render {
 	prefix, chunkObj, fullObj := "cmpl-", "text_completion", "text_completion"
 	if chat {
 		prefix, chunkObj, fullObj = "chatcmpl-", "chat.completion.chunk", "chat.completion"
 	}
-	mj, _ := json.Marshal(model)
 	created := strconv.FormatInt(time.Now().Unix(), 10)
 	idStr := prefix + strconv.FormatUint(id, 16)
 	head := func(obj string) []byte {
-		return []byte(`{"id":"` + idStr + `","object":"` + obj + `","created":` + created + `,"model":` + string(mj) + `,`)
+		return []byte(`{"id":"` + idStr + `","object":"` + obj + `","created":` + created + `,"model":` + modelJSON + `,`)
 	}
 	return &render{chat: chat, common: head(chunkObj), full: head(fullObj), prompt: prompt, maxToks: maxTokens}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -132,18 +133,43 @@ func wrapNetErr(c *Conn, err error) error {
 	return &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
 
-// holdTimestamps opens a UDP socket with RX software timestamps on and keeps it for the
-// client's life. Linux turns receive timestamping on host-wide (net_enable_timestamp) from a
+// holdTimestamps opens a loopback UDP socket with RX software timestamps on and keeps it for
+// the client's life. Linux turns receive timestamping on host-wide (net_enable_timestamp) from a
 // deferred work item when the first socket asks for it and off when the last one closes, so
-// without a holder the first packets of a fresh connection can arrive unstamped.
+// without a holder the first packets of a fresh connection arrive unstamped. It waits (at most
+// ~100 ms) until a datagram it sends to itself comes back stamped.
 func holdTimestamps() (closeFn func()) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
 		return func() {}
 	}
+	closeFn = func() { unix.Close(fd) }
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, tsFlags); err != nil {
-		unix.Close(fd)
-		return func() {}
+		return closeFn
 	}
-	return func() { unix.Close(fd) }
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return closeFn
+	}
+	self, err := unix.Getsockname(fd)
+	if err != nil {
+		return closeFn
+	}
+	var buf [1]byte
+	oob := make([]byte, 256)
+	for range 200 {
+		if err := unix.Sendto(fd, buf[:], 0, self); err != nil {
+			return closeFn
+		}
+		time.Sleep(500 * time.Microsecond)
+		for {
+			_, oobn, _, _, err := unix.Recvmsg(fd, buf[:], oob, 0)
+			if err != nil {
+				break
+			}
+			if parseTimestamp(oob[:oobn]) > 0 {
+				return closeFn
+			}
+		}
+	}
+	return closeFn
 }

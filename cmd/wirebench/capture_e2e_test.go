@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,7 +124,7 @@ func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
 			bySeq[c.Seq] = append(bySeq[c.Seq], c)
 		}
 	}
-	var ttft, gaps []int64
+	var ttft, gaps, server []int64
 	exact := 0
 	for seq, cs := range bySeq {
 		if len(cs) != maxTokens {
@@ -130,6 +132,9 @@ func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
 		}
 		sort.Slice(cs, func(i, j int) bool { return cs[i].Index < cs[j].Index })
 		ttft = append(ttft, chunkTime(&cs[0])-sent[seq])
+		if cs[0].ServerSentNs != nil {
+			server = append(server, *cs[0].ServerSentNs-sent[seq])
+		}
 		for i := 1; i < len(cs); i++ {
 			gaps = append(gaps, chunkTime(&cs[i])-chunkTime(&cs[i-1]))
 		}
@@ -140,7 +145,9 @@ func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
 		}
 	}
 	if d := time.Duration(median(ttft)) - 20*time.Millisecond; d < -500*time.Microsecond || d > 500*time.Microsecond {
-		t.Errorf("median TTFT %v; want 20ms ± 0.5ms", time.Duration(median(ttft)))
+		// The simulator's own send time of the first chunk tells a late server from a late client.
+		t.Errorf("median TTFT %v; want 20ms ± 0.5ms (the simulator stamped its first chunk a median %v after sent_ns)",
+			time.Duration(median(ttft)), time.Duration(median(server)))
 	}
 	if d := time.Duration(median(gaps)) - 5*time.Millisecond; d < -500*time.Microsecond || d > 500*time.Microsecond {
 		t.Errorf("median inter-chunk gap %v; want 5ms ± 0.5ms", time.Duration(median(gaps)))
@@ -306,4 +313,100 @@ func TestCaptureSIGKILLCoordinatorKeepsParts(t *testing.T) {
 	if len(m.Files) == 0 || len(reqs) == 0 {
 		t.Errorf("manifest lists %d files, %d requests on disk; want the parts finished before the kill", len(m.Files), len(reqs))
 	}
+}
+
+// BenchmarkCapture runs capture against the zero-latency simulator at rising rates and reports
+// what the bias checks look at: achieved rate, send lag p50/p99, exact-timestamp share, read lag
+// p99, worker utilisation and CPU per request. `make bench` runs it; each case is a 3 s stage.
+func BenchmarkCapture(b *testing.B) {
+	for _, tc := range []struct {
+		rate   float64
+		tokens int32
+	}{{500, 4}, {1000, 4}, {2000, 4}, {4000, 4}, {5000, 4}, {500, 16}, {1000, 16}, {2000, 16}, {4000, 16}, {5000, 16}} {
+		b.Run(fmt.Sprintf("rate=%g/tokens=%d", tc.rate, tc.tokens), func(b *testing.B) {
+			for b.Loop() {
+				benchCapture(b, tc.rate, tc.tokens)
+			}
+		})
+	}
+}
+
+func benchCapture(b *testing.B, rate float64, tokens int32) {
+	sim := exec.Command(binary, "sim", "--listen", "127.0.0.1:0", "--mode", "fixed", "--ttft", "0", "--itl", "0", "--max-num-seqs", "0")
+	out, err := sim.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := sim.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { sim.Process.Signal(os.Interrupt); sim.Wait() }()
+	buf := make([]byte, 256)
+	n, _ := out.Read(buf)
+	url := strings.TrimSpace(strings.SplitN(string(buf[:n]), "\n", 2)[0])
+	go io.Copy(io.Discard, out)
+	run := b.TempDir()
+	const dur = 3 * time.Second
+	if err := capture.WriteConstantRun(run, replay.Target{URL: url, Model: "sim"}, []capture.ConstantStage{{Rate: rate, Duration: dur, InputTokens: 16, MaxTokens: tokens}}); err != nil {
+		b.Fatal(err)
+	}
+	c := exec.Command(binary, "capture", run, "--quiet")
+	var errb strings.Builder
+	c.Stderr = &errb
+	if err := c.Run(); err != nil {
+		b.Fatalf("capture: %v\n%s", err, errb.String())
+	}
+	m, err := schemas.ReadManifest(filepath.Join(run, schemas.ManifestName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lags, readLags []int64
+	var first, last int64 = 1 << 62, 0
+	exact, all := 0, 0
+	for _, f := range m.Files {
+		p := filepath.Join(run, f.Path)
+		switch f.Kind {
+		case "raw-requests":
+			rows, _ := schemas.ReadFile[schemas.RawRequest](p)
+			for _, r := range rows {
+				lags = append(lags, r.SentNs-r.PlannedNs)
+				first, last = min(first, r.SentNs), max(last, r.SentNs)
+			}
+		case "raw-chunks":
+			rows, _ := schemas.ReadFile[schemas.RawChunk](p)
+			for _, c := range rows {
+				all++
+				if c.Quality == "exact" {
+					exact++
+				}
+				if c.RxKernelNs != nil {
+					readLags = append(readLags, c.RxUserNs-*c.RxKernelNs)
+				}
+			}
+		}
+	}
+	wrows, _ := schemas.ReadFile[schemas.Worker](filepath.Join(run, "raw", "workers.parquet"))
+	var cpu, wall int64
+	util := 0.0
+	for _, w := range wrows {
+		cpu += w.CPUUserNs + w.CPUSysNs
+		wall += w.WallNs
+		util = max(util, float64(w.CPUUserNs+w.CPUSysNs)/float64(w.WallNs))
+	}
+	q := func(v []int64, p float64) float64 {
+		if len(v) == 0 {
+			return 0
+		}
+		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+		return float64(v[min(int(p*float64(len(v))), len(v)-1)]) / 1e3
+	}
+	planned := int(rate * dur.Seconds())
+	b.ReportMetric(100*float64(len(lags))/float64(planned), "sent_%")
+	b.ReportMetric(float64(len(lags)-1)/(float64(last-first)/1e9), "achieved_qps")
+	b.ReportMetric(q(lags, 0.5), "send_lag_p50_us")
+	b.ReportMetric(q(lags, 0.99), "send_lag_p99_us")
+	b.ReportMetric(float64(exact)/float64(max(all, 1)), "exact_share")
+	b.ReportMetric(q(readLags, 0.99), "read_lag_p99_us")
+	b.ReportMetric(util, "worker_util_max")
+	b.ReportMetric(float64(cpu)/1e3/float64(max(len(lags), 1)), "cpu_us/req")
 }

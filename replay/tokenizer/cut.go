@@ -21,13 +21,14 @@ const cutWindow = 8
 // re-encoding merges across every boundary near n).
 //
 // A prefix cut after token k usually re-encodes to k tokens, but not always (the last pre-token
-// of the prefix may merge differently), so Cut re-counts candidates: k = n first, then
-// neighbouring boundaries up to cutWindow away, and finally extends the found prefix while the
-// count stays n. When the tokenizer normalizes (NFC), the prefix is one of the normalized text,
+// of the prefix may merge differently, or a character split over two tokens cannot be cut), so
+// Cut re-counts candidates: k = n first, then neighbouring boundaries up to cutWindow away, and
+// then the cutWindow boundaries after the one found, keeping the longest with n tokens. The end
+// of the text counts as a boundary. When the tokenizer normalizes (NFC), the prefix is one of the normalized text,
 // which the tokenizer (and so the server) treats the same as the original.
 //
-// The cost is O(len(text)) for the boundaries plus a few Counts of the prefix; only a head of
-// text about 16 bytes per wanted token long is tokenized when that is enough.
+// The cost is one tokenization of a head of text (about 16 bytes per wanted token, grown when
+// too short) plus about cutWindow+1 Counts of the prefix.
 func Cut(t Tokenizer, text string, n int) (string, bool) {
 	if n < 0 {
 		return "", false
@@ -85,14 +86,11 @@ func cutAt(t Tokenizer, s string, ends []int, n int) (string, bool) {
 	if found == 0 {
 		return "", false
 	}
-	for k := found + 1; k <= min(len(ends), found+cutWindow); k++ {
-		if ends[k-1] == ends[found-1] {
-			continue // a token inside the same character: not a new boundary
+	// Counts are not monotone in k (a cut can merge differently), so scan the whole window.
+	for k, last := found+1, found; k <= min(len(ends), last+cutWindow); k++ {
+		if ends[k-1] != ends[found-1] && ok(k) {
+			found = k
 		}
-		if !ok(k) {
-			break
-		}
-		found = k
 	}
 	return prefix(found), true
 }

@@ -1,0 +1,151 @@
+package aggregate
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+
+	"github.com/parquet-go/parquet-go"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// t0 is the fixtures' run start (CLOCK_REALTIME ns).
+const t0 = int64(1_700_000_000_000_000_000)
+
+const ms = int64(1e6)
+
+func p64(v int64) *int64 { return &v }
+func p32(v int32) *int32 { return &v }
+
+// fixture is a hand-made run directory.
+type fixture struct {
+	runID    string
+	offsetNs int64
+	stages   []schemas.StageInfo
+	slo      replay.SLO
+	reqs     map[[2]int][]schemas.RawRequest // (worker, part) -> rows
+	chunks   map[[2]int][]schemas.RawChunk
+	workers  []schemas.Worker
+	server   []schemas.ServerMetric
+	missing  []string
+	wexit    []schemas.WorkerStatus
+}
+
+func newFixture() *fixture {
+	return &fixture{
+		runID:  "run-1",
+		stages: []schemas.StageInfo{{Index: 0, Name: "r10", Mode: "open", Rate: 10, OffsetNs: 0, DurationNs: 1e9, Requests: 10}},
+		reqs:   map[[2]int][]schemas.RawRequest{},
+		chunks: map[[2]int][]schemas.RawChunk{},
+	}
+}
+
+// req adds a request row of worker 0 part 0 with sane defaults: P = S = t0 + at.
+func (f *fixture) req(r schemas.RawRequest) *schemas.RawRequest {
+	k := [2]int{int(r.Worker), 0}
+	if r.Status == 0 && r.ErrorKind == "" {
+		r.Status = 200
+	}
+	f.reqs[k] = append(f.reqs[k], r)
+	return &f.reqs[k][len(f.reqs[k])-1]
+}
+
+func (f *fixture) chunk(worker int, c schemas.RawChunk) {
+	k := [2]int{worker, 0}
+	if c.Quality == "" {
+		c.Quality = "exact"
+		if c.RxKernelNs == nil {
+			c.Quality = "user"
+		}
+	}
+	f.chunks[k] = append(f.chunks[k], c)
+}
+
+// write writes the run directory and returns its path.
+func (f *fixture) write(t testing.TB, dir string) string {
+	t.Helper()
+	cfg, _ := json.Marshal(replay.Config{SLO: f.slo})
+	m := &schemas.Manifest{RunID: f.runID, StartNs: t0, ClockOffsetNs: f.offsetNs, Config: cfg, Stages: f.stages, Status: schemas.StatusComplete, Missing: f.missing, Workers: f.wexit, Created: time.Unix(0, t0)}
+	p := schemas.Producer{Command: "test"}
+	for k, rows := range f.reqs {
+		path := filepath.Join("raw", partName("requests", k))
+		if err := schemas.WriteFile(filepath.Join(dir, path), rows, p); err != nil {
+			t.Fatal(err)
+		}
+		m.AddFile(schemas.FileEntry{Path: path, Kind: "raw-requests", Rows: int64(len(rows)), Worker: int32(k[0]), Part: int32(k[1])})
+		cpath := filepath.Join("raw", partName("chunks", k))
+		if err := schemas.WriteFile(filepath.Join(dir, cpath), f.chunks[k], p); err != nil {
+			t.Fatal(err)
+		}
+		m.AddFile(schemas.FileEntry{Path: cpath, Kind: "raw-chunks", Rows: int64(len(f.chunks[k])), Worker: int32(k[0]), Part: int32(k[1])})
+	}
+	if f.workers != nil {
+		if err := schemas.WriteFile(filepath.Join(dir, "raw", "workers.parquet"), f.workers, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.server != nil {
+		if err := schemas.WriteFile(filepath.Join(dir, "raw", "server-metrics.parquet"), f.server, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Write(filepath.Join(dir, schemas.ManifestName)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func partName(kind string, k [2]int) string {
+	return kind + "-w" + pad(k[0], 2) + "-" + pad(k[1], 4) + ".parquet"
+}
+
+func pad(v, n int) string {
+	s := []byte{}
+	for i := 0; i < n; i++ {
+		s = append([]byte{byte('0' + v%10)}, s...)
+		v /= 10
+	}
+	return string(s)
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// readRequests reads metrics/requests.parquet keyed by seq.
+func readRequests(t testing.TB, dir string) map[int64]schemas.MetricRequest {
+	t.Helper()
+	rows, err := schemas.ReadFile[schemas.MetricRequest](filepath.Join(dir, "metrics", "requests.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]schemas.MetricRequest{}
+	for _, r := range rows {
+		out[r.Seq] = r
+	}
+	return out
+}
+
+// writeOtherVersion writes a raw-requests file stamped with another schema version.
+func writeOtherVersion(t testing.TB, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[schemas.RawRequest](f,
+		parquet.KeyValueMetadata(schemas.MetaVersion, strconv.Itoa(schemas.SchemaVersion+1)),
+		parquet.KeyValueMetadata(schemas.MetaKind, "raw-requests"))
+	if _, err := w.Write([]schemas.RawRequest{{Seq: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}

@@ -1,0 +1,176 @@
+package sim
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// childEnv makes the test binary run as a bare simulator process for the benchmarks, so that
+// getrusage measures the server alone, not the load-generating client.
+const childEnv = "WIREBENCH_SIM_BENCH_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		runChild()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runChild serves a zero-latency simulator plus GET /_rusage (user+system CPU µs of this
+// process) until stdin closes.
+func runChild() {
+	srv, err := New(Config{ShutdownGrace: 1}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", srv.Handler())
+	mux.HandleFunc("/_rusage", func(w http.ResponseWriter, r *http.Request) {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		us := ru.Utime.Sec*1e6 + int64(ru.Utime.Usec) + ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
+		fmt.Fprint(w, us)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(ln.Addr())
+	if path := os.Getenv(childEnv + "_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
+	go http.Serve(ln, mux)
+	io.Copy(io.Discard, os.Stdin)
+}
+
+type child struct {
+	url    string
+	client *http.Client
+}
+
+func startChild(b *testing.B, conns int) *child {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("benchmark server: %v", err)
+	}
+	return &child{
+		url:    "http://" + strings.TrimSpace(line),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}},
+	}
+}
+
+func (c *child) cpuMicros(b *testing.B) float64 {
+	resp, err := c.client.Get(c.url + "/_rusage")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	s, _ := io.ReadAll(resp.Body)
+	v, err := strconv.ParseFloat(string(s), 64)
+	if err != nil {
+		b.Fatalf("rusage %q: %v", s, err)
+	}
+	return v
+}
+
+func (c *child) stream(b *testing.B, body string) {
+	resp, err := c.client.Post(c.url+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || n == 0 {
+		b.Errorf("status %d, %d bytes, %v", resp.StatusCode, n, err)
+	}
+}
+
+// BenchmarkServerCPU streams requests at zero latency from 16 concurrent clients and reports
+// the simulator process's own CPU time (getrusage: user + system) per request and per token.
+func BenchmarkServerCPU(b *testing.B) {
+	const conns = 16
+	for _, tokens := range []int{1, 64, 1024} {
+		b.Run(fmt.Sprintf("tokens=%d", tokens), func(b *testing.B) {
+			c := startChild(b, conns)
+			body := fmt.Sprintf(`{"model":"sim","prompt":"a short prompt of some eight words","max_tokens":%d,"stream":true,"stream_options":{"include_usage":true}}`, tokens)
+			run := func(n int) {
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				for range conns {
+					wg.Go(func() {
+						for next.Add(1) <= int64(n) {
+							c.stream(b, body)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			run(200) // warm up connections and pools
+			cpu0 := c.cpuMicros(b)
+			b.ResetTimer()
+			run(b.N)
+			b.StopTimer()
+			cpu := c.cpuMicros(b) - cpu0
+			b.ReportMetric(cpu/float64(b.N), "cpu-µs/request")
+			b.ReportMetric(cpu/float64(b.N*tokens), "cpu-µs/token")
+		})
+	}
+}
+
+// BenchmarkAppendChunk is the per-token formatting cost; it must not allocate.
+func BenchmarkAppendChunk(b *testing.B) {
+	rd := newRender(true, `"sim"`, 1, 8, 1024)
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		buf = rd.appendChunk(buf[:0], i%1024, 1, true)
+		i++
+	}
+}
+
+func TestHotPathAllocatesNothing(t *testing.T) {
+	rd := newRender(false, `"sim"`, 1, 8, 1024)
+	buf := make([]byte, 0, 4096)
+	h := newHistogram("x", "x", itlBuckets)
+	if n := testing.AllocsPerRun(100, func() {
+		buf = rd.appendChunk(buf[:0], 3, 2, true)
+		h.observe(12345)
+	}); n != 0 {
+		t.Errorf("appendChunk + observe allocate %v times per chunk; want 0", n)
+	}
+}
