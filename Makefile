@@ -22,9 +22,9 @@ test-duckdb:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# The main job on the built-in simulator: a sweep across its saturation knee, with a report.
 demo: build
-	@echo "wirebench is built at $(BIN). The demo (sim + quickstart sweep + report) arrives with the sim, capture, aggregate and report stages."
-	@$(BIN) --help
+	BIN=$(BIN) bash examples/demo.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

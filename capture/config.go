@@ -30,6 +30,15 @@ type Config struct {
 	Progress     io.Writer     // where progress goes (stderr in the CLI); nil = no live bar, log lines only
 	Exe          string        // binary that runs `worker`; "" = os.Executable()
 	Args         []string      // the command line, recorded in the manifest and file metadata
+
+	// CPUs are the CPUs workers are pinned to, worker i to CPUs[i mod len]; nil = this process's
+	// affinity mask. Calibration keeps the simulator's CPU out of it.
+	CPUs []int
+	// NoKernelTimestamps turns SO_TIMESTAMPING off: every event gets the user-space time only.
+	NoKernelTimestamps bool
+	// StampAfterDecode stamps each event's arrival after its JSON is decoded instead of right
+	// after the socket read: the naive client, for `calibrate --single-process` only.
+	StampAfterDecode bool
 }
 
 // Defaults.

@@ -54,6 +54,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
+	if len(cfg.CPUs) > 0 {
+		cpus, usable = cfg.CPUs, min(usable, len(cfg.CPUs))
+	}
 	if cfg.Workers == 0 {
 		cfg.Workers = usable
 	}
@@ -95,7 +98,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		}
 		wc := WorkerConfig{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
 			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, MaxInflight: cfg.MaxInflight, Connections: cfg.Connections,
-			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args}
+			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
+			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode}
 		if err := c.start(exe, wc); err != nil {
 			c.stopAll()
 			c.waitAll()

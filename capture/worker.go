@@ -43,6 +43,9 @@ type WorkerConfig struct {
 	PartRows     int           `json:"part_rows"`
 	PartInterval time.Duration `json:"part_interval"`
 	Args         []string      `json:"args"`
+	// NoKernelTimestamps and StampAfterDecode: see Config.
+	NoKernelTimestamps bool `json:"no_kernel_timestamps,omitempty"`
+	StampAfterDecode   bool `json:"stamp_after_decode,omitempty"`
 
 	In  io.Reader `json:"-"` // control lines after the config (start, stop); EOF = coordinator gone
 	Out io.Writer `json:"-"` // messages for the coordinator
@@ -140,7 +143,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 	if cfg.MaxInflight > 0 {
 		maxConns = cfg.MaxInflight
 	}
-	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, Timeout: w.tgt.Timeout.D(), KeepText: keepText, Timestamps: true})
+	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, Timeout: w.tgt.Timeout.D(), KeepText: keepText, Timestamps: !cfg.NoKernelTimestamps})
 	defer w.client.Close()
 	if cfg.MaxInflight > 0 {
 		w.sem = make(chan struct{}, cfg.MaxInflight)

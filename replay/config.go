@@ -52,6 +52,7 @@ type SLO struct {
 type CaptureOptions struct {
 	Workers      int      `yaml:"workers" json:"workers,omitempty"`             // 0 = the CPUs this process may use
 	Connections  int      `yaml:"connections" json:"connections,omitempty"`     // warm connections per worker
+	Shards       int      `yaml:"shards" json:"shards,omitempty"`               // hosts sharing the schedule (capture --shard i/n); 0 = 1
 	MaxInflight  int      `yaml:"max_inflight" json:"max_inflight,omitempty"`   // per worker; 0 = unlimited
 	KeepText     bool     `yaml:"keep_text" json:"keep_text,omitempty"`         // store generated text in raw requests
 	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout,omitempty"` // wait for in-flight requests after Ctrl-C

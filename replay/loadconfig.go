@@ -292,9 +292,6 @@ func (c *Config) validate(v *validator) {
 		if s.SystemPromptTokens < 0 {
 			v.errf(f+"system_prompt_tokens", "must be >= 0")
 		}
-		if c.Target.API != "chat" {
-			v.errf(f[:len(f)-1], "needs target.api: chat (later turns carry earlier messages)")
-		}
 	}
 	if d := w.Dataset; d != nil {
 		f := "workload.dataset."
@@ -355,7 +352,7 @@ func (c *Config) validate(v *validator) {
 		}
 	}
 	cp := c.Capture
-	if cp.Workers < 0 || cp.Connections < 0 || cp.MaxInflight < 0 || cp.PartRows < 0 || cp.PartInterval < 0 || cp.DrainTimeout < 0 {
+	if cp.Workers < 0 || cp.Connections < 0 || cp.Shards < 0 || cp.MaxInflight < 0 || cp.PartRows < 0 || cp.PartInterval < 0 || cp.DrainTimeout < 0 {
 		v.errf("capture", "values must be >= 0")
 	}
 }

@@ -2,9 +2,11 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -14,6 +16,14 @@ import (
 
 // batchRows is how many rows are buffered before they go to the Parquet writer.
 const batchRows = 8192
+
+// Row groups end after this many request rows, or prompt rows, or prompt text bytes, so the
+// Parquet writers (which hold a row group in memory until it ends) stay in bounded memory.
+const (
+	requestGroupRows = 1 << 20
+	promptGroupRows  = 1 << 18
+	promptGroupBytes = 64 << 20
+)
 
 // closedMinCycle bounds the rows planned for a closed-loop stage given by duration only: a user
 // is assumed to need at least this long (plus think time) per request, so the plan holds
@@ -117,16 +127,30 @@ func newStageStats() *stageStats {
 	return &stageStats{in: hdrhistogram.New(1, 10_000_000, 4), out: hdrhistogram.New(1, 10_000_000, 4)}
 }
 
-// output buffers rows and writes them in batches; in dry-run mode its writers are nil and rows
-// are only counted.
+// output buffers rows and hands full batches to one writer goroutine per file, so that drawing
+// the plan and compressing the two files use separate cores; in dry-run mode its writers are
+// nil and rows are only counted.
 type output struct {
 	reqW    *schemas.Writer[schemas.ScheduleRequest]
 	promptW *schemas.Writer[schemas.Prompt]
+	reqA    *asyncWriter[schemas.ScheduleRequest]
+	promptA *asyncWriter[schemas.Prompt]
 	reqs    []schemas.ScheduleRequest
 	prompts []schemas.Prompt
 	nReq    int64
 	nPrompt int64
 	stats   []*stageStats
+}
+
+// start begins the writer goroutines; finish must follow.
+func (o *output) start() {
+	if o.reqW == nil {
+		return
+	}
+	o.reqA = newAsyncWriter(o.reqW, requestGroupRows, 0, nil)
+	o.promptA = newAsyncWriter(o.promptW, promptGroupRows, promptGroupBytes, func(p *schemas.Prompt) int { return len(p.Text) + len(p.MessagesJSON) })
+	o.reqs = <-o.reqA.free
+	o.prompts = <-o.promptA.free
 }
 
 func (o *output) addRequest(r schemas.ScheduleRequest) error {
@@ -135,12 +159,14 @@ func (o *output) addRequest(r schemas.ScheduleRequest) error {
 	st.in.RecordValue(int64(r.InputTokens))
 	st.out.RecordValue(int64(r.MaxTokens))
 	o.nReq++
-	if o.reqW == nil {
+	if o.reqA == nil {
 		return nil
 	}
 	o.reqs = append(o.reqs, r)
 	if len(o.reqs) >= batchRows {
-		return o.flushRequests()
+		var err error
+		o.reqs, err = o.reqA.send(o.reqs)
+		return err
 	}
 	return nil
 }
@@ -148,55 +174,116 @@ func (o *output) addRequest(r schemas.ScheduleRequest) error {
 // addPrompt stores a prompt and returns its id (prompt ids are 0, 1, 2, ... in order).
 func (o *output) addPrompt(text, messagesJSON string, tokens int) (int64, error) {
 	id := o.nPrompt
-	o.nPrompt++
-	if o.promptW == nil {
-		return id, nil
-	}
-	o.prompts = append(o.prompts, schemas.Prompt{PromptID: id, InputTokens: int32(tokens), Text: text, MessagesJSON: messagesJSON})
-	if len(o.prompts) >= batchRows {
-		return id, o.flushPrompts()
-	}
-	return id, nil
+	return id, o.addPromptRow(schemas.Prompt{PromptID: id, InputTokens: int32(tokens), Text: text, MessagesJSON: messagesJSON})
 }
 
-// addPromptRow stores a prompt row as is (replaying an earlier run).
+// addPromptRow stores a prompt row as is (replaying an earlier run keeps its ids).
 func (o *output) addPromptRow(p schemas.Prompt) error {
 	o.nPrompt++
-	if o.promptW == nil {
+	if o.promptA == nil {
 		return nil
 	}
 	o.prompts = append(o.prompts, p)
 	if len(o.prompts) >= batchRows {
-		return o.flushPrompts()
+		var err error
+		o.prompts, err = o.promptA.send(o.prompts)
+		return err
 	}
 	return nil
 }
 
-func (o *output) flushRequests() error {
-	if o.reqW == nil || len(o.reqs) == 0 {
+// finish writes the last batches and waits for the writer goroutines; it is safe to call twice.
+func (o *output) finish() error {
+	if o.reqA == nil {
 		return nil
 	}
-	err := o.reqW.Write(o.reqs)
-	clear(o.reqs)
-	o.reqs = o.reqs[:0]
+	err := o.promptA.finish(o.prompts)
+	if rerr := o.reqA.finish(o.reqs); err == nil {
+		err = rerr
+	}
+	o.prompts, o.reqs = nil, nil
 	return err
 }
 
-func (o *output) flushPrompts() error {
-	if o.promptW == nil || len(o.prompts) == 0 {
-		return nil
-	}
-	err := o.promptW.Write(o.prompts)
-	clear(o.prompts) // drop references to prompt text
-	o.prompts = o.prompts[:0]
-	return err
+// asyncWriter writes batches on its own goroutine with two buffers in rotation. It ends a row
+// group every maxRows rows or maxBytes bytes (by size), so the Parquet writer's memory stays
+// bounded.
+type asyncWriter[T any] struct {
+	w                *schemas.Writer[T]
+	ch               chan []T
+	free             chan []T
+	done             chan struct{}
+	err              error
+	failed           atomic.Bool
+	maxRows          int
+	maxBytes         int
+	size             func(*T) int
+	groupRows, bytes int
+	finished         bool
 }
 
-func (o *output) flush() error {
-	if err := o.flushPrompts(); err != nil {
+func newAsyncWriter[T any](w *schemas.Writer[T], maxRows, maxBytes int, size func(*T) int) *asyncWriter[T] {
+	a := &asyncWriter[T]{w: w, ch: make(chan []T, 1), free: make(chan []T, 2), done: make(chan struct{}), maxRows: maxRows, maxBytes: maxBytes, size: size}
+	a.free <- make([]T, 0, batchRows)
+	a.free <- make([]T, 0, batchRows)
+	go a.run()
+	return a
+}
+
+func (a *asyncWriter[T]) run() {
+	defer close(a.done)
+	for b := range a.ch {
+		if a.err == nil {
+			a.err = a.write(b)
+			if a.err != nil {
+				a.failed.Store(true)
+			}
+		}
+		clear(b) // drop references to prompt text
+		a.free <- b[:0]
+	}
+}
+
+func (a *asyncWriter[T]) write(b []T) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if err := a.w.Write(b); err != nil {
 		return err
 	}
-	return o.flushRequests()
+	a.groupRows += len(b)
+	if a.size != nil {
+		for i := range b {
+			a.bytes += a.size(&b[i])
+		}
+	}
+	if a.groupRows >= a.maxRows || (a.maxBytes > 0 && a.bytes >= a.maxBytes) {
+		a.groupRows, a.bytes = 0, 0
+		return a.w.Flush()
+	}
+	return nil
+}
+
+// send hands b to the writer and returns an empty buffer to fill next.
+func (a *asyncWriter[T]) send(b []T) ([]T, error) {
+	if a.failed.Load() {
+		return b[:0], errors.New("writer failed") // the real error comes from finish
+	}
+	a.ch <- b
+	return <-a.free, nil
+}
+
+func (a *asyncWriter[T]) finish(last []T) error {
+	if a.finished {
+		return a.err
+	}
+	a.finished = true
+	if len(last) > 0 {
+		a.ch <- last
+	}
+	close(a.ch)
+	<-a.done
+	return a.err
 }
 
 // planStages writes the rows of every stage; stages run back to back and set info.OffsetNs.

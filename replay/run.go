@@ -89,8 +89,12 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 			return err
 		}
 	}
+	o.start()
 	fail := func(err error) error {
 		if o.reqW != nil {
+			if ferr := o.finish(); ferr != nil && err.Error() == "writer failed" {
+				err = ferr
+			}
 			o.reqW.Abort()
 			o.promptW.Abort()
 			if createdOut {
@@ -106,7 +110,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if err != nil {
 		return fail(err)
 	}
-	if err := o.flush(); err != nil {
+	if err := o.finish(); err != nil {
 		return fail(err)
 	}
 	if opts.DryRun {
@@ -171,7 +175,7 @@ func plan(ctx context.Context, cfg *Config, tok tokenizer.Tokenizer, o *output) 
 	case w.SharedPrefix != nil:
 		src, err = newSharedPrefix(w.SharedPrefix, chat, gen, rng, o)
 	case w.Conversations != nil:
-		src, err = newConversations(w.Conversations, gen, rng, o)
+		src, err = newConversations(w.Conversations, chat, gen, rng, o)
 	case w.Dataset != nil:
 		src, err = newDataset(w.Dataset, chat, tok, rng, o)
 	}

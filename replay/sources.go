@@ -117,20 +117,23 @@ func (s *sharedPrefix) unit(buf []turn) ([]turn, error) {
 	return append(buf, turn{promptID: s.first + int64(k), input: s.tokens[k], output: int32(s.cfg.OutputTokens), group: int32(k / s.cfg.UsersPerGroup)}), nil
 }
 
-// conversations makes one multi-turn conversation per unit. Turn k's prompt is its user message;
-// MessagesJSON holds the system prompt (if any) and the earlier user messages in order, and
-// capture inserts the server's actual answer after each earlier user message.
+// conversations makes one multi-turn conversation per unit. Turn k's prompt is its user message.
+// Chat API: MessagesJSON holds the system prompt (if any) and the earlier user messages in
+// order, and capture inserts the server's actual answer after each earlier user message.
+// Completions API: MessagesJSON is empty, the system prompt leads turn 0's text, and capture
+// sends turn k as turn k−1's prompt + its answer + "\n\n" + text.
 type conversations struct {
 	cfg            *Conversations
 	turns, in, out *sampler
 	gen            *textGen
 	rng            *rand.Rand
 	o              *output
+	chat           bool
 	msgs           []message
 }
 
-func newConversations(cfg *Conversations, gen *textGen, rng *rand.Rand, o *output) (*conversations, error) {
-	c := &conversations{cfg: cfg, gen: gen, rng: rng, o: o}
+func newConversations(cfg *Conversations, chat bool, gen *textGen, rng *rand.Rand, o *output) (*conversations, error) {
+	c := &conversations{cfg: cfg, chat: chat, gen: gen, rng: rng, o: o}
 	var err error
 	for _, p := range []struct {
 		d    Dist
@@ -159,7 +162,16 @@ func (c *conversations) unit(buf []turn) ([]turn, error) {
 	for k := range nt {
 		text, got := c.gen.at(c.rng.IntN(c.gen.positions()), c.in.draw(c.rng))
 		tokens += got
-		id, err := c.o.addPrompt(text, messagesJSON(c.msgs), tokens)
+		var id int64
+		var err error
+		switch {
+		case c.chat:
+			id, err = c.o.addPrompt(text, messagesJSON(c.msgs), tokens)
+		case k == 0 && len(c.msgs) > 0: // completions: the system prompt leads the first turn
+			id, err = c.o.addPrompt(c.msgs[0].Content+"\n\n"+text, "", tokens)
+		default: // completions: capture prepends the earlier prompts and answers
+			id, err = c.o.addPrompt(text, "", tokens)
+		}
 		if err != nil {
 			return buf, err
 		}

@@ -256,3 +256,26 @@ workload:
 		}
 	}
 }
+
+func TestConversationsCompletions(t *testing.T) {
+	reqs, prompts, _ := planConfig(t, `target: {url: "http://127.0.0.1:8000", model: m, api: completions}
+load: {stages: [{rate: 2, duration: 1s, arrival: constant}]}
+workload:
+  conversations:
+    turns: {kind: fixed, value: 2}
+    input: {kind: fixed, value: 5}
+    output: {kind: fixed, value: 3}
+    system_prompt_tokens: 4
+`)
+	ps := promptMap(prompts)
+	for i, r := range reqs {
+		p := ps[r.PromptID]
+		words := 5
+		if r.Turn == 0 {
+			words = 4 + 5 // the system prompt leads the first turn
+		}
+		if p.MessagesJSON != "" || tokenizer.CountWords(p.Text) != words || r.InputTokens != int32(4+5*(r.Turn+1)) {
+			t.Errorf("row %d (turn %d): text of %d words, messages %q, input %d; want %d words, no messages, input %d", i, r.Turn, tokenizer.CountWords(p.Text), p.MessagesJSON, r.InputTokens, words, 4+5*(r.Turn+1))
+		}
+	}
+}

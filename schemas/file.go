@@ -41,7 +41,7 @@ func Create[T any](path string, p Producer) (*Writer[T], error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := createTemp(dir, base)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
@@ -61,6 +61,16 @@ func (w *Writer[T]) Write(rows []T) error {
 	n, err := w.pw.Write(rows)
 	w.rows += int64(n)
 	if err != nil {
+		return fmt.Errorf("write %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Flush ends the current row group: its pages are written out and leave memory. Writers of
+// large files call it every so many rows to bound their memory (the Parquet writer otherwise
+// holds a whole row group, compressed, until Close).
+func (w *Writer[T]) Flush() error {
+	if err := w.pw.Flush(); err != nil {
 		return fmt.Errorf("write %s: %w", w.path, err)
 	}
 	return nil
@@ -130,7 +140,7 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := createTemp(dir, base)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -150,6 +160,21 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	syncDir(dir)
 	return nil
+}
+
+// createTemp creates the hidden temporary file ".NAME.tmp-*" next to the final name, readable
+// by everyone like a file made with os.Create (os.CreateTemp makes it 0600).
+func createTemp(dir, base string) (*os.File, error) {
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
 }
 
 func syncDir(dir string) {

@@ -32,7 +32,10 @@ type ScheduleRequest struct {
 // the chat API, "messages" is the array in messages_json followed by {"role": "user",
 // "content": text}. For conversation turns (schedule conversation >= 0) messages_json holds the
 // system prompt, if any, and the earlier user turns in order; capture inserts after each earlier
-// user message the server's actual answer to it as {"role": "assistant", "content": ...}.
+// user message the server's actual answer to it as {"role": "assistant", "content": ...}. For
+// conversations on the completions API messages_json is empty, turn 0's text starts with the
+// system prompt, and capture sends turn k as the prompt it sent for turn k-1, that turn's
+// answer, "\n\n" and text.
 type Prompt struct {
 	PromptID     int64  `parquet:"prompt_id,delta" doc:"prompt key referenced by schedule requests"`
 	InputTokens  int32  `parquet:"input_tokens" doc:"length of the prompt in tokens of the configured tokenizer"`

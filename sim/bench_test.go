@@ -39,6 +39,16 @@ func runChild() {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", srv.Handler())
+	if os.Getenv(childEnv+"_FLOOR") == "1" {
+		// net/http's own floor: read the body, write a canned one-token stream, no engine
+		canned := []byte(`data: {"id":"cmpl-1","object":"text_completion","created":1,"model":"sim","choices":[{"index":0,"text":"the ","logprobs":null,"finish_reason":null,"stop_reason":null}]}` + "\n\ndata: [DONE]\n\n")
+		mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header()["Content-Type"] = sseContentType
+			w.Header()["Transfer-Encoding"] = chunked
+			w.Write(canned)
+		})
+	}
 	mux.HandleFunc("/_rusage", func(w http.ResponseWriter, r *http.Request) {
 		var ru syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -66,9 +76,9 @@ type child struct {
 	client *http.Client
 }
 
-func startChild(b *testing.B, conns int) *child {
+func startChild(b *testing.B, conns int, env ...string) *child {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Env = append(append(os.Environ(), childEnv+"=1"), env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -123,9 +133,18 @@ func (c *child) stream(b *testing.B, body string) {
 // the simulator process's own CPU time (getrusage: user + system) per request and per token.
 func BenchmarkServerCPU(b *testing.B) {
 	const conns = 16
-	for _, tokens := range []int{1, 64, 1024} {
-		b.Run(fmt.Sprintf("tokens=%d", tokens), func(b *testing.B) {
-			c := startChild(b, conns)
+	for _, tt := range []struct {
+		name   string
+		tokens int
+		env    []string
+	}{
+		{"tokens=1", 1, nil}, {"tokens=64", 64, nil}, {"tokens=1024", 1024, nil},
+		// the same exchange answered by a bare net/http handler: the floor under the simulator
+		{"net-http-floor", 1, []string{childEnv + "_FLOOR=1"}},
+	} {
+		tokens := tt.tokens
+		b.Run(tt.name, func(b *testing.B) {
+			c := startChild(b, conns, tt.env...)
 			body := fmt.Sprintf(`{"model":"sim","prompt":"a short prompt of some eight words","max_tokens":%d,"stream":true,"stream_options":{"include_usage":true}}`, tokens)
 			run := func(n int) {
 				var next atomic.Int64

@@ -148,7 +148,7 @@ func TestBatchingSlowsSteps(t *testing.T) {
 		res := make([]result, n)
 		done := make(chan int)
 		for i := range n {
-			go func() { res[i] = streamOnce(t, client, "http://"+addr, 6); done <- i }()
+			go func() { res[i] = streamOnce(t, client, "http://"+addr, 21); done <- i }()
 		}
 		for range n {
 			<-done
@@ -160,10 +160,10 @@ func TestBatchingSlowsSteps(t *testing.T) {
 		return longest
 	}
 	one, four := decode(1), decode(4)
-	// 5 steps of 2 ms × (1 + 0.5·running): 15 ms alone, 30 ms with four running all along
-	// (the four arrive a little apart, so the longest of them must reach at least 25 ms)
-	if one < 15*time.Millisecond || four < 25*time.Millisecond {
-		t.Errorf("decode alone %v, longest with 4 in flight %v; want ≥ 15 ms, ≥ 25 ms", one, four)
+	// 20 steps of 2 ms × (1 + 0.5·running): 60 ms alone, 120 ms with four running all along
+	// (the four arrive a little apart, so the longest of them must reach at least 80 ms)
+	if one < 60*time.Millisecond || four < 80*time.Millisecond {
+		t.Errorf("decode alone %v, longest with 4 in flight %v; want ≥ 60 ms, ≥ 80 ms", one, four)
 	}
 }
 
@@ -194,5 +194,31 @@ func TestServeStopsOnCancel(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve did not return within 5s of cancel")
+	}
+}
+
+// TestEngineModeQueues: in engine mode too, requests beyond max-num-seqs wait FIFO.
+func TestEngineModeQueues(t *testing.T) {
+	cfg := zeroConfig()
+	cfg.ITL, cfg.MaxNumSeqs = 2*time.Millisecond, 1
+	_, addr := startServer(t, cfg)
+	client := newClient()
+	res := make([]result, 3)
+	done := make(chan struct{})
+	for i := range res {
+		go func() { res[i] = streamOnce(t, client, "http://"+addr, 5); done <- struct{}{} }()
+	}
+	for range res {
+		<-done
+	}
+	queued := 0
+	for _, r := range res {
+		// the first runs at once on the idle engine; the others wait for a free slot
+		if time.Duration(r.truth.QueueNs) > time.Millisecond {
+			queued++
+		}
+	}
+	if queued != 2 {
+		t.Errorf("3 requests, max-num-seqs 1: %d queued; want 2", queued)
 	}
 }

@@ -12,11 +12,16 @@ import (
 
 // CaptureCmd is `wirebench capture RUN`.
 type CaptureCmd struct {
-	RunDir       string        `arg:"" name:"run" help:"Run directory written by replay (manifest.json and schedule/)." type:"existingdir"`
+	RunDir  string       `arg:"" name:"run" help:"Run directory written by replay (manifest.json and schedule/)." type:"existingdir"`
+	Target  string       `help:"Base URL of the server, overriding target.url (e.g. http://127.0.0.1:8000)."`
+	Capture CaptureFlags `embed:""`
+}
+
+// CaptureFlags are the capture options shared by `capture` and `run`.
+type CaptureFlags struct {
 	Workers      int           `help:"Worker processes, each pinned to one CPU (0 = capture.workers from the config, else the CPUs this process may use: affinity mask and cgroup quota)." default:"0"`
 	Shard        string        `help:"This host's share of the schedule for multi-host runs: i/n keeps requests (whole conversations) whose key mod n == i." default:"0/1"`
 	StartAt      string        `help:"Common start time for multi-host runs: RFC 3339 (2026-01-02T15:04:05Z) or unix nanoseconds. Default: just after every worker is ready."`
-	Target       string        `help:"Base URL of the server, overriding target.url (e.g. http://127.0.0.1:8000)."`
 	MaxInflight  int           `help:"Per-worker cap on requests in flight; a send that waits on it is recorded as lag and counted (0 = capture.max_inflight, else unlimited)." default:"0"`
 	Connections  int           `help:"Connections each worker opens and warms before the start (0 = capture.connections, else 64)." default:"0"`
 	KeepText     bool          `help:"Store the generated text in raw requests (output_text)."`
@@ -29,7 +34,7 @@ type CaptureCmd struct {
 }
 
 func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger) error {
-	cfg, err := c.config()
+	cfg, err := c.Capture.config(c.RunDir, c.Target, os.Args[1:])
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -40,10 +45,10 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger) error {
 	return err
 }
 
-func (c *CaptureCmd) config() (capture.Config, error) {
-	cfg := capture.Config{Run: c.RunDir, Workers: c.Workers, Target: c.Target, MaxInflight: c.MaxInflight, Connections: c.Connections,
+func (c *CaptureFlags) config(run, target string, args []string) (capture.Config, error) {
+	cfg := capture.Config{Run: run, Workers: c.Workers, Target: target, MaxInflight: c.MaxInflight, Connections: c.Connections,
 		KeepText: c.KeepText, DrainTimeout: c.DrainTimeout, PartRows: c.PartRows, PartInterval: c.PartInterval,
-		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, Quiet: c.Quiet, Progress: os.Stderr, Args: os.Args[1:]}
+		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, Quiet: c.Quiet, Progress: os.Stderr, Args: args}
 	var err error
 	if cfg.Shard, cfg.Shards, err = capture.ParseShard(c.Shard); err != nil {
 		return cfg, err

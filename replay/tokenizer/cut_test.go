@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,6 +47,31 @@ func TestCutTiny(t *testing.T) {
 	} {
 		if got, ok := Cut(tok, "abc ac", tc.n); got != tc.want || !ok {
 			t.Errorf("Cut(tiny, %q, %d) = (%q, %v); want (%q, true)", "abc ac", tc.n, got, ok, tc.want)
+		}
+	}
+}
+
+func TestHFTokenEnds(t *testing.T) {
+	spaced := func(m map[string]any) {
+		m["pre_tokenizer"] = map[string]any{"type": "ByteLevel", "add_prefix_space": true, "use_regex": true}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(map[string]any)
+		in   string
+		want []int
+	}{
+		{"plain", nil, "abc ac", []int{3, 5, 6}},                          // abc, Ġa, c
+		{"added token", nil, "a<x> b", []int{1, 4, 6}},                    // a, <x>, b (rstrip drops the space)
+		{"prefix space", spaced, "ac", []int{1, 2}},                       // Ġa (the space is not in the text), c
+		{"prefix space after added", spaced, "a<x>ac", []int{1, 4, 5, 6}}, // Ġa, <x>, Ġa, c
+	} {
+		tok, err := LoadHF(tinyJSON(t, tc.edit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, got := tok.TokenEnds(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: TokenEnds(%q) = %v; want %v (ids %v)", tc.name, tc.in, got, tc.want, tok.Encode(tc.in))
 		}
 	}
 }

@@ -397,8 +397,8 @@ func (h *HF) TokenEnds(text string) (string, []int) {
 	h.encode(text, func(start, _ int, toks []int32) {
 		end := start
 		for _, t := range toks {
-			end = min(end+len(h.pieces[t]), len(text))
-			ends = append(ends, end)
+			end += len(h.pieces[t])
+			ends = append(ends, min(max(end, 0), len(text)))
 		}
 	})
 	// Move ends that fall inside a character to its end.
@@ -427,7 +427,8 @@ func (h *HF) prepare(text string) string {
 }
 
 // encode calls emit with the byte span [start, end) of each added token or pre-token of the
-// prepared text and its ids. Offsets are into the text as normalized section by section, which is
+// prepared text and its ids (a span that carries ByteLevel's added prefix space starts one byte
+// early). Offsets are into the text as normalized section by section, which is
 // the prepared text whenever normalization does not change across a section boundary.
 func (h *HF) encode(text string, emit func(start, end int, ids []int32)) {
 	if !utf8.ValidString(text) {
@@ -491,14 +492,13 @@ func (h *HF) encodeSection(sec string, off int, emit func(start, end int, ids []
 		sec = norm.NFC.String(sec)
 	}
 	if h.prefixSpace && sec[0] != ' ' {
-		// The added space is part of the first pre-token but not of the text: its span starts
-		// at off all the same, so offsets stay within the text.
+		// The added space is part of the first pre-token but not of the text: that span starts
+		// one byte early (at -1 for the text's first section), so its tokens' lengths add up.
 		sec = " " + sec
 		off--
 	}
 	h.split(sec, 0, func(s, e int) {
-		ids := h.word(sec[s:e])
-		emit(max(off+s, 0), off+e, ids)
+		emit(off+s, off+e, h.word(sec[s:e]))
 	})
 }
 

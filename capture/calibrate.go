@@ -1,0 +1,487 @@
+package capture
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// Calibration is the result of `wirebench calibrate`, written to DIR/calibration.json. Every
+// time is in nanoseconds, every rate in requests per second.
+type Calibration struct {
+	Host          string   `json:"host"`
+	CPUs          int      `json:"cpus"`             // CPUs this process may use
+	SharedCPUs    bool     `json:"shared_cpus"`      // client and simulator ran on the same CPUs
+	SimCPU        int      `json:"sim_cpu"`          // CPU the simulator was pinned to; -1 = not pinned
+	WorkerCPUs    []int    `json:"worker_cpus"`      // CPUs the workers were pinned to
+	LoadAvg       string   `json:"load_avg"`         // /proc/loadavg when the calibration started
+	Workers       int      `json:"workers"`          // worker processes
+	GOMAXPROCS    int      `json:"gomaxprocs"`       // per worker
+	SingleProcess bool     `json:"single_process"`   // the naive client: one worker, GOMAXPROCS 1, user-space stamps after decoding
+	Kernel        bool     `json:"kernel_timestamp"` // SO_TIMESTAMPING on
+	InputTokens   int      `json:"input_tokens"`
+	OutputTokens  int      `json:"output_tokens"`
+	SimTTFTNs     int64    `json:"sim_ttft_ns"`
+	SimITLNs      int64    `json:"sim_itl_ns"`
+	SimStampLead  int64    `json:"sim_stamp_lead_ns"` // known delay the simulator added between its stamp and the write
+	StageNs       int64    `json:"stage_ns"`          // length of each rate stage
+	Rates         []Rate   `json:"rates"`             // one per rate, in increasing order
+	FaithfulRate  float64  `json:"faithful_rate"`     // highest rate held faithfully, every lower rate too; 0 = none
+	FaithfulRule  string   `json:"faithful_rule"`
+	Fit           Fit      `json:"fit"`
+	ForRate       float64  `json:"for_rate"`         // the rate WorkersForRate is for
+	WorkersFor    int      `json:"workers_for_rate"` // workers that keep ρ at 0.5 at ForRate; 0 = not reachable
+	Notes         []string `json:"notes,omitempty"`
+}
+
+// Rate is one stage of the calibration sweep.
+type Rate struct {
+	Stage        int32   `json:"stage"`
+	TargetRate   float64 `json:"target_rate"`
+	AchievedRate float64 `json:"achieved_rate"` // (sends - 1) / (last S - first S), as aggregate
+	Fidelity     float64 `json:"fidelity"`      // achieved / target
+	Requests     int64   `json:"requests"`
+	Errors       int64   `json:"errors"`
+	SendLag      Quant   `json:"send_lag_ns"` // S - P
+	ReadLag      Quant   `json:"read_lag_ns"` // rx_user - rx_kernel, per event with a kernel time
+	// TTFTErr is t_first - server_sent_first per request: how late the client saw the first
+	// token after the simulator stamped it (t = rx_kernel_ns, else rx_user_ns).
+	TTFTErr Quant `json:"ttft_error_ns"`
+	// ChunkErr is t_j - server_sent_j for every content chunk.
+	ChunkErr Quant `json:"chunk_error_ns"`
+	// ITLErr is (t_j - t_{j-1}) - (server_sent_j - server_sent_{j-1}): the measured gap minus the
+	// true gap. Its P99 is of the absolute value (errors go both ways).
+	ITLErr       Quant   `json:"itl_error_ns"`
+	ExactShare   float64 `json:"exact_share"`    // share of content chunks with an exact kernel timestamp
+	WorkerRhoMax float64 `json:"worker_rho_max"` // largest (user + sys CPU) / wall of a worker in the stage
+	CPUPerSecond float64 `json:"cpu_per_second"` // all workers' CPU seconds per wall second
+	CPUPerReqNs  float64 `json:"cpu_per_request_ns"`
+	CPUPerTokNs  float64 `json:"cpu_per_token_ns"`
+	Tokens       int64   `json:"tokens"` // output tokens received (usage, else content chunks)
+	Faithful     bool    `json:"faithful"`
+	Why          string  `json:"why,omitempty"` // why not faithful
+}
+
+// Quant is a distribution summary: N values, median, 99th percentile (nearest rank).
+type Quant struct {
+	N   int   `json:"n"`
+	P50 int64 `json:"p50"`
+	P99 int64 `json:"p99"`
+}
+
+// Fit is the linear CPU model of a worker, fitted over the sweep:
+//
+//	ρ_worker(λ_w) = IdleRho + CPUPerReqNs·1e-9 · λ_w
+//
+// where λ_w = λ / k is the rate one worker sends. It comes from ordinary least squares of the
+// stages' total worker CPU per wall second against their achieved rate (intercept A = k ·
+// IdleRho, slope = CPU seconds per request). Mu is the rate one worker sustains at ρ = 1:
+// (1 - IdleRho) / slope.
+type Fit struct {
+	IdleRho     float64 `json:"idle_rho"`           // per worker, with no requests
+	CPUPerReqNs float64 `json:"cpu_per_request_ns"` // marginal CPU per request
+	Mu          float64 `json:"mu"`                 // requests per second one worker serves at ρ = 1
+	Points      int     `json:"points"`             // stages used
+	Method      string  `json:"method"`
+}
+
+// Faithful-rate thresholds.
+const (
+	FaithfulFidelity = 0.995
+	FaithfulTTFTErr  = time.Millisecond
+	// rhoTarget is the worker utilisation WorkersFor aims at.
+	rhoTarget = 0.5
+)
+
+// faithfulRule describes judge in words, for the JSON and the table.
+var faithfulRule = fmt.Sprintf("fidelity >= %.1f%%, TTFT error p99 < %v, no failed request", FaithfulFidelity*100, FaithfulTTFTErr)
+
+// judge decides whether one stage was measured faithfully and says why not.
+func judge(r *Rate) {
+	var why []string
+	if r.Requests == 0 {
+		why = append(why, "no request")
+	}
+	if r.Fidelity < FaithfulFidelity {
+		why = append(why, fmt.Sprintf("fidelity %.2f%% < %.1f%%", r.Fidelity*100, FaithfulFidelity*100))
+	}
+	if r.TTFTErr.N == 0 {
+		why = append(why, "no TTFT error sample (no server send times)")
+	} else if r.TTFTErr.P99 >= int64(FaithfulTTFTErr) {
+		why = append(why, fmt.Sprintf("TTFT error p99 %s >= %v", fmtNs(float64(r.TTFTErr.P99)), FaithfulTTFTErr))
+	}
+	if r.Errors > 0 {
+		why = append(why, fmt.Sprintf("%d failed requests", r.Errors))
+	}
+	r.Faithful, r.Why = len(why) == 0, strings.Join(why, "; ")
+}
+
+// faithfulRate returns the highest target rate such that it and every lower rate were faithful
+// (rates sorted by target rate); 0 when the lowest already failed. A pass above a failure does
+// not count: it is luck, not capacity.
+func faithfulRate(rates []Rate) float64 {
+	s := slices.Clone(rates)
+	slices.SortFunc(s, func(a, b Rate) int { return cmp.Compare(a.TargetRate, b.TargetRate) })
+	best := 0.0
+	for _, r := range s {
+		if !r.Faithful {
+			break
+		}
+		best = r.TargetRate
+	}
+	return best
+}
+
+// fitCPU fits the worker CPU model over the faithful stages (all stages when fewer than two are
+// faithful). k is the number of workers.
+func fitCPU(rates []Rate, k int) Fit {
+	var xs, ys []float64
+	for _, r := range rates {
+		if r.Faithful && r.AchievedRate > 0 {
+			xs, ys = append(xs, r.AchievedRate), append(ys, r.CPUPerSecond)
+		}
+	}
+	method := "least squares over the faithful stages: total worker CPU per second = A + c × achieved rate"
+	if len(xs) < 2 {
+		xs, ys = xs[:0], ys[:0]
+		for _, r := range rates {
+			if r.AchievedRate > 0 {
+				xs, ys = append(xs, r.AchievedRate), append(ys, r.CPUPerSecond)
+			}
+		}
+		method = "least squares over every stage (fewer than 2 faithful): total worker CPU per second = A + c × achieved rate"
+	}
+	f := Fit{Points: len(xs)}
+	if len(xs) == 0 || k < 1 {
+		f.Method = "no stage with requests: nothing to fit"
+		return f
+	}
+	a, c := 0.0, 0.0
+	if len(xs) >= 2 {
+		a, c = ols(xs, ys)
+	}
+	if len(xs) < 2 || c <= 0 || a < 0 {
+		// One point, or a slope or intercept that noise made meaningless: no idle cost, the
+		// median CPU per request.
+		per := make([]float64, len(xs))
+		for i := range xs {
+			per[i] = ys[i] / xs[i]
+		}
+		slices.Sort(per)
+		a, c = 0, per[len(per)/2]
+		method = "median CPU seconds per request over the stages (no usable linear fit): idle cost taken as 0"
+	}
+	f.Method = method
+	f.IdleRho = a / float64(k)
+	f.CPUPerReqNs = c * 1e9
+	if c > 0 && f.IdleRho < 1 {
+		f.Mu = (1 - f.IdleRho) / c
+	}
+	return f
+}
+
+// ols returns the intercept and slope of the least-squares line through (xs, ys).
+func ols(xs, ys []float64) (a, b float64) {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return sy / n, 0
+	}
+	b = (n*sxy - sx*sy) / d
+	return (sy - b*sx) / n, b
+}
+
+// WorkersFor returns the smallest k with IdleRho + slope·rate/k <= 0.5, or 0 when no k does
+// (the idle cost alone reaches 0.5, or nothing was fitted).
+func (f Fit) WorkersFor(rate float64) int {
+	if f.CPUPerReqNs <= 0 || f.IdleRho >= rhoTarget || rate <= 0 {
+		return 0
+	}
+	k := math.Ceil(f.CPUPerReqNs * 1e-9 * rate / (rhoTarget - f.IdleRho))
+	return max(1, int(k))
+}
+
+// SweepRates returns the geometric sweep from lo to hi: steps rates (lo·(hi/lo)^(i/(steps-1)))
+// when factor is 0, else lo, lo·factor, ... up to hi (with a small tolerance for rounding).
+func SweepRates(lo, hi float64, steps int, factor float64) ([]float64, error) {
+	switch {
+	case lo <= 0 || hi <= 0:
+		return nil, fmt.Errorf("rates must be > 0 (min %g, max %g)", lo, hi)
+	case hi < lo:
+		return nil, fmt.Errorf("max rate %g is below min rate %g", hi, lo)
+	case factor != 0 && factor <= 1:
+		return nil, fmt.Errorf("geometric factor %g: want > 1", factor)
+	case factor == 0 && steps < 1:
+		return nil, fmt.Errorf("steps %d: want >= 1", steps)
+	}
+	var out []float64
+	if factor > 0 {
+		for r := lo; r <= hi*(1+1e-9); r *= factor {
+			out = append(out, round4(r))
+		}
+		return out, nil
+	}
+	if steps == 1 || lo == hi {
+		return []float64{round4(hi)}, nil
+	}
+	for i := range steps {
+		out = append(out, round4(lo*math.Pow(hi/lo, float64(i)/float64(steps-1))))
+	}
+	return out, nil
+}
+
+// round4 keeps 4 significant digits, so that stage names and tables read 126, not 125.99.
+func round4(x float64) float64 {
+	if x == 0 {
+		return 0
+	}
+	p := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*p) / p
+}
+
+// rawData is what analyse reads of a run directory.
+type rawData struct {
+	stages   []schemas.StageInfo
+	requests []schemas.RawRequest
+	chunks   []schemas.RawChunk // grouped by seq, in event order within a request
+	workers  []schemas.Worker
+}
+
+// analyse computes one Rate per non-warmup stage.
+func analyse(d *rawData) []Rate {
+	type acc struct {
+		r                 Rate
+		sent              []int64
+		lag, rlag, ttft   []int64
+		chunk, itl        []int64
+		content, exact    int64
+		cpu, wall, maxRho float64
+		workers           int
+	}
+	accs := map[int32]*acc{}
+	var order []int32
+	for _, s := range d.stages {
+		if s.Warmup || s.Mode != "open" {
+			continue
+		}
+		accs[s.Index] = &acc{r: Rate{Stage: s.Index, TargetRate: s.Rate}}
+		order = append(order, s.Index)
+	}
+	bySeq := map[int64]*schemas.RawRequest{}
+	for i := range d.requests {
+		q := &d.requests[i]
+		a := accs[q.Stage]
+		if a == nil || q.Warmup {
+			continue
+		}
+		bySeq[q.Seq] = q
+		a.r.Requests++
+		if q.ErrorKind != "" {
+			a.r.Errors++
+		}
+		if q.SentNs > 0 {
+			a.sent = append(a.sent, q.SentNs)
+			a.lag = append(a.lag, q.SentNs-q.PlannedNs)
+		}
+		if q.UsageComplete != nil {
+			a.r.Tokens += int64(*q.UsageComplete)
+		}
+	}
+	// Chunks: per request, in order. prevT/prevS are the previous content chunk's times.
+	var cur int64 = -1
+	var q *schemas.RawRequest
+	var a *acc
+	var prevT, prevS int64
+	first := false
+	for i := range d.chunks {
+		c := &d.chunks[i]
+		if c.Seq != cur || i == 0 {
+			cur, q = c.Seq, bySeq[c.Seq]
+			a, prevT, prevS, first = nil, 0, 0, true
+			if q != nil {
+				a = accs[q.Stage]
+			}
+		}
+		if a == nil {
+			continue
+		}
+		if c.RxKernelNs != nil {
+			a.rlag = append(a.rlag, c.RxUserNs-*c.RxKernelNs)
+		}
+		if c.Kind != "content" {
+			continue
+		}
+		a.content++
+		if q.UsageComplete == nil {
+			a.r.Tokens++
+		}
+		if c.Quality == "exact" {
+			a.exact++
+		}
+		t := c.RxUserNs
+		if c.RxKernelNs != nil {
+			t = *c.RxKernelNs
+		}
+		if c.ServerSentNs == nil {
+			prevT = 0
+			first = false
+			continue
+		}
+		s := *c.ServerSentNs
+		a.chunk = append(a.chunk, t-s)
+		if first {
+			a.ttft = append(a.ttft, t-s)
+		}
+		if prevT != 0 {
+			e := (t - prevT) - (s - prevS)
+			a.itl = append(a.itl, e)
+		}
+		prevT, prevS, first = t, s, false
+	}
+	for _, w := range d.workers {
+		a := accs[w.Stage]
+		if a == nil || w.WallNs <= 0 {
+			continue
+		}
+		cpu := float64(w.CPUUserNs + w.CPUSysNs)
+		a.cpu += cpu
+		a.wall = max(a.wall, float64(w.WallNs))
+		a.maxRho = max(a.maxRho, cpu/float64(w.WallNs))
+		a.workers++
+	}
+	out := make([]Rate, 0, len(order))
+	for _, idx := range order {
+		a := accs[idx]
+		r := a.r
+		slices.Sort(a.sent)
+		if n := len(a.sent); n >= 2 && a.sent[n-1] > a.sent[0] {
+			r.AchievedRate = float64(n-1) / (float64(a.sent[n-1]-a.sent[0]) / 1e9)
+		}
+		if r.TargetRate > 0 {
+			r.Fidelity = r.AchievedRate / r.TargetRate
+		}
+		r.SendLag, r.ReadLag = quant(a.lag, false), quant(a.rlag, false)
+		r.TTFTErr, r.ChunkErr, r.ITLErr = quant(a.ttft, false), quant(a.chunk, false), quant(a.itl, true)
+		if a.content > 0 {
+			r.ExactShare = float64(a.exact) / float64(a.content)
+		}
+		r.WorkerRhoMax = a.maxRho
+		if a.wall > 0 {
+			r.CPUPerSecond = a.cpu / a.wall
+		}
+		if r.Requests > 0 {
+			r.CPUPerReqNs = a.cpu / float64(r.Requests)
+		}
+		if r.Tokens > 0 {
+			r.CPUPerTokNs = a.cpu / float64(r.Tokens)
+		}
+		judge(&r)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Rate) int { return cmp.Compare(a.TargetRate, b.TargetRate) })
+	return out
+}
+
+// quant summarises v (sorted in place): median, and the 99th percentile of v or, with abs, of |v|.
+func quant(v []int64, abs bool) Quant {
+	if len(v) == 0 {
+		return Quant{}
+	}
+	slices.Sort(v)
+	q := Quant{N: len(v), P50: rank(v, 0.5)}
+	if abs {
+		for i := range v {
+			if v[i] < 0 {
+				v[i] = -v[i]
+			}
+		}
+		slices.Sort(v)
+	}
+	q.P99 = rank(v, 0.99)
+	return q
+}
+
+// rank is the nearest-rank quantile of sorted v.
+func rank(v []int64, p float64) int64 {
+	i := int(math.Ceil(p*float64(len(v)))) - 1
+	return v[min(max(i, 0), len(v)-1)]
+}
+
+// fmtNs formats nanoseconds as µs below 1 ms, else ms.
+func fmtNs(ns float64) string {
+	switch a := math.Abs(ns); {
+	case a < 1e3:
+		return fmt.Sprintf("%.0fns", ns)
+	case a < 1e6:
+		return fmt.Sprintf("%.0fµs", ns/1e3)
+	case a < 1e9:
+		return fmt.Sprintf("%.2fms", ns/1e6)
+	}
+	return fmt.Sprintf("%.2fs", ns/1e9)
+}
+
+// WriteTable writes the human-readable calibration table.
+func (c *Calibration) WriteTable(w io.Writer) error {
+	mode := fmt.Sprintf("%d worker(s), GOMAXPROCS %d, kernel timestamps on", c.Workers, c.GOMAXPROCS)
+	if c.SingleProcess {
+		mode = "SINGLE PROCESS (naive client): 1 worker, GOMAXPROCS 1, kernel timestamps off, arrival stamped after decoding"
+	}
+	fmt.Fprintf(w, "calibrate on %s: %d CPUs, load average %s\n", c.Host, c.CPUs, c.LoadAvg)
+	for _, n := range c.Notes {
+		fmt.Fprintf(w, "NOTE: %s\n", n)
+	}
+	fmt.Fprintf(w, "client: %s; sim: fixed ttft %v, itl %v, %d input / %d output tokens, stages of %v\n\n",
+		mode, time.Duration(c.SimTTFTNs), time.Duration(c.SimITLNs), c.InputTokens, c.OutputTokens, time.Duration(c.StageNs))
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "rate/s\tachieved\tfidelity\tsend lag p50\tp99\tread lag p99\tTTFT err p50\tp99\tchunk err p50\tp99\tITL err p50\t|p99|\texact\tworker ρ\tCPU/req\tCPU/token\tfaithful\t")
+	for _, r := range c.Rates {
+		ok := "yes"
+		if !r.Faithful {
+			ok = "NO"
+		}
+		fmt.Fprintf(tw, "%g\t%.1f\t%.2f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%.3f\t%.1fµs\t%.1fµs\t%s\t\n",
+			r.TargetRate, r.AchievedRate, r.Fidelity*100, fmtNs(float64(r.SendLag.P50)), fmtNs(float64(r.SendLag.P99)),
+			fmtNs(float64(r.ReadLag.P99)), fmtNs(float64(r.TTFTErr.P50)), fmtNs(float64(r.TTFTErr.P99)),
+			fmtNs(float64(r.ChunkErr.P50)), fmtNs(float64(r.ChunkErr.P99)), fmtNs(float64(r.ITLErr.P50)), fmtNs(float64(r.ITLErr.P99)),
+			r.ExactShare*100, r.WorkerRhoMax, r.CPUPerReqNs/1e3, r.CPUPerTokNs/1e3, ok)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, r := range c.Rates {
+		if !r.Faithful {
+			fmt.Fprintf(w, "not faithful at %g/s: %s\n", r.TargetRate, r.Why)
+		}
+	}
+	if c.FaithfulRate > 0 {
+		fmt.Fprintf(w, "highest rate held faithfully: %g requests/s (%s)\n", c.FaithfulRate, c.FaithfulRule)
+	} else {
+		fmt.Fprintf(w, "no rate was held faithfully (%s)\n", c.FaithfulRule)
+	}
+	f := c.Fit
+	fmt.Fprintf(w, "worker CPU model: ρ = %.3f + %s × rate per worker (%s, %d points)\n", f.IdleRho, fmtNs(f.CPUPerReqNs), f.Method, f.Points)
+	if f.Mu > 0 {
+		fmt.Fprintf(w, "μ per worker ≈ %.0f requests/s at ρ = 1\n", f.Mu)
+	}
+	if c.WorkersFor > 0 {
+		fmt.Fprintf(w, "for %g requests/s at ρ = 0.5: %d worker(s) (each needs its own CPU; the server should not share them)\n", c.ForRate, c.WorkersFor)
+	} else {
+		fmt.Fprintf(w, "for %g requests/s at ρ = 0.5: not reachable with this fit\n", c.ForRate)
+	}
+	return nil
+}

@@ -1,0 +1,392 @@
+package capture
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wirebench/wirebench/aggregate"
+	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// CalibrateConfig is one `wirebench calibrate`: a geometric rate sweep of capture against the
+// built-in simulator, planned by replay, captured, aggregated, then compared with the
+// simulator's own send times.
+type CalibrateConfig struct {
+	Dir           string        // run directory to create (must not hold a schedule)
+	Workers       int           // 0 = the CPUs left after the simulator's
+	InputTokens   int           // prompt length (whitespace tokens)
+	OutputTokens  int           // tokens per response (ignore_eos)
+	MinRate       float64       // first rate of the sweep
+	MaxRate       float64       // last rate
+	Steps         int           // rates in the sweep (when Factor is 0)
+	Factor        float64       // > 1: rates MinRate, MinRate·Factor, ... up to MaxRate
+	StageDuration time.Duration // length of each rate
+	Warmup        time.Duration // a warmup stage at MinRate first; 0 = none
+	TTFT          time.Duration // simulator: fixed time to first token
+	ITL           time.Duration // simulator: fixed inter-token gap
+	StampLead     time.Duration // simulator: delay between its send stamp and the write (tests)
+	Target        string        // a running `wirebench sim` to use instead of starting one
+	SingleProcess bool          // the naive client: 1 worker, GOMAXPROCS 1, no kernel stamps, stamp after decoding
+	ForRate       float64       // rate to size workers for at ρ = 0.5; 0 = MaxRate
+	Exe           string        // wirebench binary (sim, worker); "" = os.Executable()
+	ToolVersion   string
+	Args          []string
+	Out           io.Writer // the table; nil = none
+}
+
+// Calibrate runs the calibration and writes DIR/calibration.json; DIR is also a normal,
+// aggregated run directory. The sweep is one schedule made by replay, so it runs to its end:
+// there is no early stop once the client has broken (stopping would need a second way of making
+// schedules, or an interrupted capture).
+func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Calibration, error) {
+	if err := checkCalibrate(&cfg); err != nil {
+		return nil, err
+	}
+	rates, err := SweepRates(cfg.MinRate, cfg.MaxRate, cfg.Steps, cfg.Factor)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Exe == "" {
+		if cfg.Exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("find wirebench binary: %w", err)
+		}
+	}
+	if ents, _ := os.ReadDir(cfg.Dir); len(ents) > 0 {
+		return nil, fmt.Errorf("%s is not empty: calibrate writes a fresh run directory", cfg.Dir)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	cal := &Calibration{SimCPU: -1, SingleProcess: cfg.SingleProcess, Kernel: !cfg.SingleProcess,
+		InputTokens: cfg.InputTokens, OutputTokens: cfg.OutputTokens, SimTTFTNs: int64(cfg.TTFT), SimITLNs: int64(cfg.ITL),
+		SimStampLead: int64(cfg.StampLead), StageNs: int64(cfg.StageDuration), FaithfulRule: faithfulRule}
+	cal.Host, _ = os.Hostname()
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		cal.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	cpus, usable, err := AllowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	cal.CPUs = usable
+
+	// CPUs: the simulator gets the last allowed CPU of its own when there are 3 or more; with
+	// fewer, client and server share them and the output says so.
+	workerCPUs := cpus
+	target := cfg.Target
+	switch {
+	case target != "":
+		cal.Notes = append(cal.Notes, "calibrating against "+target+" (not started by calibrate): its CPU placement is unknown")
+	case usable >= 3 && len(cpus) >= 3:
+		cal.SimCPU = cpus[len(cpus)-1]
+		workerCPUs = cpus[:len(cpus)-1]
+	default:
+		cal.SharedCPUs = true
+		cal.Notes = append(cal.Notes, fmt.Sprintf("this machine has %d usable CPUs (fewer than 3): the client and the simulator SHARE them, so the simulator's own CPU use and the client's interfere; figures are pessimistic", usable))
+	}
+	if cal.Workers = cfg.Workers; cal.Workers == 0 {
+		cal.Workers = max(1, min(len(workerCPUs), usable-boolInt(cal.SimCPU >= 0)))
+	}
+	cal.GOMAXPROCS = DefaultGOMAXPROCS
+	if cfg.SingleProcess {
+		cal.Workers, cal.GOMAXPROCS = 1, 1
+	}
+	for i := range cal.Workers {
+		cal.WorkerCPUs = append(cal.WorkerCPUs, workerCPUs[i%len(workerCPUs)])
+	}
+	if cfg.ForRate == 0 {
+		cfg.ForRate = cfg.MaxRate
+	}
+	cal.ForRate = cfg.ForRate
+
+	if target == "" {
+		url, stop, err := startSim(cfg, cal.SimCPU, log)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		target = url
+	}
+
+	// Plan with replay: the one place schedules are made.
+	confPath := filepath.Join(cfg.Dir, "calibrate.yaml")
+	if err := os.WriteFile(confPath, calibrateYAML(cfg, rates, target), 0o644); err != nil {
+		return nil, fmt.Errorf("write calibration config: %w", err)
+	}
+	if err := replay.Run(ctx, replay.Options{ConfigPath: confPath, Out: cfg.Dir, ToolVersion: cfg.ToolVersion, Args: cfg.Args}, log); err != nil {
+		return nil, fmt.Errorf("plan calibration: %w", err)
+	}
+	log.Info("calibrating", "rates", rates, "stage", cfg.StageDuration, "workers", cal.Workers, "single_process", cfg.SingleProcess, "target", target)
+	ccfg := Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, GOMAXPROCS: cal.GOMAXPROCS, CPUs: cal.WorkerCPUs,
+		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, DrainTimeout: 5 * time.Second}
+	if err := Run(ctx, ccfg, log); err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	var aggErr error
+	if _, err := aggregate.Run(ctx, aggregate.Config{Runs: []string{cfg.Dir}, Args: cfg.Args}, log); err != nil {
+		aggErr = fmt.Errorf("aggregate %s (calibration.json is still written): %w", cfg.Dir, err)
+		log.Error("aggregate", "err", err)
+	}
+
+	d, err := loadRaw(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cal.Rates = analyse(d)
+	cal.FaithfulRate = faithfulRate(cal.Rates)
+	cal.Fit = fitCPU(cal.Rates, cal.Workers)
+	cal.WorkersFor = cal.Fit.WorkersFor(cfg.ForRate)
+	if err := writeJSON(filepath.Join(cfg.Dir, "calibration.json"), cal); err != nil {
+		return cal, err
+	}
+	if cfg.Out != nil {
+		if err := cal.WriteTable(cfg.Out); err != nil {
+			return cal, fmt.Errorf("write table: %w", err)
+		}
+	}
+	return cal, aggErr
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func checkCalibrate(cfg *CalibrateConfig) error {
+	var errs []error
+	if cfg.Dir == "" {
+		errs = append(errs, errors.New("output directory: required (-o DIR)"))
+	}
+	if cfg.InputTokens < 1 {
+		errs = append(errs, fmt.Errorf("input tokens %d: want >= 1", cfg.InputTokens))
+	}
+	if cfg.OutputTokens < 1 {
+		errs = append(errs, fmt.Errorf("output tokens %d: want >= 1", cfg.OutputTokens))
+	}
+	if cfg.StageDuration < time.Second {
+		errs = append(errs, fmt.Errorf("stage duration %v: want >= 1s", cfg.StageDuration))
+	}
+	if cfg.TTFT <= 0 || cfg.ITL <= 0 {
+		errs = append(errs, fmt.Errorf("sim ttft %v and itl %v: want both > 0 (fixed mode)", cfg.TTFT, cfg.ITL))
+	}
+	if cfg.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers %d: want >= 0 (0 = the CPUs left after the simulator's)", cfg.Workers))
+	}
+	if cfg.ForRate < 0 {
+		errs = append(errs, fmt.Errorf("for-rate %g: want >= 0", cfg.ForRate))
+	}
+	if cfg.SingleProcess && cfg.Workers > 1 {
+		errs = append(errs, fmt.Errorf("--single-process runs one worker; --workers %d contradicts it", cfg.Workers))
+	}
+	return errors.Join(errs...)
+}
+
+// calibrateYAML is the replay config of the sweep: constant arrivals, fixed lengths, the
+// whitespace tokenizer the simulator counts with.
+func calibrateYAML(cfg CalibrateConfig, rates []float64, target string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by wirebench calibrate: one constant-rate stage per rate of the sweep.\n")
+	fmt.Fprintf(&b, "name: calibrate\nseed: 1\n")
+	fmt.Fprintf(&b, "target:\n  url: %s\n  api: completions\n  model: sim\n  ignore_eos: true\n  timeout: 60s\n", strconv.Quote(target))
+	fmt.Fprintf(&b, "load:\n")
+	if cfg.Warmup > 0 {
+		fmt.Fprintf(&b, "  warmup: {rate: %g, duration: %s, arrival: constant}\n", rates[0], cfg.Warmup)
+	}
+	fmt.Fprintf(&b, "  stages:\n")
+	for _, r := range rates {
+		fmt.Fprintf(&b, "    - {name: rate-%g, rate: %g, duration: %s, arrival: constant}\n", r, r, cfg.StageDuration)
+	}
+	fmt.Fprintf(&b, "workload:\n  synthetic:\n    input: {kind: fixed, value: %d}\n    output: {kind: fixed, value: %d}\n", cfg.InputTokens, cfg.OutputTokens)
+	fmt.Fprintf(&b, "tokenizer: whitespace\n")
+	return []byte(b.String())
+}
+
+// startSim starts `wirebench sim` on a free loopback port, pinned to cpu when cpu >= 0, and
+// returns its base URL and a function that stops it.
+func startSim(cfg CalibrateConfig, cpu int, log *slog.Logger) (string, func(), error) {
+	args := []string{"--log-level", "warn", "sim", "--listen", "127.0.0.1:0", "--mode", "fixed",
+		"--ttft", cfg.TTFT.String(), "--itl", cfg.ITL.String(), "--max-num-seqs", "0", "--stamp-lead", cfg.StampLead.String()}
+	cmd := exec.Command(cfg.Exe, args...)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's Ctrl-C is ours to handle
+	if cpu >= 0 {
+		// GOMAXPROCS follows the affinity the runtime sees at start; one CPU, one P.
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, fmt.Errorf("start sim: %w", err)
+	}
+	if err := startPinned(cmd, cpu); err != nil {
+		return "", nil, fmt.Errorf("start sim (%s sim): %w", cfg.Exe, err)
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- strings.TrimSpace(sc.Text())
+		}
+		close(lines)
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case url, ok := <-lines:
+		if !ok || !strings.HasPrefix(url, "http://") {
+			stop()
+			return "", nil, fmt.Errorf("start sim: it printed %q, want its base URL", url)
+		}
+		if cpu >= 0 {
+			if err := pinTasks(cmd.Process.Pid, cpu); err != nil {
+				log.Warn("pinning the simulator failed; it shares the CPUs", "cpu", cpu, "err", err)
+			}
+		}
+		log.Info("sim started", "url", url, "cpu", cpu, "ttft", cfg.TTFT, "itl", cfg.ITL, "stamp_lead", cfg.StampLead)
+		return url, stop, nil
+	case <-time.After(20 * time.Second):
+		stop()
+		return "", nil, errors.New("start sim: no base URL after 20s")
+	}
+}
+
+// startPinned starts cmd from an OS thread pinned to cpu, so the child inherits that mask from
+// its first instruction (cpu < 0: start normally). The thread's mask is restored afterwards.
+func startPinned(cmd *exec.Cmd, cpu int) error {
+	if cpu < 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return cmd.Start()
+	}
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return cmd.Start()
+	}
+	err := cmd.Start()
+	_ = unix.SchedSetaffinity(0, &old)
+	return err
+}
+
+// pinTasks pins every thread of process pid to cpu (twice, to catch threads started meanwhile;
+// later threads inherit the mask of the pinned thread that creates them).
+func pinTasks(pid, cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	for range 2 {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return fmt.Errorf("list threads of %d: %w", pid, err)
+		}
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+				return fmt.Errorf("pin thread %d to cpu %d: %w", tid, cpu, err)
+			}
+		}
+	}
+	return nil
+}
+
+// loadRaw reads the stages and every raw file the manifest lists.
+func loadRaw(dir string) (*rawData, error) {
+	m, err := schemas.ReadManifest(filepath.Join(dir, schemas.ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	d := &rawData{stages: m.Stages}
+	for _, f := range m.Files {
+		p := filepath.Join(dir, f.Path)
+		switch f.Kind {
+		case schemas.KindOf[schemas.RawRequest]().Name:
+			rows, err := schemas.ReadFile[schemas.RawRequest](p)
+			if err != nil {
+				return nil, err
+			}
+			d.requests = append(d.requests, rows...)
+		case schemas.KindOf[schemas.RawChunk]().Name:
+			rows, err := schemas.ReadFile[schemas.RawChunk](p)
+			if err != nil {
+				return nil, err
+			}
+			d.chunks = append(d.chunks, rows...)
+		case schemas.KindOf[schemas.Worker]().Name:
+			rows, err := schemas.ReadFile[schemas.Worker](p)
+			if err != nil {
+				return nil, err
+			}
+			d.workers = append(d.workers, rows...)
+		}
+	}
+	slices.SortStableFunc(d.chunks, func(a, b schemas.RawChunk) int {
+		return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Index, b.Index))
+	})
+	if len(d.requests) == 0 {
+		return nil, fmt.Errorf("%s: the capture recorded no request", dir)
+	}
+	return d, nil
+}
+
+// writeJSON writes v as indented JSON to path through a temporary file and a rename.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// event212 is a typical ~212-byte OpenAI chat chunk event.
+const event212 = `data: {"id":"chatcmpl-7a1c9e0b5f2d4e8a","object":"chat.completion.chunk","created":1732870000,"model":"Qwen/Qwen3-8B","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}]}` + "\n\n"
+
+// tcpPair returns a wrapped client connection (timestamps on) and its raw server peer.
+func tcpPair(tb testing.TB, stamp bool) (*Conn, net.Conn, *net.TCPConn) {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	acc := make(chan net.Conn, 1)
+	go func() {
+		s, _ := l.Accept()
+		acc <- s
+	}()
+	nc, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	peer := <-acc
+	var st counters
+	c := newConn(nc, stamp, true, &st)
+	tb.Cleanup(func() { nc.Close(); peer.Close() })
+	return c, peer, nc.(*net.TCPConn)
+}
+
+// readAll reads exactly len(p) bytes with r.
+func readFull(tb testing.TB, r io.Reader, p []byte) {
+	if _, err := io.ReadFull(r, p); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TestReadAllocs: a timestamped read through the wrapper, framing tracker included, allocates
+// nothing in steady state.
+func TestReadAllocs(t *testing.T) {
+	c, peer, _ := tcpPair(t, true)
+	peer.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"))
+	buf := make([]byte, 4096)
+	readFull(t, c, buf[:81])
+	chunk := []byte(fmt.Sprintf("%x\r\n%s\r\n", len(event212), event212))
+	allocs := testing.AllocsPerRun(1000, func() {
+		peer.Write(chunk)
+		readFull(t, c, buf[:len(chunk)])
+	})
+	if allocs != 0 {
+		t.Errorf("allocations per read = %v; want 0", allocs)
+	}
+	if c.stamping {
+		if r, ok := c.lookup(1, c.fr.BodyOffset(), new(int64)); !ok || r.kernel == 0 {
+			t.Errorf("last read: kernel time %d, found %v; want a kernel time", r.kernel, ok)
+		}
+	}
+}
+
+// BenchmarkRead measures one write+read of a 212-byte event over loopback through the wrapper
+// (recvmsg with timestamps, framing tracker) and, for comparison, through *net.TCPConn.
+func BenchmarkRead(b *testing.B) {
+	for _, mode := range []string{"wire", "wire-nostamp", "tcpconn"} {
+		b.Run(mode, func(b *testing.B) {
+			c, peer, tc := tcpPair(b, mode == "wire")
+			var r io.Reader = c
+			if mode == "tcpconn" {
+				r = tc
+			}
+			peer.Write([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"))
+			buf := make([]byte, 4096)
+			readFull(b, r, buf[:47])
+			chunk := []byte(fmt.Sprintf("%x\r\n%s\r\n", len(event212), event212))
+			b.ReportAllocs()
+			for b.Loop() {
+				peer.Write(chunk)
+				readFull(b, r, buf[:len(chunk)])
+			}
+		})
+	}
+}
+
+// decodeAll decodes every event of body and parses its payload; it returns the event count.
+func decodeAll(d *Decoder, ev *Event, pl *Payload, body []byte) int {
+	d.Reset()
+	n := 0
+	for i := 0; i < len(body); i += 4096 {
+		d.Feed(body[i:min(i+4096, len(body))])
+		for d.Next(ev) {
+			if !ev.Comment && string(ev.Data) != "[DONE]" {
+				ParsePayload(ev.Data, pl, false)
+			}
+			n++
+		}
+	}
+	return n
+}
+
+// TestDecodeAllocs: decoding and parsing an event allocates nothing in steady state.
+func TestDecodeAllocs(t *testing.T) {
+	body := []byte(strings.Repeat(event212, 100))
+	var d Decoder
+	var ev Event
+	var pl Payload
+	if n := decodeAll(&d, &ev, &pl, body); n != 100 || pl.Content != 6 {
+		t.Fatalf("decoded %d events (content %d); want 100 (6)", n, pl.Content)
+	}
+	if a := testing.AllocsPerRun(100, func() { decodeAll(&d, &ev, &pl, body) }); a != 0 {
+		t.Errorf("allocations per 100 events = %v; want 0", a)
+	}
+}
+
+// BenchmarkDecodeEvent measures SSE decoding plus payload parsing per event.
+func BenchmarkDecodeEvent(b *testing.B) {
+	body := []byte(strings.Repeat(event212, 1000))
+	var d Decoder
+	var ev Event
+	var pl Payload
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)) / 1000)
+	for b.Loop() {
+		for i := 0; i < len(body); i += len(event212) * 1000 {
+			decodeAll(&d, &ev, &pl, body)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/event")
+	b.ReportMetric(0, "ns/op")
+}
+
+// rawServer answers every request on a connection with the same prebuilt chunked SSE response,
+// one write per event (one segment each), so nearly all CPU goes to the client.
+func rawServer(tb testing.TB, events int) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	chunk := []byte(fmt.Sprintf("%x\r\n%s\r\n", len(event212), event212))
+	head := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+	done := []byte("e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					conn.Write(head)
+					for range events {
+						conn.Write(chunk)
+					}
+					conn.Write(done)
+				}
+			}()
+		}
+	}()
+	return "http://" + l.Addr().String() + "/v1/chat/completions"
+}
+
+// BenchmarkClientEvents measures events per second through one client (Do over a keep-alive
+// connection, 200 events per response) with the server in the same process: a lower bound on
+// one client core's capacity.
+func BenchmarkClientEvents(b *testing.B) {
+	const events = 200
+	url := rawServer(b, events)
+	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true})
+	defer c.Close()
+	var res Result
+	req := &Request{URL: url, Body: []byte(`{"stream":true}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Do(context.Background(), req, &res)
+		if res.Req.ErrorKind != "" || len(res.Chunks) != events+1 {
+			b.Fatalf("error %q (%s), %d chunks; want none, %d", res.Req.ErrorKind, res.Req.ErrorMessage, len(res.Chunks), events+1)
+		}
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(b.N*events)/sec, "events/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
+	_ = time.Second
+}
