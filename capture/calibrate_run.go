@@ -224,7 +224,7 @@ func calibrateYAML(cfg CalibrateConfig, rates []float64, target string) []byte {
 // startSim starts `wirebench sim` on a free loopback port, pinned to cpu when cpu >= 0, and
 // returns its base URL and a function that stops it.
 func startSim(cfg CalibrateConfig, cpu int, log *slog.Logger) (string, func(), error) {
-	args := []string{"--log-level", "warn", "sim", "--listen", "127.0.0.1:0", "--mode", "fixed",
+	args := []string{"--log-level", "error", "sim", "--listen", "127.0.0.1:0", "--mode", "fixed",
 		"--ttft", cfg.TTFT.String(), "--itl", cfg.ITL.String(), "--max-num-seqs", "0", "--stamp-lead", cfg.StampLead.String()}
 	cmd := exec.Command(cfg.Exe, args...)
 	cmd.Stderr = os.Stderr

@@ -143,7 +143,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 	if cfg.MaxInflight > 0 {
 		maxConns = cfg.MaxInflight
 	}
-	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, Timeout: w.tgt.Timeout.D(), KeepText: keepText, Timestamps: !cfg.NoKernelTimestamps})
+	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, Timeout: w.tgt.Timeout.D(), KeepText: keepText, Timestamps: !cfg.NoKernelTimestamps,
+		StampAfterDecode: cfg.StampAfterDecode})
 	defer w.client.Close()
 	if cfg.MaxInflight > 0 {
 		w.sem = make(chan struct{}, cfg.MaxInflight)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/wirebench/wirebench/replay/tokenizer"
 )
 
 // BenchmarkPlan3M plans the large case: 5,000 QPS × 600 s Poisson (3 million requests)
@@ -34,5 +36,24 @@ workload:
 		if err := Run(context.Background(), Options{ConfigPath: cfg, Out: out, Force: true}, log); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.ReportMetric(3e6*float64(b.N)/b.Elapsed().Seconds(), "requests/s")
+}
+
+// BenchmarkTextGen cuts one 256-token prompt from the corpus.
+func BenchmarkTextGen(b *testing.B) {
+	for _, name := range []string{"whitespace", "o200k_base"} {
+		b.Run(name, func(b *testing.B) {
+			tok, err := tokenizer.Load(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			g := newTextGen(tok)
+			i := 0
+			for b.Loop() {
+				g.at(i*7919%g.positions(), 256)
+				i++
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	_ "embed"
 	"math/rand/v2"
+	"sort"
 	"strings"
 
 	"github.com/wirebench/wirebench/replay/tokenizer"
@@ -27,6 +28,9 @@ type textGen struct {
 	ends   []int32
 	nwords int // words in one copy of the corpus
 	body   string
+	// tokEnds are the byte offsets in text where each token of the configured tokenizer ends
+	// (non-whitespace tokenizers that report them), for a first cut without tokenizing.
+	tokEnds []int
 }
 
 func newTextGen(tok tokenizer.Tokenizer) *textGen {
@@ -47,7 +51,25 @@ func newTextGen(tok tokenizer.Tokenizer) *textGen {
 		g.ends = append(g.ends, int32(len(g.text)))
 	}
 	g.nwords = len(g.starts) / 2
+	if te, ok := tok.(tokenizer.TokenEnder); ok && !g.ws {
+		if s, ends := te.TokenEnds(g.text); s == g.text {
+			g.tokEnds = ends
+		}
+	}
 	return g
+}
+
+// quickCut tries the cut after the n-th corpus token from byte offset start: one Count.
+func (g *textGen) quickCut(start, n int) (string, bool) {
+	if g.tokEnds == nil {
+		return "", false
+	}
+	i := sort.SearchInts(g.tokEnds, start+1) // first token ending after start
+	if i+n-1 >= len(g.tokEnds) || (i > 0 && g.tokEnds[i-1] != start && g.text[start-1] != ' ') {
+		return "", false
+	}
+	s := g.text[start:g.tokEnds[i+n-1]]
+	return s, g.tok.Count(s) == n
 }
 
 // positions returns how many distinct start positions (corpus words) there are.
@@ -75,6 +97,9 @@ func (g *textGen) at(pos, n int) (string, int) {
 			left -= k
 		}
 		return b.String(), n
+	}
+	if s, ok := g.quickCut(int(g.starts[pos]), n); ok {
+		return s, n
 	}
 	for try := range 4 {
 		p := (pos + try) % g.nwords

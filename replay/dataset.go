@@ -348,7 +348,7 @@ func newDataset(cfg *Dataset, chat bool, tok tokenizer.Tokenizer, rng *rand.Rand
 func (d *dataset) name() string    { return "dataset" }
 func (d *dataset) multiTurn() bool { return false }
 
-func (d *dataset) unit(buf []turn) ([]turn, error) {
+func (d *dataset) unit(buf []turn, limit int64) ([]turn, error) {
 	k := d.next % len(d.rows)
 	d.next++
 	r := &d.rows[k]

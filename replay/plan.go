@@ -109,8 +109,9 @@ type turn struct {
 
 // source draws units of work; it adds the prompts it makes to the output.
 type source interface {
-	// unit appends the next unit to buf and returns it.
-	unit(buf []turn) ([]turn, error)
+	// unit appends the next unit to buf, at most limit requests (a closed-loop stage's last
+	// conversation may be cut short), and returns it.
+	unit(buf []turn, limit int64) ([]turn, error)
 	// multiTurn reports whether units are conversations.
 	multiTurn() bool
 	// name is the schedule's source column.
@@ -205,6 +206,9 @@ func (o *output) finish() error {
 	return err
 }
 
+// errWriterFailed stops planning when a writer goroutine has failed; finish returns its error.
+var errWriterFailed = errors.New("schedule writer failed")
+
 // asyncWriter writes batches on its own goroutine with two buffers in rotation. It ends a row
 // group every maxRows rows or maxBytes bytes (by size), so the Parquet writer's memory stays
 // bounded.
@@ -267,7 +271,7 @@ func (a *asyncWriter[T]) write(b []T) error {
 // send hands b to the writer and returns an empty buffer to fill next.
 func (a *asyncWriter[T]) send(b []T) ([]T, error) {
 	if a.failed.Load() {
-		return b[:0], errors.New("writer failed") // the real error comes from finish
+		return b[:0], errWriterFailed // the real error comes from finish
 	}
 	a.ch <- b
 	return <-a.free, nil
@@ -317,7 +321,7 @@ func planStages(ctx context.Context, stages []stage, src source, seed int64, out
 					break
 				}
 				var err error
-				if units, err = src.unit(units[:0]); err != nil {
+				if units, err = src.unit(units[:0], math.MaxInt64); err != nil {
 					return err
 				}
 				planned, prev := start+off, int64(-1)
@@ -353,15 +357,12 @@ func planStages(ctx context.Context, stages []stage, src source, seed int64, out
 			var done int64
 			for u := 0; done < total; u++ {
 				var err error
-				if units, err = src.unit(units[:0]); err != nil {
+				if units, err = src.unit(units[:0], total-done); err != nil {
 					return err
 				}
 				user := u % c
 				prev := int64(-1)
 				for k, t := range units {
-					if done >= total {
-						break
-					}
 					r := row(st, t, start)
 					r.User = int32(user)
 					if started[user] {

@@ -92,7 +92,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	o.start()
 	fail := func(err error) error {
 		if o.reqW != nil {
-			if ferr := o.finish(); ferr != nil && err.Error() == "writer failed" {
+			if ferr := o.finish(); ferr != nil && errors.Is(err, errWriterFailed) {
 				err = ferr
 			}
 			o.reqW.Abort()

@@ -55,7 +55,7 @@ func newSynthetic(cfg *Synthetic, gen *textGen, rng *rand.Rand, o *output) (*syn
 func (s *synthetic) name() string    { return "synthetic" }
 func (s *synthetic) multiTurn() bool { return false }
 
-func (s *synthetic) unit(buf []turn) ([]turn, error) {
+func (s *synthetic) unit(buf []turn, limit int64) ([]turn, error) {
 	n := s.in.draw(s.rng)
 	m := s.out.draw(s.rng)
 	if s.cfg.RandomTokens {
@@ -112,7 +112,7 @@ func newSharedPrefix(cfg *SharedPrefix, chat bool, gen *textGen, rng *rand.Rand,
 func (s *sharedPrefix) name() string    { return "shared_prefix" }
 func (s *sharedPrefix) multiTurn() bool { return false }
 
-func (s *sharedPrefix) unit(buf []turn) ([]turn, error) {
+func (s *sharedPrefix) unit(buf []turn, limit int64) ([]turn, error) {
 	k := s.rng.IntN(len(s.tokens))
 	return append(buf, turn{promptID: s.first + int64(k), input: s.tokens[k], output: int32(s.cfg.OutputTokens), group: int32(k / s.cfg.UsersPerGroup)}), nil
 }
@@ -150,7 +150,7 @@ func newConversations(cfg *Conversations, chat bool, gen *textGen, rng *rand.Ran
 func (c *conversations) name() string    { return "conversations" }
 func (c *conversations) multiTurn() bool { return true }
 
-func (c *conversations) unit(buf []turn) ([]turn, error) {
+func (c *conversations) unit(buf []turn, limit int64) ([]turn, error) {
 	c.msgs = c.msgs[:0]
 	tokens := 0
 	if n := c.cfg.SystemPromptTokens; n > 0 {
@@ -158,7 +158,7 @@ func (c *conversations) unit(buf []turn) ([]turn, error) {
 		c.msgs = append(c.msgs, message{"system", sys})
 		tokens += got
 	}
-	nt := c.turns.draw(c.rng)
+	nt := int(min(int64(c.turns.draw(c.rng)), limit))
 	for k := range nt {
 		text, got := c.gen.at(c.rng.IntN(c.gen.positions()), c.in.draw(c.rng))
 		tokens += got

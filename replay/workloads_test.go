@@ -48,8 +48,8 @@ workload:
 `)
 	ps := promptMap(prompts)
 	// Open stage: 8 conversations × 3 turns; closed stage: 7 requests (the last conversation cut).
-	if len(reqs) != 24+7 {
-		t.Fatalf("%d requests; want 31", len(reqs))
+	if len(reqs) != 24+7 || len(prompts) != len(reqs) {
+		t.Fatalf("%d requests, %d prompts; want 31 and one prompt per turn (none left unused by the cut conversation)", len(reqs), len(prompts))
 	}
 	for i, r := range reqs[:24] {
 		conv, turn := int64(i/3), int32(i%3)

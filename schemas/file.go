@@ -19,6 +19,9 @@ type Producer struct {
 	Args    []string // the command's flags as given
 }
 
+// RowGroupRows is the most rows a Parquet row group holds; the writer's memory is bounded by it.
+const RowGroupRows = 64 << 10
+
 // Writer writes rows of one kind to a temporary file next to path and renames it to path on
 // Close, after an fsync, so a reader never sees half a file under the final name. Abort (or a
 // crash) leaves only the temporary file, named ".NAME.tmp-*", which readers never match.
@@ -48,6 +51,9 @@ func Create[T any](path string, p Producer) (*Writer[T], error) {
 	args, _ := json.Marshal(p.Args)
 	pw := parquet.NewGenericWriter[T](tmp,
 		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
+		// Bound the writer's memory: a row group is flushed to the file every RowGroupRows rows
+		// instead of holding a whole file's pages until Close.
+		parquet.MaxRowsPerRowGroup(RowGroupRows),
 		parquet.KeyValueMetadata(MetaVersion, strconv.Itoa(SchemaVersion)),
 		parquet.KeyValueMetadata(MetaKind, kind.Name),
 		parquet.KeyValueMetadata(MetaCommand, p.Command),

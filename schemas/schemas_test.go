@@ -243,3 +243,44 @@ func TestManifestRoundTrip(t *testing.T) {
 		t.Errorf("ReadManifest(version 99) = %v; want ErrVersion", err)
 	}
 }
+
+// TestRowGroupsBounded checks that a large file is cut into row groups of at most RowGroupRows,
+// so the writer never holds a whole file in memory.
+func TestRowGroupsBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.parquet")
+	w, err := Create[RawChunk](path, Producer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]RawChunk, 1000)
+	const total = 3*RowGroupRows + 5
+	for n := 0; n < total; n += len(batch) {
+		k := min(len(batch), total-n)
+		for i := range batch[:k] {
+			batch[i].Seq = int64(n + i)
+		}
+		if err := w.Write(batch[:k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open[RawChunk](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	groups := f.RowGroups()
+	if len(groups) != 4 {
+		t.Errorf("row groups = %d; want 4 for %d rows", len(groups), total)
+	}
+	for i, g := range groups {
+		if g.NumRows() > RowGroupRows {
+			t.Errorf("row group %d holds %d rows; want at most %d", i, g.NumRows(), RowGroupRows)
+		}
+	}
+	if f.NumRows() != total {
+		t.Errorf("rows = %d; want %d", f.NumRows(), total)
+	}
+}

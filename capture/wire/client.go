@@ -57,6 +57,10 @@ type ClientConfig struct {
 	KeepText   bool          // collect generated text into Result.Text
 	TLS        *tls.Config   // for https targets
 	Timestamps bool          // enable SO_TIMESTAMPING; DefaultClientConfig sets it, false = user time only
+	// StampAfterDecode takes each event's arrival time after its JSON is decoded, with no kernel
+	// time: the naive client that `wirebench calibrate --single-process` compares against.
+	// Never for measurement.
+	StampAfterDecode bool
 }
 
 // DefaultClientConfig returns the configuration capture starts from: 64 connections, no
@@ -510,6 +514,10 @@ func (c *Client) stream(ctx, rctx context.Context, resp *http.Response, r *Reque
 			}
 			kernel, user, q := s.stamp(ev.End, ev.CR, userNow, approx)
 			ch := c.event(ctx, res, ev, kernel)
+			if c.cfg.StampAfterDecode {
+				user, kernel, q = time.Now().UnixNano(), 0, QualityUser
+				s.kern[len(s.kern)-1] = 0
+			}
 			ch.Seq, ch.Index = r.Seq, int32(len(res.Chunks)-1)
 			ch.RxUserNs, ch.Quality, ch.Bytes = user, q, int32(ev.End-ev.Start)
 			if ch.Kind == KindDone {
