@@ -15,11 +15,11 @@ import (
 
 // RunCmd is `wirebench run CONFIG -o RUN`: replay, capture, aggregate and report in one go.
 type RunCmd struct {
-	Config string `arg:"" type:"existingfile" help:"Run config (YAML). See examples/."`
-	Out    string `short:"o" required:"" placeholder:"RUN" help:"Run directory to create."`
-	Target string `placeholder:"URL" help:"Base URL of the server under test; overrides target.url of the config."`
-	Force  bool   `help:"Overwrite an existing non-empty RUN/schedule."`
-	Open   bool   `help:"Open the report in a browser when one is available."`
+	Config  string       `arg:"" type:"existingfile" help:"Run config (YAML). See examples/."`
+	Out     string       `short:"o" required:"" placeholder:"RUN" help:"Run directory to create."`
+	Target  string       `placeholder:"URL" help:"Base URL of the server under test; overrides target.url of the config."`
+	Force   bool         `help:"Overwrite an existing non-empty RUN/schedule."`
+	Open    bool         `help:"Open the report in a browser when one is available."`
 	Capture CaptureFlags `embed:""`
 }
 
