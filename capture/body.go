@@ -16,8 +16,9 @@ import (
 // (model, stream options, extra_body) is encoded once; per request only max_tokens and the prompt
 // or messages are appended.
 type bodyBuilder struct {
-	chat   bool
-	prefix []byte // `{"model":...,"stream":true,...,` up to and excluding max_tokens
+	chat      bool
+	maxTokens bool   // send max_tokens (target.max_tokens policy "workload", the default)
+	prefix    []byte // `{"model":...,"stream":true,...` up to and excluding the per-request fields
 }
 
 // fixedKeys are set by capture and may not be overridden by extra_body.
@@ -64,8 +65,15 @@ func newBodyBuilder(t replay.Target) (*bodyBuilder, error) {
 		b.WriteByte(':')
 		b.Write(vb)
 	}
-	b.WriteString(`,"max_tokens":`)
-	return &bodyBuilder{chat: api == "chat", prefix: []byte(b.String())}, nil
+	var sendMax bool
+	switch t.MaxTokens {
+	case "", "workload":
+		sendMax = true
+	case "none":
+	default:
+		return nil, fmt.Errorf("target.max_tokens: %q is not workload or none", t.MaxTokens)
+	}
+	return &bodyBuilder{chat: api == "chat", maxTokens: sendMax, prefix: []byte(b.String())}, nil
 }
 
 // history is what a later conversation turn builds on: for chat the JSON message list without
@@ -100,7 +108,10 @@ func (bb *bodyBuilder) build(maxTokens int32, text, messagesJSON string, prev []
 	}
 	body = make([]byte, 0, len(bb.prefix)+len(h)+48)
 	body = append(body, bb.prefix...)
-	body = strconv.AppendInt(body, int64(maxTokens), 10)
+	if bb.maxTokens {
+		body = append(body, `,"max_tokens":`...)
+		body = strconv.AppendInt(body, int64(maxTokens), 10)
+	}
 	if bb.chat {
 		body = append(body, `,"messages":[`...)
 		body = append(body, h...)

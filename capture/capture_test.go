@@ -399,6 +399,8 @@ func TestBodyBuilder(t *testing.T) {
 	}{
 		{"completions", replay.Target{Model: "m"}, "hi there", "", nil, "",
 			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"prompt":"hi there"}`},
+		{"completions max_tokens none", replay.Target{Model: "m", MaxTokens: "none"}, "hi", "", nil, "",
+			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"prompt":"hi"}`},
 		{"completions ignore_eos extra", replay.Target{Model: "m", IgnoreEOS: true, ExtraBody: map[string]any{"temperature": 0}}, "x", "", nil, "",
 			`{"model":"m","stream":true,"ignore_eos":true,"stream_options":{"include_usage":true},"temperature":0,"max_tokens":4,"prompt":"x"}`},
 		{"completions next turn", replay.Target{Model: "m"}, "more", "", []byte("first"), "answer",
@@ -424,6 +426,9 @@ func TestBodyBuilder(t *testing.T) {
 	if _, err := newBodyBuilder(replay.Target{ExtraBody: map[string]any{"max_tokens": 3}}); err == nil {
 		t.Error("newBodyBuilder(extra_body.max_tokens) = nil error; want an error")
 	}
+	if _, err := newBodyBuilder(replay.Target{MaxTokens: "some"}); err == nil {
+		t.Error("newBodyBuilder(max_tokens some) = nil error; want an error")
+	}
 	if _, err := newBodyBuilder(replay.Target{API: "embeddings"}); err == nil {
 		t.Error("newBodyBuilder(api embeddings) = nil error; want an error")
 	}
@@ -438,6 +443,23 @@ func TestEndpoint(t *testing.T) {
 	for _, tt := range tests {
 		if got := endpoint(tt.base, tt.api); got != tt.want {
 			t.Errorf("endpoint(%q, %q) = %q; want %q", tt.base, tt.api, got, tt.want)
+		}
+	}
+}
+
+func TestResolveShardsFromConfig(t *testing.T) {
+	rc := &replay.Config{Target: replay.Target{URL: "http://127.0.0.1:9"}, Capture: replay.CaptureOptions{Shards: 4}}
+	for _, tc := range []struct {
+		shard, shards int
+		ok            bool
+	}{
+		{0, 1, false}, // --shard left at 0/1 while the config plans 4 hosts
+		{2, 4, true},
+		{1, 3, false},
+	} {
+		cfg := Config{Shard: tc.shard, Shards: tc.shards}
+		if err := resolve(&cfg, rc); (err == nil) != tc.ok {
+			t.Errorf("resolve(--shard %d/%d, capture.shards 4) error = %v; want ok=%v", tc.shard, tc.shards, err, tc.ok)
 		}
 	}
 }

@@ -131,6 +131,9 @@ func resolve(cfg *Config, rc *replay.Config) error {
 	if cfg.Shards < 1 {
 		cfg.Shards = 1
 	}
+	if co.Shards > 1 && cfg.Shards != co.Shards {
+		return fmt.Errorf("shard %d/%d: the config's capture.shards is %d: give --shard i/%d", cfg.Shard, cfg.Shards, co.Shards, co.Shards)
+	}
 	if cfg.Shard < 0 || cfg.Shard >= cfg.Shards {
 		return fmt.Errorf("shard %d/%d: want 0 <= i < n", cfg.Shard, cfg.Shards)
 	}

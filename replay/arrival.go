@@ -9,7 +9,7 @@ import (
 // arrivals generates the send offsets of an open-loop stage, in nanoseconds from the stage start,
 // until the stage duration. It never waits on anything: it is a pure function of its seed.
 //   - constant: offset_i = round(i · 1e9 / rate), i = 0, 1, ...: exactly evenly spaced.
-//   - poisson: exponential gaps with mean 1/rate.
+//   - poisson: exponential gaps with mean 1/rate (the first request goes at the stage start).
 //   - gamma: gamma gaps with shape k = burstiness and scale 1/(rate·k): mean 1/rate, coefficient
 //     of variation 1/√k (k = 1 is Poisson; k < 1 is burstier).
 type arrivals struct {

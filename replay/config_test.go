@@ -37,6 +37,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"open stage without duration", goodHead + "load:\n  stages:\n    - {rate: 10}\n" + synth, []string{"load.stages[0].duration: must be > 0"}},
 		{"rate and concurrency", goodHead + "load:\n  stages:\n    - {rate: 10, concurrency: 3, duration: 1s}\n" + synth, []string{"load.stages[0]: set rate"}},
 		{"closed without bound", goodHead + "load:\n  stages:\n    - {concurrency: 3}\n" + synth, []string{"load.stages[0]: a closed-loop stage needs requests or duration"}},
+		{"closed by count before another stage", goodHead + "load:\n  stages:\n    - {concurrency: 3, requests: 10}\n    - {rate: 10, duration: 1s}\n" + synth, []string{"load.stages[0].duration: a closed-loop stage ended by request count must be the last stage"}},
 		{"bad arrival", goodHead + "load:\n  stages:\n    - {rate: 10, duration: 1s, arrival: bursty}\n" + synth, []string{"c.yaml:4:", `load.stages[0].arrival: "bursty"`}},
 		{"burstiness without gamma", goodHead + "load:\n  stages:\n    - {rate: 10, duration: 1s, arrival: poisson, burstiness: 2}\n" + synth, []string{"load.stages[0].burstiness: only for arrival: gamma"}},
 		{"no load", goodHead + synth, []string{"load: needs stages or a sweep"}},

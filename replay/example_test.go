@@ -24,7 +24,7 @@ func ExampleRun() {
 	//   stage            name  mode  requests  rate/s  start  duration  in p50  in p90  in p99  in max  out p50  out p90  out p99  out max
 	//       0  constant-20rps  open       100      20     0s        5s      64      64      64      64       16       16       16       16
 	//       1  constant-50rps  open       250      50     5s        5s      64      64      64      64       16       16       16       16
-	// total: 350 requests, 350 prompts (token percentiles are exact below 32768)
+	// total: 350 requests, 348 prompts (token percentiles are exact below 32768)
 }
 
 func ExampleLoadConfig() {

@@ -410,6 +410,16 @@ func (l *Load) validate(v *validator) {
 	for i := range l.Stages {
 		l.Stages[i].validate(v, fmt.Sprintf("load.stages[%d]", i))
 	}
+	// Stages are planned back to back in time, so a stage that ends by request count alone has
+	// no planned end: only the last stage may be one.
+	if w := l.Warmup; w != nil && w.Concurrency != 0 && w.Duration == 0 {
+		v.errf("load.warmup.duration", "a closed-loop warmup needs a duration: the stages after it start when it ends")
+	}
+	for i, st := range l.Stages {
+		if st.Concurrency != 0 && st.Duration == 0 && (i < len(l.Stages)-1 || l.Sweep != nil) {
+			v.errf(fmt.Sprintf("load.stages[%d].duration", i), "a closed-loop stage ended by request count must be the last stage; give it a duration so later stages have a start time")
+		}
+	}
 	if s := l.Sweep; s != nil {
 		f := "load.sweep."
 		if s.MinRate <= 0 {

@@ -60,6 +60,11 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		if err := checkScheduleDir(opts.Out, opts.Force); err != nil {
 			return err
 		}
+		for _, d := range []string{"raw", "metrics", "report"} {
+			if ents, _ := os.ReadDir(filepath.Join(opts.Out, d)); len(ents) > 0 {
+				log.Warn("the run directory holds results of an earlier schedule; they no longer match it", "dir", filepath.Join(opts.Out, d))
+			}
+		}
 		if cfg.Target.Model == "" {
 			if cfg.Target.Model, err = discoverModel(ctx, &cfg.Target); err != nil {
 				return err

@@ -103,7 +103,7 @@ load:
   warmup: {rate: 50, duration: 1s}
   stages:
     - {rate: 200, duration: 2s, arrival: gamma, burstiness: 0.5}
-    - {concurrency: 4, requests: 50, think_time: 100ms}
+    - {concurrency: 4, requests: 50, duration: 2s, think_time: 100ms}
   sweep: {min_rate: 10, max_rate: 40, stages: 3, duration: 1s, scale: geometric}
 workload:
   synthetic:

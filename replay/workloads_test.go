@@ -91,26 +91,26 @@ func TestClosedLoop(t *testing.T) {
 	reqs, _, m := planConfig(t, `target: {url: "http://127.0.0.1:8000", model: m}
 load:
   stages:
-    - {concurrency: 3, requests: 10, think_time: 100ms}
     - {concurrency: 2, duration: 1s, think_time: 80ms}
     - {rate: 10, duration: 1s, arrival: constant}
+    - {concurrency: 3, requests: 10, think_time: 100ms}
 workload:
   synthetic: {input: {kind: fixed, value: 3}, output: {kind: fixed, value: 2}}
 `)
-	// Stage 1 by duration: 2 users × ⌈1 s / (80 ms + 20 ms)⌉ = 20 rows.
-	if m.Stages[0].Requests != 10 || m.Stages[1].Requests != 20 || m.Stages[2].Requests != 10 {
-		t.Fatalf("stage requests = %d, %d, %d; want 10, 20, 10", m.Stages[0].Requests, m.Stages[1].Requests, m.Stages[2].Requests)
+	// Stage 0 by duration: 2 users × ⌈1 s / (80 ms + 20 ms)⌉ = 20 rows.
+	if m.Stages[0].Requests != 20 || m.Stages[1].Requests != 10 || m.Stages[2].Requests != 10 {
+		t.Fatalf("stage requests = %d, %d, %d; want 20, 10, 10", m.Stages[0].Requests, m.Stages[1].Requests, m.Stages[2].Requests)
 	}
-	if m.Stages[0].DurationNs != 0 || m.Stages[1].OffsetNs != 0 || m.Stages[2].OffsetNs != 1e9 {
-		t.Errorf("stages = %+v; want stage 0 until done (0 ns), stage 1 at 0, stage 2 at 1 s", m.Stages)
+	if m.Stages[0].OffsetNs != 0 || m.Stages[1].OffsetNs != 1e9 || m.Stages[2].OffsetNs != 2e9 || m.Stages[2].DurationNs != 0 {
+		t.Errorf("stages = %+v; want stage 0 at 0, stage 1 at 1 s, stage 2 at 2 s until done (0 ns)", m.Stages)
 	}
-	for i, r := range reqs[:10] {
+	for i, r := range reqs[30:] {
 		think := int64(100_000_000)
 		if i < 3 {
 			think = 0 // each user's first request goes at once
 		}
-		if r.User != int32(i%3) || r.ThinkNs != think || r.PlannedOffsetNs != 0 {
-			t.Errorf("row %d: user %d think %d planned %d; want user %d think %d planned 0", i, r.User, r.ThinkNs, r.PlannedOffsetNs, i%3, think)
+		if r.User != int32(i%3) || r.ThinkNs != think || r.PlannedOffsetNs != 2e9 {
+			t.Errorf("row %d: user %d think %d planned %d; want user %d think %d planned 2e9", 30+i, r.User, r.ThinkNs, r.PlannedOffsetNs, i%3, think)
 		}
 	}
 }
