@@ -240,7 +240,7 @@ func TestRunStopsOnRefusedTarget(t *testing.T) {
 
 func TestRunRefusesUsedRunDir(t *testing.T) {
 	run := t.TempDir()
-	if err := WriteConstantRun(run, replay.Target{URL: "http://127.0.0.1:9"}, []ConstantStage{{Rate: 1, Duration: time.Second}}); err != nil {
+	if err := WriteConstantRun(run, replay.Target{URL: "http://127.0.0.1:9", Model: "m"}, []ConstantStage{{Rate: 1, Duration: time.Second}}); err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(run, "raw"), 0o755)

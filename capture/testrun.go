@@ -1,60 +1,57 @@
 package capture
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/wirebench/wirebench/replay"
-	"github.com/wirebench/wirebench/schemas"
 )
 
 // ConstantStage is one evenly spaced open-loop stage of a run made by WriteConstantRun.
 type ConstantStage struct {
 	Rate        float64       // requests per second
 	Duration    time.Duration // stage length
-	InputTokens int32         // prompt length (words of the simulator's whitespace tokenizer)
-	MaxTokens   int32         // output tokens asked for
+	InputTokens int32         // prompt length (words of the simulator's whitespace tokenizer); 0 = 1
+	MaxTokens   int32         // output tokens asked for; 0 = 1
 }
 
-// WriteConstantRun writes a run directory (manifest.json, schedule/requests.parquet,
-// schedule/prompts.parquet) of evenly spaced open-loop stages against target, without going
-// through replay. Benchmarks, calibration and tests use it to drive capture directly.
+// WriteConstantRun plans a run directory of evenly spaced open-loop stages against target with
+// replay (fixed-length synthetic prompts, whitespace tokenizer, ignore_eos), the one place
+// schedules are made. Every stage must ask for the same lengths. Benchmarks and tests use it to
+// drive capture without writing a config file by hand; the config is kept as DIR/constant.yaml.
 func WriteConstantRun(dir string, target replay.Target, stages []ConstantStage) error {
-	rc := replay.Config{Name: "constant", Target: target}
-	cfgJSON, err := json.Marshal(rc)
+	if len(stages) == 0 {
+		return fmt.Errorf("constant run %s: no stages", dir)
+	}
+	in, out := max(stages[0].InputTokens, 1), max(stages[0].MaxTokens, 1)
+	target.IgnoreEOS = true
+	tj, err := json.Marshal(target)
 	if err != nil {
-		return fmt.Errorf("encode config: %w", err)
+		return fmt.Errorf("constant run %s: encode target: %w", dir, err)
 	}
-	host, _ := os.Hostname()
-	m := &schemas.Manifest{RunID: filepath.Base(dir), ToolVersion: "capture.WriteConstantRun", Host: host, ClockSource: "CLOCK_REALTIME",
-		Created: time.Now(), Config: cfgJSON, Status: schemas.StatusPlanned}
-	var reqs []schemas.ScheduleRequest
-	var prompts []schemas.Prompt
-	var offset, seq int64
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: constant\ntarget: %s\ntokenizer: whitespace\nload:\n  stages:\n", tj)
 	for i, s := range stages {
-		n := int64(s.Rate * s.Duration.Seconds())
-		m.Stages = append(m.Stages, schemas.StageInfo{Index: int32(i), Name: fmt.Sprintf("rate-%g", s.Rate), Mode: "open", Arrival: "constant",
-			Rate: s.Rate, OffsetNs: offset, DurationNs: int64(s.Duration), Requests: n})
-		text := strings.TrimSpace(strings.Repeat("hello ", int(max(s.InputTokens, 1))))
-		prompts = append(prompts, schemas.Prompt{PromptID: int64(i), InputTokens: s.InputTokens, Text: text})
-		for j := range n {
-			reqs = append(reqs, schemas.ScheduleRequest{Seq: seq, Stage: int32(i), PlannedOffsetNs: offset + int64(float64(j)*1e9/s.Rate),
-				User: -1, Conversation: -1, DependsOn: -1, PromptID: int64(i), InputTokens: s.InputTokens, MaxTokens: s.MaxTokens, PrefixGroup: -1, Source: "synthetic"})
-			seq++
+		if max(s.InputTokens, 1) != in || max(s.MaxTokens, 1) != out {
+			return fmt.Errorf("constant run %s: stage %d asks for %d/%d tokens; every stage must ask for %d/%d", dir, i, s.InputTokens, s.MaxTokens, in, out)
 		}
-		offset += int64(s.Duration)
+		fmt.Fprintf(&b, "    - {name: rate-%g, rate: %g, duration: %s, arrival: constant}\n", s.Rate, s.Rate, s.Duration)
 	}
-	p := schemas.Producer{Command: "capture.WriteConstantRun"}
-	if err := schemas.WriteFile(filepath.Join(dir, "schedule", "requests.parquet"), reqs, p); err != nil {
+	fmt.Fprintf(&b, "workload:\n  synthetic: {input: {kind: fixed, value: %d}, output: {kind: fixed, value: %d}}\n", in, out)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := schemas.WriteFile(filepath.Join(dir, "schedule", "prompts.parquet"), prompts, p); err != nil {
+	path := filepath.Join(dir, "constant.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	m.Steps = []schemas.Step{{Name: "replay", Started: m.Created, Ended: time.Now(), Status: "ok"}}
-	return m.Write(filepath.Join(dir, schemas.ManifestName))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	return replay.Run(context.Background(), replay.Options{ConfigPath: path, Out: dir, ToolVersion: "capture.WriteConstantRun"}, log)
 }

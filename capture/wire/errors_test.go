@@ -57,15 +57,15 @@ func closedURL(t *testing.T) string {
 
 func TestDoErrorKinds(t *testing.T) {
 	tests := []struct {
-		name     string
-		handler  http.HandlerFunc
-		url      func(t *testing.T) string // overrides the server URL
-		timeout  time.Duration
-		cancel   time.Duration // cancel the caller's context after this
-		kind     string
-		message  string // substring of ErrorMessage
-		status   int32
-		chunks   int32
+		name    string
+		handler http.HandlerFunc
+		url     func(t *testing.T) string // overrides the server URL
+		timeout time.Duration
+		cancel  time.Duration // cancel the caller's context after this
+		kind    string
+		message string // substring of ErrorMessage
+		status  int32
+		chunks  int32
 	}{
 		{name: "ok", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"), status: 200, chunks: 2},
 		{name: "ok without [DONE] but finished", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"length\"}]}"), status: 200, chunks: 1},

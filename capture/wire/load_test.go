@@ -15,12 +15,12 @@ import (
 
 // delays holds the arrival delays of events behind the server's send time.
 type delays struct {
-	kernel      []int64 // rx_kernel - server_sent, all stamped events
-	kernelExact []int64 // the same, exact events only
-	user        []int64 // rx_user - server_sent
+	kernel                     []int64 // rx_kernel - server_sent, all stamped events
+	kernelExact                []int64 // the same, exact events only
+	user                       []int64 // rx_user - server_sent
 	exact, upper, user0, total int
-	mismatches  int
-	errors      int
+	mismatches                 int
+	errors                     int
 }
 
 func pct(v []int64, p float64) time.Duration {

@@ -59,7 +59,7 @@ func ParsePayload(data []byte, p *Payload, keepText bool) error {
 			s.skip()
 			p.Error = s.b[start:s.i]
 		case "object":
-			v, _ := s.str()
+			v := s.strv()
 			isErr = string(v) == "error"
 		default:
 			s.skip()
@@ -89,8 +89,7 @@ func (s *jscan) choice() {
 			if s.null() {
 				return
 			}
-			v, _ := s.str()
-			s.p.FinishReason = v
+			s.p.FinishReason = s.strv()
 		case "token_ids":
 			s.countTokens()
 		case "logprobs":
@@ -147,6 +146,11 @@ func (s *jscan) message() {
 // text adds the decoded length of a string (or null) to *n, keeping content when asked.
 func (s *jscan) text(n *int, content bool) {
 	if s.null() {
+		return
+	}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		s.skip()
 		return
 	}
 	raw, esc := s.str()
@@ -222,10 +226,11 @@ func (s *jscan) null() bool {
 }
 
 // object walks an object; fn is called with each key and must consume the value.
+// A value of another type is skipped.
 func (s *jscan) object(fn func(key []byte)) {
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		s.fail()
+		s.skip()
 		return
 	}
 	s.i++
@@ -263,10 +268,11 @@ func (s *jscan) object(fn func(key []byte)) {
 }
 
 // array walks an array; fn is called per element and must consume it.
+// A value of another type is skipped.
 func (s *jscan) array(fn func()) {
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '[' {
-		s.fail()
+		s.skip()
 		return
 	}
 	s.i++
@@ -293,6 +299,17 @@ func (s *jscan) array(fn func()) {
 			return
 		}
 	}
+}
+
+// strv consumes a string value; a value of another type is skipped and gives nil.
+func (s *jscan) strv() []byte {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		s.skip()
+		return nil
+	}
+	v, _ := s.str()
+	return v
 }
 
 // str consumes a string and returns its raw contents and whether it holds escapes.
@@ -343,7 +360,8 @@ func (s *jscan) int() int64 {
 		s.i++
 	}
 	if s.i == start || (neg && s.i == start+1) {
-		s.fail()
+		s.i = start
+		s.skip() // not a number: skip whatever it is
 		return -1
 	}
 	s.skipNumberRest()

@@ -57,6 +57,9 @@ func stampHandler(spec streamSpec) http.HandlerFunc {
 			t := send(fmt.Sprintf(`data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"tok%d "},"finish_reason":%s}]}`+nl+nl, i, fin))
 			sent = append(sent, strconv.FormatInt(t, 10))
 		}
+		// One more interval before the usage event, so that the last content event does not share
+		// a read with it (a real server sends it at once; that event is then upper_bound).
+		time.Sleep(time.Until(next.Add(sp.interval)))
 		send(fmt.Sprintf(`data: {"id":"x","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":%d,"prompt_tokens_details":{"cached_tokens":3}}}`+nl+nl, sp.events))
 		tail := ""
 		if !sp.noSim {
