@@ -166,9 +166,15 @@ func TestDoTLSIsApprox(t *testing.T) {
 }
 
 func TestDoWithoutTimestamps(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		testDoWithoutTimestamps(t, ClientConfig{MaxConns: 1, StampAfterDecode: after, Timestamps: after})
+	}
+}
+
+func testDoWithoutTimestamps(t *testing.T, cfg ClientConfig) {
 	srv := httptest.NewServer(stampHandler(streamSpec{events: 3, interval: time.Millisecond}))
 	defer srv.Close()
-	c := NewClient(ClientConfig{MaxConns: 1})
+	c := NewClient(cfg)
 	defer c.Close()
 	var res Result
 	c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"unicode/utf8"
 )
@@ -321,25 +322,26 @@ func (s *jscan) str() (raw []byte, escaped bool) {
 	}
 	s.i++
 	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			raw = s.b[start:s.i]
-			s.i++
-			return raw, escaped
-		case c == '\\':
-			escaped = true
-			s.i += 2
-		case c < 0x20:
+	for {
+		rest := s.b[s.i:]
+		q := bytes.IndexByte(rest, '"')
+		if q < 0 {
 			s.fail()
 			return nil, false
-		default:
-			s.i++
+		}
+		bs := bytes.IndexByte(rest[:q], '\\')
+		if bs < 0 {
+			s.i += q + 1
+			return s.b[start : s.i-1], escaped
+		}
+		// Step over the escape (it may escape a quote) and look again.
+		escaped = true
+		s.i += bs + 2
+		if s.i > len(s.b) {
+			s.fail()
+			return nil, false
 		}
 	}
-	s.fail()
-	return nil, false
 }
 
 // int consumes a number and returns its integer part (or -1 for null or a non-number).

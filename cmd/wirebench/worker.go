@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 
 	"github.com/wirebench/wirebench/capture"
 )
 
 // WorkerCmd is one capture worker process, started by `wirebench capture`: it reads its
 // configuration as a JSON line on stdin, writes messages on stdout and logs on stderr.
+//
+// With WIREBENCH_WORKER_CPUPROFILE=DIR set, each worker writes a CPU profile to
+// DIR/worker-NN.pprof (for `go tool pprof`), to see where a worker's CPU goes.
 type WorkerCmd struct{}
 
 func (c *WorkerCmd) Run(ctx context.Context, log *slog.Logger) error {
@@ -18,6 +24,17 @@ func (c *WorkerCmd) Run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	wc.In, wc.Out = rest, os.Stdout
+	if dir := os.Getenv("WIREBENCH_WORKER_CPUPROFILE"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%02d.pprof", wc.Worker)))
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	// The coordinator stops workers through stdin; a worker's own SIGINT (ctx) also drains.
 	return capture.RunWorker(ctx, wc, log)
 }
