@@ -144,12 +144,16 @@ func NewClient(cfg ClientConfig) *Client {
 }
 
 // Warm opens n keep-alive connections to baseURL (GET baseURL + "/health", falling back to
-// "/v1/models") so that no dial lands on the send path. The connections stay in the idle pool.
+// "/v1/models") so that no dial lands on the send path. All n responses are held open until each
+// has arrived, so the pool cannot hand one connection to two warm-ups: n connections stay idle
+// in the pool afterwards. It returns the first error.
 func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	base := strings.TrimRight(baseURL, "/")
 	errs := make(chan error, n)
+	var arrived sync.WaitGroup
+	arrived.Add(n)
 	for range n {
-		go func() { errs <- c.warmOne(ctx, base) }()
+		go func() { errs <- c.warmOne(ctx, base, &arrived) }()
 	}
 	var first error
 	for range n {
@@ -160,7 +164,9 @@ func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	return first
 }
 
-func (c *Client) warmOne(ctx context.Context, base string) error {
+func (c *Client) warmOne(ctx context.Context, base string, arrived *sync.WaitGroup) error {
+	once := sync.OnceFunc(arrived.Done)
+	defer once()
 	var last error
 	for _, path := range []string{"/health", "/v1/models"} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
@@ -170,6 +176,10 @@ func (c *Client) warmOne(ctx context.Context, base string) error {
 		resp, err := c.tr.RoundTrip(req)
 		if err != nil {
 			return fmt.Errorf("warm %s: %w", base+path, err)
+		}
+		if resp.StatusCode < 400 {
+			once()
+			arrived.Wait() // keep this connection busy until every warm-up has its own
 		}
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
@@ -201,7 +211,14 @@ type Request struct {
 }
 
 // Result receives everything measured about one request. Do resets it and fills it; Chunks
-// reuses its backing array across calls, so reuse one Result per in-flight request.
+// reuses its backing array across calls, so use one Result per in-flight request and copy (or
+// write) the rows before the next Do on it. The rows' pointer fields point into storage
+// allocated per Do, so row copies stay valid after the next Do.
+//
+// Do fills Req.SendStartNs, SentNs, ConnReused, ConnectNs, TLSNs, HeadersNs, DoneNs, Status,
+// ErrorKind, ErrorMessage, Chunks, ContentBytes, ReasoningBytes, Usage*, FinishReason,
+// OffsetMismatch, Server{Queue,Prefill,Decode}Ns and, with KeepText, OutputText. The caller fills
+// Stage, Worker, Shard, Warmup, Conversation, Turn, InputTokens, MaxTokens, PlannedNs.
 type Result struct {
 	Req    schemas.RawRequest // Do fills the wire fields; the caller fills Seq, Stage, Worker, ...
 	Chunks []schemas.RawChunk // one per SSE event, Seq set, in order
@@ -534,6 +551,7 @@ func (c *Client) stream(ctx, rctx context.Context, resp *http.Response, r *Reque
 		}
 		if rerr != nil {
 			c.fail(ctx, res, classify(ctx, rctx, rerr), rerr)
+			res.Req.DoneNs = nil // the stream did not end
 			break
 		}
 	}
@@ -707,6 +725,11 @@ func (c *Client) whole(ctx, rctx context.Context, resp *http.Response, r *Reques
 					res.Req.ServerDecodeNs = p
 				}
 			}
+		}
+	}
+	if v := resp.Header.Get("X-Sim-Sent-Ns"); v != "" && ch.Kind == KindContent {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			s.srv = append(s.srv, n)
 		}
 	}
 	c.finish(res)

@@ -2,8 +2,12 @@ package wire
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,5 +95,42 @@ func checkQuality(t *testing.T, chunks []schemas.RawChunk, j int) {
 	}
 	if ch.Quality != want {
 		t.Errorf("chunk %d: quality %s (read shared with the next event: %v); want %s", j, ch.Quality, shared, want)
+	}
+}
+
+func TestWarmOpensConnections(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			http.NotFound(w, r) // falls back to /v1/models
+			return
+		}
+		fmt.Fprint(w, `{"data":[]}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := NewClient(ClientConfig{MaxConns: 8, Timestamps: true})
+	defer c.Close()
+	if err := c.Warm(context.Background(), srv.URL+"/", 8); err != nil {
+		t.Fatalf("Warm: %v", err)
+	}
+	if n := conns.Load(); n != 8 {
+		t.Errorf("Warm(8) opened %d connections; want 8", n)
+	}
+	// The next requests reuse them: no new connection.
+	var res Result
+	c.Do(context.Background(), &Request{URL: srv.URL + "/v1/models", Body: []byte(`{}`)}, &res)
+	if !res.Req.ConnReused || conns.Load() != 8 {
+		t.Errorf("after Warm: ConnReused %v, connections %d; want true, 8", res.Req.ConnReused, conns.Load())
+	}
+	bad := NewClient(ClientConfig{})
+	defer bad.Close()
+	if err := bad.Warm(context.Background(), closedURL(t), 2); err == nil {
+		t.Errorf("Warm(closed port) = nil; want an error")
 	}
 }

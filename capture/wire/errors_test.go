@@ -106,6 +106,11 @@ func TestDoErrorKinds(t *testing.T) {
 			if q.Status != tt.status || q.Chunks != tt.chunks {
 				t.Errorf("Status, Chunks = %d, %d; want %d, %d", q.Status, q.Chunks, tt.status, tt.chunks)
 			}
+			// done_ns is null exactly when no response or the stream did not end.
+			ended := tt.status != 0 && tt.kind != ErrTimeout && tt.kind != ErrCancelled && tt.kind != ErrReset
+			if (q.DoneNs != nil) != ended {
+				t.Errorf("DoneNs = %v; want set: %v", q.DoneNs, ended)
+			}
 		})
 	}
 }
@@ -116,6 +121,7 @@ func TestDoNonStreaming(t *testing.T) {
 		w.Header().Set("X-Sim-Queue-Ns", "5")
 		w.Header().Set("X-Sim-Prefill-Ns", "6")
 		w.Header().Set("X-Sim-Decode-Ns", "7")
+		w.Header().Set("X-Sim-Sent-Ns", "8")
 		fmt.Fprint(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hello \u00e9"},"finish_reason":"length"}],"usage":{"prompt_tokens":4,"completion_tokens":2}}`)
 	}))
 	defer srv.Close()
@@ -135,6 +141,9 @@ func TestDoNonStreaming(t *testing.T) {
 	}
 	if q.ServerQueueNs == nil || *q.ServerQueueNs != 5 || q.ServerPrefillNs == nil || *q.ServerPrefillNs != 6 || q.ServerDecodeNs == nil || *q.ServerDecodeNs != 7 {
 		t.Errorf("server times %v %v %v; want 5 6 7", q.ServerQueueNs, q.ServerPrefillNs, q.ServerDecodeNs)
+	}
+	if p := res.Chunks[0].ServerSentNs; p == nil || *p != 8 {
+		t.Errorf("chunk ServerSentNs = %v; want 8 (x-sim-sent-ns)", p)
 	}
 }
 
