@@ -13,14 +13,21 @@ build:
 
 test: lint build
 	$(GO) test -race -count=1 $(RACE_PKGS)
+	# The wire client's load tests (500 streams, starved client) skip under -race: run them plain.
+	$(GO) test -count=1 ./capture/wire
 	$(GO) test -count=1 $(E2E_PKGS)
 
 # Cross-checks with DuckDB (cgo; the library comes with github.com/duckdb/duckdb-go/v2).
 test-duckdb:
-	$(GO) test -count=1 -tags duckdb ./...
+	$(GO) test -count=1 -tags duckdb -run DuckDB ./schemas ./aggregate
 
+# Speed and memory targets live here, not in timed unit tests. Figures in README.md.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem ./capture/wire ./replay/tokenizer ./schemas
+	$(GO) test -run '^$$' -bench 'ServerCPU|AppendChunk' -benchtime 20000x ./sim
+	$(GO) test -run '^$$' -bench 'Plan3M|TextGen' -benchtime 1x ./replay
+	$(GO) test -run '^$$' -bench Aggregate -benchtime 1x ./aggregate
+	$(GO) test -run '^$$' -bench Capture -benchtime 1x ./cmd/wirebench
 
 # The main job on the built-in simulator: a sweep across its saturation knee, with a report.
 demo: build
