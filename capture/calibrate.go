@@ -59,12 +59,12 @@ type Rate struct {
 	// ITLErr is (t_j - t_{j-1}) - (server_sent_j - server_sent_{j-1}): the measured gap minus the
 	// true gap. Its P99 is of the absolute value (errors go both ways).
 	ITLErr       Quant   `json:"itl_error_ns"`
-	ExactShare   float64 `json:"exact_share"`    // share of content chunks with an exact kernel timestamp
-	WorkerRhoMax float64 `json:"worker_rho_max"` // largest (user + sys CPU) / wall of a worker in the stage
-	CPUPerSecond float64 `json:"cpu_per_second"` // all workers' CPU seconds per wall second
-	CPUPerReqNs  float64 `json:"cpu_per_request_ns"`
-	CPUPerTokNs  float64 `json:"cpu_per_token_ns"`
-	Tokens       int64   `json:"tokens"` // output tokens received (usage, else content chunks)
+	ExactShare   float64 `json:"exact_share"`        // share of content chunks with an exact kernel timestamp
+	WorkerRhoMax float64 `json:"worker_rho_max"`     // largest (user + sys CPU) / wall of a worker in the stage
+	CPUPerSecond float64 `json:"cpu_per_second"`     // all workers' CPU seconds per wall second of the stage
+	CPUPerReqNs  float64 `json:"cpu_per_request_ns"` // CPUPerSecond / AchievedRate
+	CPUPerTokNs  float64 `json:"cpu_per_token_ns"`   // CPUPerReqNs × Requests / Tokens
+	Tokens       int64   `json:"tokens"`             // output tokens received (usage, else content chunks)
 	Faithful     bool    `json:"faithful"`
 	Why          string  `json:"why,omitempty"` // why not faithful
 }
@@ -94,6 +94,9 @@ type Fit struct {
 
 // Faithful-rate thresholds.
 const (
+	// FaithfulFidelity bounds achieved/target on both sides: below, sends were lost to lag;
+	// above, late sends were bunched up to catch up (the send window shrank). Either way the
+	// schedule was not held.
 	FaithfulFidelity = 0.995
 	FaithfulTTFTErr  = time.Millisecond
 	// rhoTarget is the worker utilisation WorkersFor aims at.
@@ -101,7 +104,7 @@ const (
 )
 
 // faithfulRule describes judge in words, for the JSON and the table.
-var faithfulRule = fmt.Sprintf("fidelity >= %.1f%%, TTFT error p99 < %v, no failed request", FaithfulFidelity*100, FaithfulTTFTErr)
+var faithfulRule = fmt.Sprintf("fidelity within %.1f%%..%.1f%%, TTFT error p99 < %v, no failed request", FaithfulFidelity*100, (2-FaithfulFidelity)*100, FaithfulTTFTErr)
 
 // judge decides whether one stage was measured faithfully and says why not.
 func judge(r *Rate) {
@@ -111,6 +114,8 @@ func judge(r *Rate) {
 	}
 	if r.Fidelity < FaithfulFidelity {
 		why = append(why, fmt.Sprintf("fidelity %.2f%% < %.1f%%", r.Fidelity*100, FaithfulFidelity*100))
+	} else if r.Fidelity > 2-FaithfulFidelity+1e-12 {
+		why = append(why, fmt.Sprintf("fidelity %.2f%% > %.1f%% (late sends bunched up)", r.Fidelity*100, (2-FaithfulFidelity)*100))
 	}
 	if r.TTFTErr.N == 0 {
 		why = append(why, "no TTFT error sample (no server send times)")
@@ -139,8 +144,8 @@ func faithfulRate(rates []Rate) float64 {
 	return best
 }
 
-// fitCPU fits the worker CPU model over the faithful stages (all stages when fewer than two are
-// faithful). k is the number of workers.
+// fitCPU fits the worker CPU model over the faithful stages (every stage when none is faithful;
+// one faithful stage gives CPU per request with no idle cost). k is the number of workers.
 func fitCPU(rates []Rate, k int) Fit {
 	var xs, ys []float64
 	for _, r := range rates {
@@ -149,14 +154,14 @@ func fitCPU(rates []Rate, k int) Fit {
 		}
 	}
 	method := "least squares over the faithful stages: total worker CPU per second = A + c × achieved rate"
-	if len(xs) < 2 {
+	if len(xs) == 0 {
 		xs, ys = xs[:0], ys[:0]
 		for _, r := range rates {
 			if r.AchievedRate > 0 {
 				xs, ys = append(xs, r.AchievedRate), append(ys, r.CPUPerSecond)
 			}
 		}
-		method = "least squares over every stage (fewer than 2 faithful): total worker CPU per second = A + c × achieved rate"
+		method = "least squares over every stage (none faithful): total worker CPU per second = A + c × achieved rate"
 	}
 	f := Fit{Points: len(xs)}
 	if len(xs) == 0 || k < 1 {
@@ -168,8 +173,8 @@ func fitCPU(rates []Rate, k int) Fit {
 		a, c = ols(xs, ys)
 	}
 	if len(xs) < 2 || c <= 0 || a < 0 {
-		// One point, or a slope or intercept that noise made meaningless: no idle cost, the
-		// median CPU per request.
+		// One point (a single faithful stage: overloaded stages would bend the line), or a slope
+		// or intercept that noise made meaningless: no idle cost, the median CPU per request.
 		per := make([]float64, len(xs))
 		for i := range xs {
 			per[i] = ys[i] / xs[i]
@@ -383,11 +388,13 @@ func analyse(d *rawData) []Rate {
 		if a.wall > 0 {
 			r.CPUPerSecond = a.cpu / a.wall
 		}
-		if r.Requests > 0 {
-			r.CPUPerReqNs = a.cpu / float64(r.Requests)
+		// Per request: the workers' CPU rate over their stage window divided by the send rate.
+		// (CPU / requests would be off: a worker sees its stage clock change on its 1 s tick.)
+		if r.AchievedRate > 0 {
+			r.CPUPerReqNs = r.CPUPerSecond * 1e9 / r.AchievedRate
 		}
 		if r.Tokens > 0 {
-			r.CPUPerTokNs = a.cpu / float64(r.Tokens)
+			r.CPUPerTokNs = r.CPUPerReqNs * float64(r.Requests) / float64(r.Tokens)
 		}
 		judge(&r)
 		out = append(out, r)

@@ -53,6 +53,9 @@ func TestJudgeAndFaithfulRate(t *testing.T) {
 		{"all faithful: the highest", []Rate{ok(10), ok(20), ok(40)}, 40, []string{"", "", ""}},
 		{"fidelity just under 99.5% fails",
 			[]Rate{ok(10), with(ok(20), func(r *Rate) { r.Fidelity = 0.9949 }), ok(40)}, 10, []string{"", "fidelity", ""}},
+		{"fidelity above 100.5% fails (bunched catch-up)",
+			[]Rate{with(ok(10), func(r *Rate) { r.Fidelity = 1.042 })}, 0, []string{"bunched"}},
+		{"fidelity exactly 100.5% passes", []Rate{with(ok(10), func(r *Rate) { r.Fidelity = 1.005 })}, 10, []string{""}},
 		{"fidelity exactly 99.5% passes", []Rate{with(ok(10), func(r *Rate) { r.Fidelity = 0.995 })}, 10, []string{""}},
 		{"TTFT error p99 of 1 ms fails", []Rate{ok(10), with(ok(20), func(r *Rate) { r.TTFTErr.P99 = int64(time.Millisecond) })}, 10, []string{"", "TTFT error p99"}},
 		{"TTFT error p99 just under 1 ms passes", []Rate{with(ok(10), func(r *Rate) { r.TTFTErr.P99 = int64(time.Millisecond) - 1 })}, 10, []string{""}},
@@ -92,6 +95,11 @@ func TestFitCPU(t *testing.T) {
 	broken := Rate{TargetRate: 1600, AchievedRate: 900, CPUPerSecond: 1.9}
 	if g := fitCPU(append(slices.Clone(rates), broken), 2); math.Abs(g.CPUPerReqNs-50e3) > 1e-3 || g.Points != 4 {
 		t.Errorf("fitCPU with an unfaithful stage = %g ns/request over %d points; want 50000 over 4", g.CPUPerReqNs, g.Points)
+	}
+	// One faithful stage among broken ones: that stage alone, no idle cost.
+	one := []Rate{model(100), broken, {TargetRate: 3200, AchievedRate: 1000, CPUPerSecond: 1.95}}
+	if g := fitCPU(one, 2); g.IdleRho != 0 || g.Points != 1 || math.Abs(g.CPUPerReqNs-450e3) > 1e-3 {
+		t.Errorf("fitCPU(one faithful) = idle %g, %g ns/request, %d points; want 0, 450000 (0.045 CPU-s/s at 100/s), 1", g.IdleRho, g.CPUPerReqNs, g.Points)
 	}
 	// One point: no intercept, CPU per request.
 	if g := fitCPU([]Rate{{AchievedRate: 100, CPUPerSecond: 0.01}}, 1); g.IdleRho != 0 || math.Abs(g.CPUPerReqNs-100e3) > 1e-3 {
@@ -199,9 +207,9 @@ func TestAnalyse(t *testing.T) {
 		{"exact share", r.ExactShare, 0.5},
 		{"worker rho max", r.WorkerRhoMax, 0.04},
 		{"CPU per second", r.CPUPerSecond, 0.06},
-		{"CPU per request", r.CPUPerReqNs, 20e6},
+		{"CPU per request", r.CPUPerReqNs, 6e6}, // 0.06 CPU-s per s / 10 per s
 		{"tokens", float64(r.Tokens), 6},
-		{"CPU per token", r.CPUPerTokNs, 10e6},
+		{"CPU per token", r.CPUPerTokNs, 3e6}, // 2 tokens per request
 	}
 	for _, c := range checks {
 		if math.Abs(c.got-c.want) > 1e-6*math.Max(1, math.Abs(c.want)) {

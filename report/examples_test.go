@@ -202,7 +202,7 @@ func TestPipelineMakefile(t *testing.T) {
 	}
 	// A dry run from scratch prints the four commands in pipeline order.
 	run := filepath.Join(t.TempDir(), "run")
-	out, err := exec.Command(mk, "-n", "-f", path, "WIREBENCH=wb", "CONFIG="+path, "RUN="+run).CombinedOutput()
+	out, err := exec.Command(mk, "-n", "--no-print-directory", "-f", path, "WIREBENCH=wb", "CONFIG="+path, "RUN="+run).CombinedOutput()
 	if err != nil {
 		t.Fatalf("make -n: %v\n%s", err, out)
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -29,51 +30,62 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runChild serves a zero-latency simulator plus GET /_rusage (user+system CPU µs of this
-// process) until stdin closes.
+// runChild serves a zero-latency simulator until stdin closes: through Serve (the fast
+// server), or through net/http with srv.Handler() (WIREBENCH_SIM_BENCH_CHILD_SERVER=net-http),
+// or a bare net/http handler writing a canned stream (..._SERVER=net-http-floor). A second
+// listener answers GET /_rusage (user+system CPU µs of this process).
 func runChild() {
 	srv, err := New(Config{ShutdownGrace: 1}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/", srv.Handler())
-	if os.Getenv(childEnv+"_FLOOR") == "1" {
-		// net/http's own floor: read the body, write a canned one-token stream, no engine
-		canned := []byte(`data: {"id":"cmpl-1","object":"text_completion","created":1,"model":"sim","choices":[{"index":0,"text":"the ","logprobs":null,"finish_reason":null,"stop_reason":null}]}` + "\n\ndata: [DONE]\n\n")
-		mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) {
-			io.Copy(io.Discard, r.Body)
-			w.Header()["Content-Type"] = sseContentType
-			w.Header()["Transfer-Encoding"] = chunked
-			w.Write(canned)
-		})
-	}
-	mux.HandleFunc("/_rusage", func(w http.ResponseWriter, r *http.Request) {
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		us := ru.Utime.Sec*1e6 + int64(ru.Utime.Usec) + ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
-		fmt.Fprint(w, us)
-	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Println(ln.Addr())
+	lnUsage, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(ln.Addr(), lnUsage.Addr())
+	go http.Serve(lnUsage, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		us := ru.Utime.Sec*1e6 + int64(ru.Utime.Usec) + ru.Stime.Sec*1e6 + int64(ru.Stime.Usec)
+		fmt.Fprint(w, us)
+	}))
 	if path := os.Getenv(childEnv + "_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
 	}
-	go http.Serve(ln, mux)
+	switch os.Getenv(childEnv + "_SERVER") {
+	case "net-http":
+		go http.Serve(ln, srv.Handler())
+	case "net-http-floor":
+		// net/http's own floor: read the body, write a canned one-token stream, no engine
+		canned := []byte(`data: {"id":"cmpl-1","object":"text_completion","created":1,"model":"sim","choices":[{"index":0,"text":"the ","logprobs":null,"finish_reason":null,"stop_reason":null}]}` + "\n\ndata: [DONE]\n\n")
+		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header()["Content-Type"] = sseContentType
+			w.Header()["Transfer-Encoding"] = chunked
+			w.Write(canned)
+		}))
+	default:
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go srv.Serve(ctx, ln)
+	}
 	io.Copy(io.Discard, os.Stdin)
 }
 
 type child struct {
-	url    string
-	client *http.Client
+	url, usageURL string
+	client        *http.Client
 }
 
 func startChild(b *testing.B, conns int, env ...string) *child {
@@ -96,14 +108,19 @@ func startChild(b *testing.B, conns int, env ...string) *child {
 	if err != nil {
 		b.Fatalf("benchmark server: %v", err)
 	}
+	addrs := strings.Fields(line)
+	if len(addrs) != 2 {
+		b.Fatalf("benchmark server printed %q; want two addresses", line)
+	}
 	return &child{
-		url:    "http://" + strings.TrimSpace(line),
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}},
+		url:      "http://" + addrs[0],
+		usageURL: "http://" + addrs[1] + "/_rusage",
+		client:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}},
 	}
 }
 
 func (c *child) cpuMicros(b *testing.B) float64 {
-	resp, err := c.client.Get(c.url + "/_rusage")
+	resp, err := c.client.Get(c.usageURL)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -139,8 +156,11 @@ func BenchmarkServerCPU(b *testing.B) {
 		env    []string
 	}{
 		{"tokens=1", 1, nil}, {"tokens=64", 64, nil}, {"tokens=1024", 1024, nil},
-		// the same exchange answered by a bare net/http handler: the floor under the simulator
-		{"net-http-floor", 1, []string{childEnv + "_FLOOR=1"}},
+		// the simulator behind net/http (Handler) instead of its own server, for comparison
+		{"net-http/tokens=1", 1, []string{childEnv + "_SERVER=net-http"}},
+		{"net-http/tokens=64", 64, []string{childEnv + "_SERVER=net-http"}},
+		// the same exchange answered by a bare net/http handler: net/http's own floor
+		{"net-http-floor", 1, []string{childEnv + "_SERVER=net-http-floor"}},
 	} {
 		tokens := tt.tokens
 		b.Run(tt.name, func(b *testing.B) {

@@ -120,37 +120,43 @@ func checkStream(t *testing.T, body []byte, chat bool) streamSummary {
 	return s
 }
 
+// conformanceCase is one golden exchange of a successful request.
+type conformanceCase struct {
+	name    string
+	cfg     func(*Config)
+	path    string
+	body    string
+	chat    bool
+	stream  bool
+	prompt  int
+	tokens  int
+	usage   bool
+	nChunks int
+}
+
+var k3 = func(c *Config) { c.TokensPerChunk = 3 }
+
+var conformanceCases = []conformanceCase{
+	{name: "completions-stream-usage", path: "/v1/completions", stream: true, usage: true, prompt: 3, tokens: 5, nChunks: 5,
+		body: `{"model":"sim","prompt":"one two  three","max_tokens":5,"stream":true,"stream_options":{"include_usage":true}}`},
+	{name: "completions-stream", path: "/v1/completions", stream: true, prompt: 2, tokens: 2, nChunks: 2,
+		body: `{"model":"other","prompt":["a b"],"max_tokens":2,"stream":true,"ignore_eos":true}`},
+	{name: "completions-stream-token-ids", path: "/v1/completions", stream: true, usage: true, prompt: 4, tokens: 1, nChunks: 1,
+		body: `{"model":"sim","prompt":[1,2,3,4],"max_tokens":1,"stream":true,"stream_options":{"include_usage":true}}`},
+	{name: "completions-stream-k3", cfg: k3, path: "/v1/completions", stream: true, usage: true, prompt: 1, tokens: 8, nChunks: 4,
+		body: `{"model":"sim","prompt":"x","max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}`},
+	{name: "chat-stream-usage", path: "/v1/chat/completions", chat: true, stream: true, usage: true, prompt: 6, tokens: 3, nChunks: 3,
+		body: `{"model":"sim","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hello there, sim"}]},{"role":"assistant","content":null},{"role":"user","content":"go"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`},
+	{name: "chat-stream-default-max", cfg: func(c *Config) { c.DefaultMaxTokens = 4 }, path: "/v1/chat/completions", chat: true, stream: true, prompt: 1, tokens: 4, nChunks: 4,
+		body: `{"model":"sim","messages":[{"role":"user","content":"hi"}],"stream":true}`},
+	{name: "completions-json", path: "/v1/completions", prompt: 3, tokens: 4,
+		body: `{"model":"sim","prompt":"one two three","max_tokens":4}`},
+	{name: "chat-json", path: "/v1/chat/completions", chat: true, prompt: 2, tokens: 3,
+		body: `{"model":"sim","messages":[{"role":"user","content":"hi there"}],"max_completion_tokens":3}`},
+}
+
 func TestConformance(t *testing.T) {
-	k3 := func(c *Config) { c.TokensPerChunk = 3 }
-	tests := []struct {
-		name    string
-		cfg     func(*Config)
-		path    string
-		body    string
-		chat    bool
-		stream  bool
-		prompt  int
-		tokens  int
-		usage   bool
-		nChunks int
-	}{
-		{name: "completions-stream-usage", path: "/v1/completions", stream: true, usage: true, prompt: 3, tokens: 5, nChunks: 5,
-			body: `{"model":"sim","prompt":"one two  three","max_tokens":5,"stream":true,"stream_options":{"include_usage":true}}`},
-		{name: "completions-stream", path: "/v1/completions", stream: true, prompt: 2, tokens: 2, nChunks: 2,
-			body: `{"model":"other","prompt":["a b"],"max_tokens":2,"stream":true,"ignore_eos":true}`},
-		{name: "completions-stream-token-ids", path: "/v1/completions", stream: true, usage: true, prompt: 4, tokens: 1, nChunks: 1,
-			body: `{"model":"sim","prompt":[1,2,3,4],"max_tokens":1,"stream":true,"stream_options":{"include_usage":true}}`},
-		{name: "completions-stream-k3", cfg: k3, path: "/v1/completions", stream: true, usage: true, prompt: 1, tokens: 8, nChunks: 4,
-			body: `{"model":"sim","prompt":"x","max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}`},
-		{name: "chat-stream-usage", path: "/v1/chat/completions", chat: true, stream: true, usage: true, prompt: 6, tokens: 3, nChunks: 3,
-			body: `{"model":"sim","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hello there, sim"}]},{"role":"assistant","content":null},{"role":"user","content":"go"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`},
-		{name: "chat-stream-default-max", cfg: func(c *Config) { c.DefaultMaxTokens = 4 }, path: "/v1/chat/completions", chat: true, stream: true, prompt: 1, tokens: 4, nChunks: 4,
-			body: `{"model":"sim","messages":[{"role":"user","content":"hi"}],"stream":true}`},
-		{name: "completions-json", path: "/v1/completions", prompt: 3, tokens: 4,
-			body: `{"model":"sim","prompt":"one two three","max_tokens":4}`},
-		{name: "chat-json", path: "/v1/chat/completions", chat: true, prompt: 2, tokens: 3,
-			body: `{"model":"sim","messages":[{"role":"user","content":"hi there"}],"max_completion_tokens":3}`},
-	}
+	tests := conformanceCases
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := zeroConfig()
@@ -249,24 +255,29 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
+// badRequestCase is one golden exchange of a refused request.
+type badRequestCase struct {
+	name, path, body string
+	header           []string
+	status           int
+}
+
+var badRequestCases = []badRequestCase{
+	{"bad-invalid-json", "/v1/completions", `{"model":"sim",`, nil, 400},
+	{"bad-missing-model", "/v1/completions", `{"prompt":"hi"}`, nil, 400},
+	{"bad-missing-prompt", "/v1/completions", `{"model":"sim"}`, nil, 400},
+	{"bad-prompt-batch", "/v1/completions", `{"model":"sim","prompt":["a","b"]}`, nil, 400},
+	{"bad-missing-messages", "/v1/chat/completions", `{"model":"sim","messages":[]}`, nil, 400},
+	{"bad-content-type", "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":7}]}`, nil, 400},
+	{"bad-n", "/v1/completions", `{"model":"sim","prompt":"hi","n":2}`, nil, 400},
+	{"bad-max-tokens", "/v1/completions", `{"model":"sim","prompt":"hi","max_tokens":0}`, nil, 400},
+	{"bad-too-long", "/v1/completions", `{"model":"sim","prompt":"hi","max_tokens":40000}`, nil, 400},
+	{"bad-fault-header", "/v1/completions", `{"model":"sim","prompt":"hi"}`, []string{FaultHeader, "boom"}, 400},
+	{"bad-unknown-model", "/v1/chat/completions", `{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}`, nil, 404},
+}
+
 func TestBadRequests(t *testing.T) {
-	tests := []struct {
-		name, path, body string
-		header           []string
-		status           int
-	}{
-		{"bad-invalid-json", "/v1/completions", `{"model":"sim",`, nil, 400},
-		{"bad-missing-model", "/v1/completions", `{"prompt":"hi"}`, nil, 400},
-		{"bad-missing-prompt", "/v1/completions", `{"model":"sim"}`, nil, 400},
-		{"bad-prompt-batch", "/v1/completions", `{"model":"sim","prompt":["a","b"]}`, nil, 400},
-		{"bad-missing-messages", "/v1/chat/completions", `{"model":"sim","messages":[]}`, nil, 400},
-		{"bad-content-type", "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":7}]}`, nil, 400},
-		{"bad-n", "/v1/completions", `{"model":"sim","prompt":"hi","n":2}`, nil, 400},
-		{"bad-max-tokens", "/v1/completions", `{"model":"sim","prompt":"hi","max_tokens":0}`, nil, 400},
-		{"bad-too-long", "/v1/completions", `{"model":"sim","prompt":"hi","max_tokens":40000}`, nil, 400},
-		{"bad-fault-header", "/v1/completions", `{"model":"sim","prompt":"hi"}`, []string{FaultHeader, "boom"}, 400},
-		{"bad-unknown-model", "/v1/chat/completions", `{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}`, nil, 404},
-	}
+	tests := badRequestCases
 	_, addr := startServer(t, zeroConfig())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,16 +18,34 @@ type render struct {
 // newRender prepares the fixed parts of a response; modelJSON is the model name as a JSON
 // string literal.
 func newRender(chat bool, modelJSON string, id uint64, prompt, maxTokens int) *render {
+	rd := new(render)
+	rd.reset(chat, modelJSON, id, prompt, maxTokens)
+	return rd
+}
+
+// reset prepares rd for another response, reusing its buffers (the fast server keeps one
+// render per connection).
+func (rd *render) reset(chat bool, modelJSON string, id uint64, prompt, maxTokens int) {
 	prefix, chunkObj, fullObj := "cmpl-", "text_completion", "text_completion"
 	if chat {
 		prefix, chunkObj, fullObj = "chatcmpl-", "chat.completion.chunk", "chat.completion"
 	}
-	created := strconv.FormatInt(time.Now().Unix(), 10)
-	idStr := prefix + strconv.FormatUint(id, 16)
-	head := func(obj string) []byte {
-		return []byte(`{"id":"` + idStr + `","object":"` + obj + `","created":` + created + `,"model":` + modelJSON + `,`)
+	created := time.Now().Unix()
+	head := func(b []byte, obj string) []byte {
+		b = append(b, `{"id":"`...)
+		b = append(b, prefix...)
+		b = strconv.AppendUint(b, id, 16)
+		b = append(b, `","object":"`...)
+		b = append(b, obj...)
+		b = append(b, `","created":`...)
+		b = strconv.AppendInt(b, created, 10)
+		b = append(b, `,"model":`...)
+		b = append(b, modelJSON...)
+		return append(b, ',')
 	}
-	return &render{chat: chat, common: head(chunkObj), full: head(fullObj), prompt: prompt, maxToks: maxTokens}
+	rd.chat, rd.prompt, rd.maxToks = chat, prompt, maxTokens
+	rd.common = head(rd.common[:0], chunkObj)
+	rd.full = head(rd.full[:0], fullObj)
 }
 
 // appendWords appends output tokens [start, start+count): each a word and a space.

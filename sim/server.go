@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -140,34 +139,6 @@ func (s *Server) Handler() http.Handler {
 		defer s.active.Done()
 		s.mux.ServeHTTP(w, r)
 	})
-}
-
-// Serve serves on ln until ctx ends, then stops accepting, lets in-flight streams finish for
-// up to ShutdownGrace, closes the rest and returns once every handler has returned. It does
-// not stop the engine: Close does.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		s.log.Warn("shutdown grace over: closing in-flight streams", "grace", s.cfg.ShutdownGrace)
-		s.abortOnce.Do(func() { close(s.abort) })
-		hs.Close()
-	}
-	<-errc
-	s.active.Wait()
-	return nil
 }
 
 // Close ends every in-flight request and stops the engine.
@@ -333,8 +304,21 @@ func chatTokens(msgs []message, bh *blockHasher) error {
 func (s *Server) pickFault(header string) (string, error) {
 	switch header {
 	case "":
-	case Fault429, Fault500, Fault503, FaultStall, FaultDrop, FaultMalformed, FaultSlowHeaders:
-		return header, nil
+	// the constants, not header: the fast server's header bytes are reused by the next request
+	case Fault429:
+		return Fault429, nil
+	case Fault500:
+		return Fault500, nil
+	case Fault503:
+		return Fault503, nil
+	case FaultStall:
+		return FaultStall, nil
+	case FaultDrop:
+		return FaultDrop, nil
+	case FaultMalformed:
+		return FaultMalformed, nil
+	case FaultSlowHeaders:
+		return FaultSlowHeaders, nil
 	default:
 		return "", fmt.Errorf("%s: unknown fault %q (want 429, 500, 503, stall, drop, malformed or slow-headers)", FaultHeader, header)
 	}
@@ -371,47 +355,71 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 	return false
 }
 
+// job is a decoded, validated generation request.
+type job struct {
+	chat, stream, usage bool
+	model               string // the model name as a JSON string literal
+	bh                  blockHasher
+	maxTokens           int
+	fault               string
+}
+
+// generate is the net/http handler of both generation endpoints (Handler, and the fast
+// server's fallback for unusual requests).
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	bp := s.bufs.Get().(*[]byte)
 	body, err := readBody(w, r, (*bp)[:0])
 	*bp = body[:0]
-	if err != nil {
-		s.bufs.Put(bp)
-		badRequest(w, "read request body: %v", err)
+	var j job
+	ok := s.parseJob(w, body, err, r.Header.Get(FaultHeader), chat, &j)
+	s.bufs.Put(bp) // goccy/go-json decodes from its own copy of body
+	if !ok {
 		return
 	}
+	fl, _ := w.(http.Flusher)
+	p := &httpPeer{s: s, ctx: r.Context(), w: w, fl: fl}
+	defer p.release()
+	s.runJob(w, p, &j, new(render))
+}
+
+// parseJob decodes and validates a request body (readErr: the error reading it); on failure it
+// writes the error response to w and returns false.
+func (s *Server) parseJob(w http.ResponseWriter, body []byte, readErr error, faultHeader string, chat bool, j *job) bool {
+	if readErr != nil {
+		badRequest(w, "read request body: %v", readErr)
+		return false
+	}
 	var req request
-	err = gojson.Unmarshal(body, &req) // goccy/go-json: a third of encoding/json's CPU per request
+	err := gojson.Unmarshal(body, &req) // goccy/go-json: a third of encoding/json's CPU per request
 	if err != nil {
 		if e := json.Unmarshal(body, &req); e != nil {
 			err = e // encoding/json's messages name the problem more plainly
 		}
-		s.bufs.Put(bp)
 		badRequest(w, "invalid JSON body: %v", err)
-		return
+		return false
 	}
-	s.bufs.Put(bp) // goccy/go-json decodes from its own copy of body
 	if req.Model == "" {
 		badRequest(w, "model: required")
-		return
+		return false
 	}
-	if _, ok := s.models[req.Model]; !ok {
+	model, ok := s.models[req.Model]
+	if !ok {
 		apiError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
-		return
+		return false
 	}
-	bh := newBlockHasher(s.cfg.BlockSize)
+	j.bh = newBlockHasher(s.cfg.BlockSize)
 	if chat {
-		err = chatTokens(req.Messages, &bh)
+		err = chatTokens(req.Messages, &j.bh)
 	} else {
-		err = promptTokens(req.Prompt, &bh)
+		err = promptTokens(req.Prompt, &j.bh)
 	}
 	if err != nil {
 		badRequest(w, "%v", err)
-		return
+		return false
 	}
 	if req.N != nil && *req.N != 1 {
 		badRequest(w, "n: %d is not supported (only n=1)", *req.N)
-		return
+		return false
 	}
 	maxTokens := s.cfg.DefaultMaxTokens
 	if req.MaxTokens != nil {
@@ -421,19 +429,50 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	if maxTokens < 1 {
 		badRequest(w, "max_tokens: %d must be at least 1", maxTokens)
-		return
+		return false
 	}
-	if bh.tokens+maxTokens > s.cfg.MaxModelLen {
+	if j.bh.tokens+maxTokens > s.cfg.MaxModelLen {
 		badRequest(w, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-			s.cfg.MaxModelLen, bh.tokens+maxTokens, bh.tokens, maxTokens)
-		return
+			s.cfg.MaxModelLen, j.bh.tokens+maxTokens, j.bh.tokens, maxTokens)
+		return false
 	}
-	fault, err := s.pickFault(r.Header.Get(FaultHeader))
+	fault, err := s.pickFault(faultHeader)
 	if err != nil {
 		badRequest(w, "%v", err)
-		return
+		return false
 	}
-	switch fault {
+	j.chat, j.stream, j.model, j.maxTokens, j.fault = chat, req.Stream, model, maxTokens, fault
+	j.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	return true
+}
+
+// peer is the connection side of one generation request: net/http's (httpPeer) or the fast
+// server's (*conn). The streaming path talks to it directly, so the fast server writes SSE
+// without going through an http.ResponseWriter.
+type peer interface {
+	// gone is closed when the client or the request went away (nil: never noticed here).
+	gone() <-chan struct{}
+	// wait blocks until q.wake fires (true), or the client or the server ends (false).
+	wait(q *seq) bool
+	// sleep waits d unless the client or the server ends first; it reports whether d passed.
+	sleep(d time.Duration) bool
+	// startStream sends the status line and the SSE headers, at once when flush is set, else
+	// with the first write.
+	startStream(flush bool)
+	// streamBuf returns the buffer to append the events of the next write to (the peer may
+	// keep room in front of it for framing).
+	streamBuf() []byte
+	// streamWrite sends b (from streamBuf plus the appended events) to the client as one
+	// write; last ends the response.
+	streamWrite(b []byte, last bool) error
+	// sentBuf returns a zeroed slice of n send stamps.
+	sentBuf(n int) []int64
+}
+
+// runJob applies the pre-stream faults, submits the sequence to the engine and writes the
+// response: SSE through p, JSON through w.
+func (s *Server) runJob(w http.ResponseWriter, p peer, j *job, rd *render) {
+	switch j.fault {
 	case Fault429:
 		w.Header().Set("Retry-After", "1")
 		apiError(w, http.StatusTooManyRequests, "RateLimitError", "injected fault: too many requests")
@@ -445,17 +484,17 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "injected fault: service unavailable")
 		return
 	case FaultSlowHeaders:
-		if !s.sleep(r.Context(), s.cfg.SlowHeaders) {
+		if !p.sleep(s.cfg.SlowHeaders) {
 			return
 		}
 	}
 
 	k := s.cfg.TokensPerChunk
 	q := &seq{
-		prompt:    bh.tokens,
-		blocks:    bh.blocks,
-		maxTokens: maxTokens,
-		nChunks:   chunkCount(maxTokens, k),
+		prompt:    j.bh.tokens,
+		blocks:    j.bh.blocks,
+		maxTokens: j.maxTokens,
+		nChunks:   chunkCount(j.maxTokens, k),
 		k:         k,
 		wake:      make(chan struct{}, 1),
 	}
@@ -463,49 +502,86 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	q.arrive = s.eng.now()
 	select {
 	case s.eng.arrive <- q:
-	case <-r.Context().Done():
+	case <-p.gone():
 		return
 	case <-s.abort:
 		return
 	}
-	rd := newRender(chat, s.models[req.Model], s.ids.Add(1), bh.tokens, maxTokens)
-	if req.Stream {
-		usage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-		s.stream(w, r, q, rd, fault, usage)
+	rd.reset(j.chat, j.model, s.ids.Add(1), j.bh.tokens, j.maxTokens)
+	if j.stream {
+		s.stream(p, q, rd, j.fault, j.usage)
 	} else {
-		s.complete(w, r, q, rd, fault)
+		s.complete(w, p, q, rd, j.fault)
 	}
 }
 
-// wait blocks until the engine published more than have chunks; false when the request or
-// the server ended.
-func (s *Server) wait(ctx context.Context, q *seq) bool {
+// httpPeer is the peer of a request served by net/http.
+type httpPeer struct {
+	s   *Server
+	ctx context.Context
+	w   http.ResponseWriter
+	fl  http.Flusher
+	bp  *[]byte
+}
+
+func (p *httpPeer) gone() <-chan struct{} { return p.ctx.Done() }
+
+func (p *httpPeer) wait(q *seq) bool {
 	select {
 	case <-q.wake:
 		return true
-	case <-ctx.Done():
-	case <-s.abort:
+	case <-p.ctx.Done():
+	case <-p.s.abort:
 	}
 	return false
 }
 
-// stream writes the SSE response: each write carries every chunk the engine has published
-// since the previous one, stamped with time.Now() just before the write.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, q *seq, rd *render, fault string, usage bool) {
-	fl, _ := w.(http.Flusher)
-	h := w.Header()
+func (p *httpPeer) sleep(d time.Duration) bool { return p.s.sleep(p.ctx, d) }
+
+func (p *httpPeer) startStream(flush bool) {
+	h := p.w.Header()
 	h["Content-Type"] = sseContentType
 	h["Cache-Control"] = noCache
 	// chunked even when the whole stream fits the first write (zero latency), as from vLLM
 	h["Transfer-Encoding"] = chunked
-	w.WriteHeader(http.StatusOK)
-	if fl != nil && s.eagerHeaders {
-		fl.Flush() // the client sees the headers at once, as from vLLM
+	p.w.WriteHeader(http.StatusOK)
+	if flush && p.fl != nil {
+		p.fl.Flush()
 	}
-	bp := s.bufs.Get().(*[]byte)
-	defer s.bufs.Put(bp)
+}
+
+func (p *httpPeer) streamBuf() []byte {
+	if p.bp == nil {
+		p.bp = p.s.bufs.Get().(*[]byte)
+	}
+	return (*p.bp)[:0]
+}
+
+func (p *httpPeer) streamWrite(b []byte, last bool) error {
+	*p.bp = b[:0]
+	if _, err := p.w.Write(b); err != nil {
+		return err
+	}
+	if p.fl != nil && !last {
+		p.fl.Flush()
+	} // the last write is flushed by net/http with the terminating chunk: one system call
+	return nil
+}
+
+func (p *httpPeer) sentBuf(n int) []int64 { return make([]int64, n) }
+
+func (p *httpPeer) release() {
+	if p.bp != nil {
+		p.s.bufs.Put(p.bp)
+	}
+}
+
+// stream writes the SSE response: each write carries every chunk the engine has published
+// since the previous one, stamped with time.Now() just before the write.
+func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) {
+	p.startStream(s.eagerHeaders) // eager: the client sees the headers at once, as from vLLM
 	n := q.nChunks
-	sent := make([]int64, n)
+	sent := p.sentBuf(n)
 	mid := -1 // chunk index at which a mid-stream fault strikes (n = before the final chunk)
 	split := false
 	switch fault {
@@ -523,15 +599,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, q *seq, rd *rend
 		if split && written == mid {
 			split = false
 			if fault == FaultDrop {
-				panic(http.ErrAbortHandler) // net/http closes the connection mid-body
+				panic(http.ErrAbortHandler) // the connection closes mid-body
 			}
-			if !s.sleep(r.Context(), s.cfg.Stall) {
+			if !p.sleep(s.cfg.Stall) {
 				return
 			}
 			continue
 		}
 		if avail == written {
-			if !s.wait(r.Context(), q) {
+			if !p.wait(q) {
 				return
 			}
 			continue
@@ -540,7 +616,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, q *seq, rd *rend
 		if split && written < mid && end > mid {
 			end = mid
 		}
-		b := (*bp)[:0]
+		b := p.streamBuf()
 		for j := written; j < end && j < n; j++ {
 			if j == mid && fault == FaultMalformed {
 				b = rd.appendBogus(b)
@@ -561,24 +637,20 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, q *seq, rd *rend
 			}
 			b = rd.appendTail(b, q, sent, usage)
 		}
-		*bp = b
-		if s.cfg.StampLead > 0 && !s.sleep(r.Context(), s.cfg.StampLead) {
+		if s.cfg.StampLead > 0 && !p.sleep(s.cfg.StampLead) {
 			return
 		}
-		if _, err := w.Write(b); err != nil {
+		if err := p.streamWrite(b, end > n); err != nil {
 			return
 		}
-		if fl != nil && end <= n {
-			fl.Flush()
-		} // the last write is flushed by net/http with the terminating chunk: one system call
 		written = end
 	}
 }
 
 // complete writes a non-streaming response once the engine has finished the sequence.
-func (s *Server) complete(w http.ResponseWriter, r *http.Request, q *seq, rd *render, fault string) {
+func (s *Server) complete(w http.ResponseWriter, p peer, q *seq, rd *render, fault string) {
 	for int(q.ready.Load()) < q.nChunks {
-		if !s.wait(r.Context(), q) {
+		if !p.wait(q) {
 			return
 		}
 	}
@@ -590,7 +662,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, q *seq, rd *re
 	h.Set("x-sim-decode-ns", strconv.FormatInt(q.last-q.first, 10))
 	switch fault {
 	case FaultStall:
-		if !s.sleep(r.Context(), s.cfg.Stall) {
+		if !p.sleep(s.cfg.Stall) {
 			return
 		}
 	case FaultMalformed:
@@ -599,7 +671,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, q *seq, rd *re
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	stamp := time.Now().UnixNano()
 	h.Set("x-sim-sent-ns", strconv.FormatInt(stamp, 10))
-	if s.cfg.StampLead > 0 && !s.sleep(r.Context(), s.cfg.StampLead) {
+	if s.cfg.StampLead > 0 && !p.sleep(s.cfg.StampLead) {
 		return
 	}
 	w.WriteHeader(http.StatusOK)

@@ -120,6 +120,11 @@ func TestEngineModel(t *testing.T) {
 			t.Errorf("request %d: queue_ns = %d; want about 0 on an idle engine", i, x.QueueNs)
 		}
 	}
+	// the engine sets the running gauge at the end of the pass that emitted the last chunk,
+	// which may come a moment after the client read the end of the stream
+	for deadline := time.Now().Add(2 * time.Second); srv.m.running.Load() != 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	text := string(srv.m.appendText(nil))
 	for _, want := range []string{
 		`vllm:prefix_cache_queries_total{model_name="sim"} 64.0`,

@@ -43,7 +43,8 @@ time), TTFT error = t_first - server_sent_first, chunk arrival error = t_j - ser
 error = measured gap - true gap (median and p99 of |error|), share of exact kernel timestamps,
 worker ρ (CPU / wall), client CPU per request and per output token.
 
-A rate is faithful when fidelity >= 99.5%, TTFT error p99 < 1 ms and no request failed; the
+A rate is faithful when fidelity (achieved / target) is within 99.5%..100.5%, TTFT error p99
+< 1 ms and no request failed; the
 highest faithful rate is the highest one with every lower rate faithful too. The worker CPU
 model ρ = idle + c × rate per worker is a least-squares fit over the faithful stages; μ per worker
 = (1 - idle) / c; --for-rate gives the workers needed at ρ = 0.5.
