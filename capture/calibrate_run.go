@@ -52,10 +52,14 @@ type CalibrateConfig struct {
 	Out           io.Writer // the table; nil = none
 }
 
+// breakFidelity is the share of a rate's sends, made on time, below which the client counts as
+// broken and the sweep stops.
+const breakFidelity = 0.9
+
 // Calibrate runs the calibration and writes DIR/calibration.json; DIR is also a normal,
-// aggregated run directory. The sweep is one schedule made by replay, so it runs to its end:
-// there is no early stop once the client has broken (stopping would need a second way of making
-// schedules, or an interrupted capture).
+// aggregated run directory. The sweep is one schedule made by replay; capture stops it early
+// (Config.StopBelowFidelity = breakFidelity) once a rate ends with under 90% of its sends made
+// on time: the client has broken, and faster rates would only measure it more.
 func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Calibration, error) {
 	if err := checkCalibrate(&cfg); err != nil {
 		return nil, err
@@ -136,7 +140,8 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Cal
 	}
 	log.Info("calibrating", "rates", rates, "stage", cfg.StageDuration, "workers", cal.Workers, "single_process", cfg.SingleProcess, "target", target)
 	ccfg := Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, GOMAXPROCS: cal.GOMAXPROCS, CPUs: cal.WorkerCPUs,
-		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, DrainTimeout: 5 * time.Second}
+		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, DrainTimeout: 5 * time.Second,
+		StopBelowFidelity: breakFidelity}
 	if err := Run(ctx, ccfg, log); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
@@ -150,7 +155,12 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Cal
 	if err != nil {
 		return nil, err
 	}
-	cal.Rates = analyse(d)
+	// Rates never sent (the sweep stopped early) are left out.
+	for _, r := range analyse(d) {
+		if r.Requests > 0 {
+			cal.Rates = append(cal.Rates, r)
+		}
+	}
 	cal.FaithfulRate = faithfulRate(cal.Rates)
 	cal.Fit = fitCPU(cal.Rates, cal.Workers)
 	cal.WorkersFor = cal.Fit.WorkersFor(cfg.ForRate)

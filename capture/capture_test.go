@@ -465,3 +465,34 @@ func TestResolveShardsFromConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestJudgeStagesStopsBelowFidelity(t *testing.T) {
+	const sec = int64(time.Second)
+	stages := []schemas.StageInfo{
+		{Index: 0, Name: "slow", Mode: "open", Rate: 100, OffsetNs: 0, DurationNs: 10 * sec, Requests: 1000},
+		{Index: 1, Name: "fast", Mode: "open", Rate: 1000, OffsetNs: 10 * sec, DurationNs: 10 * sec, Requests: 10000},
+	}
+	for _, tc := range []struct {
+		name string
+		sent [2]int64 // cumulative sends of stage 1 seen by two workers at 9.5 s into the window
+		stop bool
+	}{
+		{"on schedule", [2]int64{4750, 4750}, false},        // 9,500 due by 9.5 s
+		{"one percent behind", [2]int64{4700, 4700}, false}, // 98.9%
+		{"broken", [2]int64{3000, 3000}, true},              // 63%
+	} {
+		c := &coord{cfg: Config{StopBelowFidelity: 0.9}, log: testLog(t), m: &schemas.Manifest{Stages: stages},
+			planned: map[int32]int64{0: 1000, 1: 10000}, startNs: 1000 * sec}
+		for w := range 2 {
+			c.sampleStages(w, &progress{Sent: []int64{500, tc.sent[w]}, NowNs: c.startNs + 19*sec + sec/2})
+		}
+		c.judgeStages(c.startNs + 19*sec) // stage 1 not over yet: nothing judged
+		if c.earlyStop != "" || c.judged[1] {
+			t.Fatalf("%s: judged stage 1 before its end", tc.name)
+		}
+		c.judgeStages(c.startNs + 22*sec)
+		if got := c.earlyStop != ""; got != tc.stop || c.stopped != tc.stop {
+			t.Errorf("%s: earlyStop=%q stopped=%v; want stop=%v", tc.name, c.earlyStop, c.stopped, tc.stop)
+		}
+	}
+}

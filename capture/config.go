@@ -39,6 +39,11 @@ type Config struct {
 	// StampAfterDecode stamps each event's arrival after its JSON is decoded instead of right
 	// after the socket read: the naive client, for `calibrate --single-process` only.
 	StampAfterDecode bool
+	// StopBelowFidelity stops sending (and ends the run as complete, saying so in the manifest's
+	// missing list) once an open-loop stage has ended with fewer sends than this share of its
+	// plan: the client has broken and later, faster stages would only measure the client.
+	// 0 = never. Calibration uses it to end its sweep early.
+	StopBelowFidelity float64
 }
 
 // Defaults.

@@ -223,7 +223,16 @@ type coord struct {
 	stopped     bool
 	failure     error
 	readersWG   sync.WaitGroup
+
+	// Early stop (Config.StopBelowFidelity): per stage, each worker's last progress sample
+	// taken inside the stage window, and the stages already judged.
+	atEnd     map[int32]map[int]endSample
+	judged    map[int32]bool
+	earlyStop string // why sending stopped early; empty when it did not
 }
+
+// endSample is a worker's cumulative sends of a stage at a time inside the stage window.
+type endSample struct{ sent, nowNs int64 }
 
 func (c *coord) start(exe string, wc WorkerConfig) error {
 	cmd := exec.Command(exe, "worker")
@@ -393,6 +402,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 			c.handle(wm)
 			if wm.msg.Type == "progress" && wm.msg.Progress != nil {
 				tr.update(wm.worker, wm.msg.Progress)
+				c.sampleStages(wm.worker, wm.msg.Progress)
 			}
 		case e := <-c.exits:
 			alive--
@@ -412,6 +422,9 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 			if checkFirst && now.UnixNano() >= c.startNs+int64(time.Second) {
 				checkFirst = c.checkFirstSecond()
 			}
+			if c.cfg.StopBelowFidelity > 0 && c.earlyStop == "" && !c.interrupted {
+				c.judgeStages(now.UnixNano())
+			}
 		}
 	}
 	// Messages sent just before a worker's exit are still queued.
@@ -423,6 +436,67 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 	stopScrape()
 	c.server = <-scraped
 	return c.result()
+}
+
+// sampleStages keeps, for every open-loop stage whose window contains the sample's time, the
+// worker's cumulative sends of that stage.
+func (c *coord) sampleStages(worker int, p *progress) {
+	if c.cfg.StopBelowFidelity <= 0 {
+		return
+	}
+	for _, st := range c.m.Stages {
+		start := c.startNs + st.OffsetNs
+		if st.Mode != "open" || st.DurationNs <= 0 || p.NowNs < start || p.NowNs > start+st.DurationNs || int(st.Index) >= len(p.Sent) {
+			continue
+		}
+		if c.atEnd == nil {
+			c.atEnd, c.judged = map[int32]map[int]endSample{}, map[int32]bool{}
+		}
+		if c.atEnd[st.Index] == nil {
+			c.atEnd[st.Index] = map[int]endSample{}
+		}
+		c.atEnd[st.Index][worker] = endSample{sent: p.Sent[st.Index], nowNs: p.NowNs}
+	}
+}
+
+// judgeStages looks at each open-loop stage once its window has ended and every worker has
+// reported since (progress comes once a second): fidelity = sends seen / sends due by the time
+// of each worker's last sample inside the window. Below Config.StopBelowFidelity it stops
+// sending; the run ends complete, and the manifest says why requests are missing.
+func (c *coord) judgeStages(now int64) {
+	for _, st := range c.m.Stages {
+		end := c.startNs + st.OffsetNs + st.DurationNs
+		if st.Mode != "open" || st.DurationNs <= 0 || c.judged[st.Index] || now < end+int64(1500*time.Millisecond) {
+			continue
+		}
+		if c.judged == nil {
+			c.judged = map[int32]bool{}
+		}
+		c.judged[st.Index] = true
+		samples := c.atEnd[st.Index]
+		planned := c.planned[st.Index]
+		if len(samples) == 0 || planned == 0 {
+			continue
+		}
+		var sent int64
+		var frac float64
+		for _, smp := range samples {
+			sent += smp.sent
+			frac += float64(smp.nowNs-(c.startNs+st.OffsetNs)) / float64(st.DurationNs)
+		}
+		frac /= float64(len(samples))
+		if frac < 0.5 { // too little of the window seen to judge
+			continue
+		}
+		fid := float64(sent) / (float64(planned) * frac)
+		if fid < c.cfg.StopBelowFidelity {
+			c.earlyStop = fmt.Sprintf("stopped early after stage %d (%s): %.0f%% of its planned sends went out on time, below the %.0f%% limit (StopBelowFidelity); later stages were not sent",
+				st.Index, st.Name, 100*fid, 100*c.cfg.StopBelowFidelity)
+			c.log.Warn("stopping early: the client cannot keep up", "stage", st.Index, "fidelity", fmt.Sprintf("%.3f", fid), "limit", c.cfg.StopBelowFidelity)
+			c.stopAll()
+			return
+		}
+	}
 }
 
 // checkFirstSecond stops the run when every request planned in the first second has failed. It
@@ -550,6 +624,9 @@ func (c *coord) finish(err error) {
 	}
 	if len(c.procs) > 0 && sent < c.total {
 		m.Missing = append(m.Missing, fmt.Sprintf("%d of %d planned requests were not sent", c.total-sent, c.total))
+	}
+	if c.earlyStop != "" {
+		m.Missing = append(m.Missing, c.earlyStop)
 	}
 	st := &m.Steps[c.stepIdx]
 	st.Ended = time.Now()

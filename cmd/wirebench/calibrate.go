@@ -49,7 +49,8 @@ highest faithful rate is the highest one with every lower rate faithful too. The
 model ρ = idle + c × rate per worker is a least-squares fit over the faithful stages; μ per worker
 = (1 - idle) / c; --for-rate gives the workers needed at ρ = 0.5.
 
-The sweep always runs to its end (it is one schedule); a broken client shows as unfaithful rows.
+The sweep is one schedule; capture stops it early once a rate ends with under 90% of its sends
+made on time (the client has broken), and rates never sent are left out.
 
 Output: a table on stdout, DIR/calibration.json, and the run itself ('wirebench report DIR').`
 }

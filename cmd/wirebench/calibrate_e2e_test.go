@@ -153,3 +153,21 @@ func mustDuration(t *testing.T, s string) time.Duration {
 	}
 	return d
 }
+
+// TestCalibrateTarget: calibrate against a simulator it did not start (--target), with a known
+// stamp lead on that simulator.
+func TestCalibrateTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end calibration runs")
+	}
+	url := startSim(t, "--mode", "fixed", "--ttft", "20ms", "--itl", "10ms", "--max-num-seqs", "0", "--stamp-lead", "2ms")
+	c, _, _ := calibrate(t, "--target", url)
+	if c.SimCPU != -1 || len(c.Notes) == 0 || !strings.Contains(c.Notes[0], url) {
+		t.Errorf("--target %s: sim_cpu %d, notes %q; want -1 and a note naming the target", url, c.SimCPU, c.Notes)
+	}
+	for _, r := range c.Rates {
+		if d := time.Duration(r.ChunkErr.P50); d < time.Millisecond || d > 3*time.Millisecond {
+			t.Errorf("--target with the sim's 2ms stamp lead, rate %g: chunk error median = %v; want in [1ms, 3ms]", r.TargetRate, d)
+		}
+	}
+}
