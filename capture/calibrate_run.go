@@ -231,13 +231,25 @@ func calibrateYAML(cfg CalibrateConfig, rates []float64, target string) []byte {
 	return []byte(b.String())
 }
 
-// startSim starts `wirebench sim` on a free loopback port, pinned to cpu when cpu >= 0, and
-// returns its base URL and a function that stops it.
+// startSim starts the calibration's `wirebench sim` (fixed timing, no queueing) on a free
+// loopback port, pinned to cpu when cpu >= 0.
 func startSim(cfg CalibrateConfig, cpu int, log *slog.Logger) (string, func(), error) {
 	args := []string{"--log-level", "error", "sim", "--listen", "127.0.0.1:0", "--mode", "fixed",
 		"--ttft", cfg.TTFT.String(), "--itl", cfg.ITL.String(), "--max-num-seqs", "0", "--stamp-lead", cfg.StampLead.String()}
-	cmd := exec.Command(cfg.Exe, args...)
-	cmd.Stderr = os.Stderr
+	url, stop, err := StartSim(cfg.Exe, args, cpu, os.Stderr, log)
+	if err == nil {
+		log.Info("sim started", "url", url, "cpu", cpu, "ttft", cfg.TTFT, "itl", cfg.ITL, "stamp_lead", cfg.StampLead)
+	}
+	return url, stop, err
+}
+
+// StartSim runs `exe args...` (args starting a `wirebench sim` that listens on 127.0.0.1:0),
+// pinned to cpu when cpu >= 0, and returns the base URL it prints as its first stdout line and
+// a function that stops it (SIGINT, then SIGKILL after 5 s). Calibration and the end-to-end
+// tests start their simulators with it.
+func StartSim(exe string, args []string, cpu int, stderr io.Writer, log *slog.Logger) (string, func(), error) {
+	cmd := exec.Command(exe, args...)
+	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's Ctrl-C is ours to handle
 	if cpu >= 0 {
 		// GOMAXPROCS follows the affinity the runtime sees at start; one CPU, one P.
@@ -248,7 +260,7 @@ func startSim(cfg CalibrateConfig, cpu int, log *slog.Logger) (string, func(), e
 		return "", nil, fmt.Errorf("start sim: %w", err)
 	}
 	if err := startPinned(cmd, cpu); err != nil {
-		return "", nil, fmt.Errorf("start sim (%s sim): %w", cfg.Exe, err)
+		return "", nil, fmt.Errorf("start sim (%s): %w", exe, err)
 	}
 	stop := func() {
 		_ = cmd.Process.Signal(os.Interrupt)
@@ -282,7 +294,6 @@ func startSim(cfg CalibrateConfig, cpu int, log *slog.Logger) (string, func(), e
 				log.Warn("pinning the simulator failed; it shares the CPUs", "cpu", cpu, "err", err)
 			}
 		}
-		log.Info("sim started", "url", url, "cpu", cpu, "ttft", cfg.TTFT, "itl", cfg.ITL, "stamp_lead", cfg.StampLead)
 		return url, stop, nil
 	case <-time.After(20 * time.Second):
 		stop()
@@ -309,29 +320,6 @@ func startPinned(cmd *exec.Cmd, cpu int) error {
 	err := cmd.Start()
 	_ = unix.SchedSetaffinity(0, &old)
 	return err
-}
-
-// pinTasks pins every thread of process pid to cpu (twice, to catch threads started meanwhile;
-// later threads inherit the mask of the pinned thread that creates them).
-func pinTasks(pid, cpu int) error {
-	var set unix.CPUSet
-	set.Set(cpu)
-	for range 2 {
-		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		if err != nil {
-			return fmt.Errorf("list threads of %d: %w", pid, err)
-		}
-		for _, e := range ents {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-				return fmt.Errorf("pin thread %d to cpu %d: %w", tid, cpu, err)
-			}
-		}
-	}
-	return nil
 }
 
 // loadRaw reads the stages and every raw file the manifest lists.

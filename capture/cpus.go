@@ -68,16 +68,18 @@ func parseCPUMax(s string) (int, bool) {
 	return int(math.Ceil(q / p)), true
 }
 
-// pinProcess pins every thread of this process to cpu. sched_setaffinity acts on one thread, and
-// a new thread inherits its creator's mask, so pinning every existing thread (twice, to catch
-// threads started meanwhile) pins the whole Go process for good.
-func pinProcess(cpu int) error {
+// pinProcess pins every thread of this process to cpu.
+func pinProcess(cpu int) error { return pinTasks(os.Getpid(), cpu) }
+
+// pinTasks pins every thread of process pid to cpu (twice, to catch threads started meanwhile;
+// later threads inherit the mask of the pinned thread that creates them).
+func pinTasks(pid, cpu int) error {
 	var set unix.CPUSet
 	set.Set(cpu)
 	for range 2 {
-		ents, err := os.ReadDir("/proc/self/task")
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		if err != nil {
-			return fmt.Errorf("pin to cpu %d: %w", cpu, err)
+			return fmt.Errorf("list threads of %d: %w", pid, err)
 		}
 		for _, e := range ents {
 			tid, err := strconv.Atoi(e.Name())

@@ -5,15 +5,18 @@ package main
 // <stage>_e2e_test.go.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/wirebench/wirebench/capture"
 )
 
 // binary is the wirebench binary under test.
@@ -57,47 +60,31 @@ func wirebench(t *testing.T, timeout time.Duration, args ...string) (string, str
 // first line the simulator prints on stdout). The simulator is stopped when the test ends.
 func startSim(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"sim", "--listen", "127.0.0.1:0"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
+	var errb syncBuffer
+	url, stop, err := capture.StartSim(binary, append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), -1, &errb, slog.Default())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v; stderr:\n%s", err, errb.String())
 	}
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			lines <- strings.TrimSpace(sc.Text())
-		}
-		close(lines)
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case url, ok := <-lines:
-		if !ok || !strings.HasPrefix(url, "http://") {
-			t.Fatalf("wirebench sim printed %q, want its base URL first; stderr:\n%s", url, errb.String())
-		}
-		return url
-	case <-time.After(20 * time.Second):
-		t.Fatalf("wirebench sim did not print its URL in 20s; stderr:\n%s", errb.String())
-	}
-	return ""
+	t.Cleanup(stop)
+	return url
+}
+
+// syncBuffer is a strings.Builder safe for the writes of a child's stderr copier.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestHelpListsEveryCommand(t *testing.T) {
