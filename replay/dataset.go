@@ -158,41 +158,55 @@ type jsonlRow struct {
 	MaxTokens *int      `json:"max_tokens"`
 }
 
-// readJSONL reads one {"prompt"|"messages", "max_tokens"?} object a line.
-func readJSONL(path string, chat bool, tok tokenizer.Tokenizer) ([]row, error) {
+// readJSONLines decodes one JSON object a non-blank line of path into a T and hands it to fn
+// with its line number; errors name the file and line. what prefixes an error opening the file.
+func readJSONLines[T any](path, what string, maxLine int, fn func(line int, v *T) error) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	var rows []row
+	sc.Buffer(make([]byte, 1<<20), maxLine)
 	for line := 1; sc.Scan(); line++ {
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}
-		var j jsonlRow
-		if err := json.Unmarshal(b, &j); err != nil {
-			return nil, lineJSONError(path, line, err)
+		var v T
+		if err := json.Unmarshal(b, &v); err != nil {
+			return lineJSONError(path, line, err)
 		}
+		if err := fn(line, &v); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// readJSONL reads one {"prompt"|"messages", "max_tokens"?} object a line.
+func readJSONL(path string, chat bool, tok tokenizer.Tokenizer) ([]row, error) {
+	var rows []row
+	err := readJSONLines(path, "dataset", 256<<20, func(line int, j *jsonlRow) error {
 		var r row
 		switch {
 		case j.Prompt != nil && j.Messages != nil:
-			return nil, fmt.Errorf("%s:%d: prompt, messages: set one, not both", path, line)
+			return fmt.Errorf("%s:%d: prompt, messages: set one, not both", path, line)
 		case j.Prompt != nil:
 			r.text = *j.Prompt
 			r.input = int32(tok.Count(r.text))
 		case len(j.Messages) > 0:
 			last := j.Messages[len(j.Messages)-1]
 			if last.Role != "user" {
-				return nil, fmt.Errorf("%s:%d: messages[%d].role: the last message must be \"user\", got %q", path, line, len(j.Messages)-1, last.Role)
+				return fmt.Errorf("%s:%d: messages[%d].role: the last message must be \"user\", got %q", path, line, len(j.Messages)-1, last.Role)
 			}
 			n := 0
 			for k, m := range j.Messages {
 				if m.Role == "" {
-					return nil, fmt.Errorf("%s:%d: messages[%d].role: missing", path, line, k)
+					return fmt.Errorf("%s:%d: messages[%d].role: missing", path, line, k)
 				}
 				n += tok.Count(m.Content)
 			}
@@ -208,20 +222,18 @@ func readJSONL(path string, chat bool, tok tokenizer.Tokenizer) ([]row, error) {
 			}
 			r.input = int32(n)
 		default:
-			return nil, fmt.Errorf("%s:%d: prompt: missing (want \"prompt\" or \"messages\")", path, line)
+			return fmt.Errorf("%s:%d: prompt: missing (want \"prompt\" or \"messages\")", path, line)
 		}
 		if j.MaxTokens != nil {
 			if *j.MaxTokens <= 0 {
-				return nil, fmt.Errorf("%s:%d: max_tokens: %d, want > 0", path, line, *j.MaxTokens)
+				return fmt.Errorf("%s:%d: max_tokens: %d, want > 0", path, line, *j.MaxTokens)
 			}
 			r.output = int32(*j.MaxTokens)
 		}
 		rows = append(rows, r)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return rows, nil
+		return nil
+	})
+	return rows, err
 }
 
 func lineJSONError(path string, line int, err error) error {

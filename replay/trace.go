@@ -2,9 +2,7 @@ package replay
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -136,39 +134,22 @@ type mooncakeRow struct {
 
 // readMooncake reads {timestamp (ms), input_length, output_length, hash_ids} a line.
 func readMooncake(path string) ([]traceRow, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	var rows []traceRow
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var m mooncakeRow
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, lineJSONError(path, line, err)
-		}
+	err := readJSONLines(path, "trace", 64<<20, func(line int, m *mooncakeRow) error {
 		switch {
 		case m.Timestamp == nil:
-			return nil, fmt.Errorf("%s:%d: timestamp: missing", path, line)
+			return fmt.Errorf("%s:%d: timestamp: missing", path, line)
 		case m.InputLength == nil:
-			return nil, fmt.Errorf("%s:%d: input_length: missing", path, line)
+			return fmt.Errorf("%s:%d: input_length: missing", path, line)
 		case m.OutputLength == nil:
-			return nil, fmt.Errorf("%s:%d: output_length: missing", path, line)
+			return fmt.Errorf("%s:%d: output_length: missing", path, line)
 		case *m.Timestamp < 0 || *m.InputLength < 0 || *m.OutputLength < 0:
-			return nil, fmt.Errorf("%s:%d: timestamp, input_length, output_length: must be >= 0", path, line)
+			return fmt.Errorf("%s:%d: timestamp, input_length, output_length: must be >= 0", path, line)
 		}
 		rows = append(rows, traceRow{ns: int64(*m.Timestamp * 1e6), input: *m.InputLength, output: *m.OutputLength, hashes: m.HashIDs})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return rows, nil
+		return nil
+	})
+	return rows, err
 }
 
 // loadTrace reads the trace, sorts it by time, cuts the window and rescales times to offsets
