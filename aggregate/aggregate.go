@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +25,10 @@ type Config struct {
 	Out           string   // directory that receives metrics/ and the manifest step; default Runs[0]
 	Strict        bool     // turn warnings (missing part, manifest disagreement, dead worker) into errors
 	IncludeWarmup bool     // count warmup requests and stages in the stage metrics
+	// Decomposition is the source of queue/prefill/decode: auto (or empty: server, else
+	// histograms, else fit, per request), or one of server, histograms, fit forced for every
+	// request; forcing a source the run cannot support is an error naming what is missing.
+	Decomposition string
 	Args          []string // the command line, recorded in the files and the manifest
 }
 
@@ -52,6 +55,7 @@ type aggregator struct {
 	pendErr      error
 	requestsRead int64
 	chunksRead   int64
+	srvRows      int64 // requests with server-reported timings
 }
 
 // stageOf returns the accumulator of stage idx, making one (with a warning) for a stage the
@@ -77,6 +81,10 @@ func (a *aggregator) stageOf(idx int32, file string) *stageAcc {
 // accumulators (memValues values each, the rest spilled to OUT/metrics/.spill-*).
 func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	started := time.Now()
+	mode, err := checkDecomposition(cfg.Decomposition)
+	if err != nil {
+		return nil, err
+	}
 	w := &warner{log: log, strict: cfg.Strict}
 	runs, err := openRuns(cfg.Runs, w)
 	if err != nil {
@@ -136,6 +144,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 			for i := range states {
 				s := &states[i]
 				m := s.metric(a.slo)
+				if m.DecompositionSource == SourceServer {
+					a.srvRows++
+				}
 				if s.acc != nil {
 					s.acc.addRequest(s, &m)
 				}
@@ -170,28 +181,37 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	}
 	slices.Sort(idxs)
 	var least *stageAcc
+	dp := &plan{mode: mode, hist: map[int32]histStage{}}
+	var measured []int32
 	for _, i := range idxs {
 		acc := a.stages[i]
 		meanIn := 0.0
 		if acc.completed > 0 {
 			meanIn = float64(acc.inTok) / float64(acc.completed)
 		}
-		acc.histPerTokNs = histPerToken(deltas[i], meanIn)
-		if (acc.info.Warmup && !cfg.IncludeWarmup) || len(acc.fit) < 2 {
+		dp.hist[i] = histStats(deltas[i], meanIn)
+		acc.histPerTokNs = dp.hist[i].perTokNs()
+		if acc.info.Warmup && !cfg.IncludeWarmup {
+			continue
+		}
+		measured = append(measured, i)
+		if len(acc.fit) < 2 {
 			continue
 		}
 		if least == nil || lessLoaded(acc.info, least.info) {
 			least = acc
 		}
 	}
-	var fa, fb float64
-	var fitOK bool
 	if least != nil {
-		fa, fb, fitOK = theilSen(least.fit)
+		dp.fa, dp.fb, dp.fitOK = theilSen(least.fit)
 	}
+	if err := dp.check(runs, a.srvRows, len(samples), measured, least, w); err != nil {
+		return nil, err
+	}
+	fb := dp.fb
 
 	// Pass 2: fill the decomposition, write requests.parquet, add the decomposition dists.
-	n, err := a.pass2(ctx, pass1, filepath.Join(metricsDir, "requests.parquet"), prod, fa, fb, fitOK)
+	n, err := a.pass2(ctx, pass1, filepath.Join(metricsDir, "requests.parquet"), prod, dp)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +282,7 @@ func lessLoaded(x, y schemas.StageInfo) bool {
 	return x.Rate < y.Rate
 }
 
-func (a *aggregator) pass2(ctx context.Context, in, out string, prod schemas.Producer, fa, fb float64, fitOK bool) (int64, error) {
+func (a *aggregator) pass2(ctx context.Context, in, out string, prod schemas.Producer, dp *plan) (int64, error) {
 	f, err := schemas.Open[schemas.MetricRequest](in)
 	if err != nil {
 		return 0, err
@@ -284,14 +304,7 @@ func (a *aggregator) pass2(ctx context.Context, in, out string, prod schemas.Pro
 		for i := range buf[:n] {
 			m := &buf[i]
 			acc := a.stages[m.Stage]
-			if m.DecompositionSource == "" && m.TTFTNs != nil && m.E2ENs != nil {
-				switch {
-				case acc != nil && acc.histPerTokNs > 0:
-					split(m, int64(math.Round(acc.histPerTokNs*float64(*m.InputTokens))), 0, SourceHistograms)
-				case fitOK:
-					fitDecompose(m, fa, fb)
-				}
-			}
+			dp.decompose(m)
 			if acc != nil && (!m.Warmup || a.cfg.IncludeWarmup) {
 				acc.addDecomposition(m)
 			}

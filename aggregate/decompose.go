@@ -1,8 +1,11 @@
 package aggregate
 
 import (
+	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -14,6 +17,13 @@ const (
 	SourceFit        = "fit"        // Theil–Sen fit TTFT ≈ a + b·I on the least-loaded stage
 )
 
+// DecompositionAuto (or "") picks, per request, the first source that applies: server, then
+// histograms, then fit.
+const DecompositionAuto = "auto"
+
+// Decompositions lists the values of Config.Decomposition.
+var Decompositions = []string{DecompositionAuto, SourceServer, SourceHistograms, SourceFit}
+
 // vLLM histogram series used for the histograms source.
 const (
 	histPrefillSum = "vllm:request_prefill_time_seconds_sum"
@@ -22,6 +32,18 @@ const (
 	histPromptTot  = "vllm:prompt_tokens_total"
 	histPrefillCnt = "vllm:request_prefill_time_seconds_count"
 )
+
+// checkDecomposition returns the decomposition mode of cfg ("" is auto) or an error naming the
+// accepted values.
+func checkDecomposition(mode string) (string, error) {
+	if mode == "" {
+		return DecompositionAuto, nil
+	}
+	if !slices.Contains(Decompositions, mode) {
+		return "", fmt.Errorf("decomposition %q: want one of %s", mode, strings.Join(Decompositions, ", "))
+	}
+	return mode, nil
+}
 
 // histDeltas returns, per stage, the increase of each named counter between the first and the
 // last scrape of that stage, summed over label sets.
@@ -55,20 +77,61 @@ func histDeltas(samples []schemas.ServerMetric) map[int32]map[string]float64 {
 	return out
 }
 
-// histPerToken returns T_prefill per input token (ns) of a stage from its histogram deltas:
-// Δprefill_sum / Δprompt_tokens, or, without a prompt-token series, the mean prefill time
-// Δprefill_sum / Δprefill_count divided by the stage's mean input tokens. 0 when unknown.
-func histPerToken(d map[string]float64, meanInput float64) float64 {
-	if d == nil || d[histPrefillSum] <= 0 {
+// histStage is what a stage's histogram deltas say about its prefill.
+type histStage struct {
+	meanPrefillNs float64 // P̄: mean prefill time of the stage's requests, ns
+	meanIn        float64 // Ī: mean input tokens of the same requests
+}
+
+func (h histStage) ok() bool { return h.meanPrefillNs > 0 && h.meanIn > 0 }
+
+// perTokNs is the stage's prefill time per input token, P̄ / Ī (ns).
+func (h histStage) perTokNs() float64 {
+	if !h.ok() {
 		return 0
 	}
-	if t := max(d[histPromptSum], d[histPromptTot]); t > 0 {
-		return d[histPrefillSum] * 1e9 / t
+	return h.meanPrefillNs / h.meanIn
+}
+
+// histStats derives P̄ and Ī of a stage from its histogram deltas d: P̄ = Δprefill_sum /
+// Δprefill_count and Ī = Δprompt_tokens / Δprefill_count (prompt tokens from the
+// vllm:request_prompt_tokens histogram or the vllm:prompt_tokens_total counter). Without a count
+// series, Ī is the stage's mean input tokens as the client saw them (clientMeanIn) and
+// P̄ = Δprefill_sum / Δprompt_tokens · Ī. The zero value (not ok) when the deltas do not say.
+func histStats(d map[string]float64, clientMeanIn float64) histStage {
+	if d == nil || d[histPrefillSum] <= 0 {
+		return histStage{}
 	}
-	if d[histPrefillCnt] > 0 && meanInput > 0 {
-		return d[histPrefillSum] * 1e9 / d[histPrefillCnt] / meanInput
+	tokens, cnt := max(d[histPromptSum], d[histPromptTot]), d[histPrefillCnt]
+	var h histStage
+	switch {
+	case cnt > 0:
+		h.meanPrefillNs = d[histPrefillSum] * 1e9 / cnt
+		h.meanIn = clientMeanIn
+		if tokens > 0 {
+			h.meanIn = tokens / cnt
+		}
+	case tokens > 0 && clientMeanIn > 0:
+		h.meanIn = clientMeanIn
+		h.meanPrefillNs = d[histPrefillSum] * 1e9 / tokens * clientMeanIn
 	}
-	return 0
+	if !h.ok() {
+		return histStage{}
+	}
+	return h
+}
+
+// prefill returns the histograms source's prefill estimate (ns) of a request with in input
+// tokens. A histogram delta gives only the stage mean P̄, so the mean is spread over the stage's
+// requests by input length: with the slope b of the robust fit (when there is one),
+// prefill = P̄ + b·(I − Ī), which keeps a fixed per-request cost (first decode step, scheduling)
+// fixed; without it, prefill = P̄ · I / Ī (the prefill is taken as proportional to I). Both are
+// exact when every request of the stage has the same I.
+func (h histStage) prefill(in int32, b float64, slopeOK bool) int64 {
+	if slopeOK {
+		return int64(math.Round(h.meanPrefillNs + b*(float64(in)-h.meanIn)))
+	}
+	return int64(math.Round(h.meanPrefillNs * float64(in) / h.meanIn))
 }
 
 // theilSen fits y ≈ a + b·x robustly: b is the median of the slopes (y_j − y_i)/(x_j − x_i) over
@@ -107,4 +170,74 @@ func fitDecompose(m *schemas.MetricRequest, a, b float64) {
 		return
 	}
 	split(m, int64(math.Round(b*float64(*m.InputTokens))), int64(math.Round(a)), SourceFit)
+}
+
+// plan is the decomposition pass 2 applies: the mode, each stage's histogram statistics and
+// the robust fit.
+type plan struct {
+	mode   string
+	hist   map[int32]histStage
+	fa, fb float64
+	fitOK  bool
+}
+
+// decompose fills m's queue, prefill and decode in pass 2. Pass 1 filled them from server
+// timings when the server sent some; a forced histograms or fit mode replaces those, a forced
+// server mode leaves the other requests undecomposed.
+func (p *plan) decompose(m *schemas.MetricRequest) {
+	if m.DecompositionSource == SourceServer && p.mode != DecompositionAuto && p.mode != SourceServer {
+		m.QueueNs, m.PrefillNs, m.DecodeNs, m.DecompositionSource = nil, nil, nil, ""
+	}
+	if m.DecompositionSource != "" || m.TTFTNs == nil || m.E2ENs == nil || m.InputTokens == nil {
+		return
+	}
+	auto := p.mode == DecompositionAuto
+	if h := p.hist[m.Stage]; (auto || p.mode == SourceHistograms) && h.ok() {
+		split(m, h.prefill(*m.InputTokens, p.fb, false), 0, SourceHistograms)
+		return
+	}
+	if (auto || p.mode == SourceFit) && p.fitOK {
+		fitDecompose(m, p.fa, p.fb)
+	}
+}
+
+// check returns an error when the forced source cannot decompose this run, naming what is
+// missing: srvRows requests carried server timings, samples server metric rows were read,
+// stages are the measured stages and least is the least-loaded one the fit used (nil when none
+// had two TTFTs). A forced histograms mode warns about each measured stage without histograms.
+func (p *plan) check(runs []*runDir, srvRows int64, samples int, stages []int32, least *stageAcc, w *warner) error {
+	raw := filepath.Join(runs[0].dir, "raw")
+	switch p.mode {
+	case SourceServer:
+		if srvRows == 0 {
+			return fmt.Errorf("decomposition server: no request in %s has server timings (server_queue_ns, server_prefill_ns, server_decode_ns): the server does not report them; use histograms or fit", filepath.Join(raw, "requests-*.parquet"))
+		}
+	case SourceHistograms:
+		metrics := filepath.Join(raw, "server-metrics.parquet")
+		if samples == 0 {
+			return fmt.Errorf("decomposition histograms: no server metrics in %s: set target.metrics_url so that capture scrapes the server's /metrics", metrics)
+		}
+		var without []int32
+		for _, i := range stages {
+			if !p.hist[i].ok() {
+				without = append(without, i)
+			}
+		}
+		if len(without) == len(stages) {
+			return fmt.Errorf("decomposition histograms: %s: no stage has an increase of %s (with %s or a prompt-token series) between two of its scrapes", metrics, histPrefillSum, histPrefillCnt)
+		}
+		for _, i := range without {
+			if err := w.warn(metrics, "stage %d has no prefill histogram increase between two of its scrapes: its requests are not decomposed", i); err != nil {
+				return err
+			}
+		}
+	case SourceFit:
+		if least == nil {
+			return fmt.Errorf("decomposition fit: no measured stage has two requests with a TTFT")
+		}
+		if !p.fitOK {
+			return fmt.Errorf("decomposition fit: the least-loaded stage %d (%s) has a single input length: the fit TTFT ≈ a + b·I needs at least two", least.info.Index, least.info.Name)
+		}
+	}
+	return nil
 }

@@ -58,9 +58,10 @@ func TestFixedModeAccuracy(t *testing.T) {
 		service   = ttft + (tokens-1)*itl // 65 ms from admission to the last token
 		tol       = time.Millisecond
 		// The goroutines that stamp and write chunks may be scheduled late on a shared 2-core
-		// machine (load average 7-12 while this was written): the median token must be within
-		// tol of the model, 90% within p90Tol, all within grossTol, none early by more than tol.
-		p90Tol   = 10 * time.Millisecond
+		// machine, where go test runs other packages beside this one: the median token must be
+		// within tol of the model, 90% within p90Tol, all within grossTol, none early by more
+		// than tol. Measured on a lightly loaded 2-core VM: p50 44 µs, p90 151 µs, max 1.9 ms.
+		p90Tol   = 2 * time.Millisecond
 		grossTol = 100 * time.Millisecond
 	)
 	cfg := zeroConfig()

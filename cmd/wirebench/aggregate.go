@@ -15,11 +15,13 @@ type AggregateCmd struct {
 	Out           string   `short:"o" placeholder:"DIR" help:"Directory that receives metrics/requests.parquet, stages.parquet, timeseries.parquet and the aggregate step in manifest.json (default: the first RUN)."`
 	Strict        bool     `help:"Treat warnings (missing or truncated part, manifest that disagrees with the files, dead worker) as errors."`
 	IncludeWarmup bool     `help:"Count warmup requests and warmup stages in the stage metrics (they are always in requests.parquet)."`
+	Decomposition string   `enum:"auto,server,histograms,fit" default:"auto" placeholder:"SOURCE" help:"Source of each request's queue/prefill/decode split (column decomposition_source): server (per-request timings the server sent, e.g. the built-in sim), histograms (per-stage deltas of the vLLM prefill histogram scraped from target.metrics_url), fit (Theil-Sen TTFT = a + b*I on the least-loaded stage), or auto: server, else histograms, else fit, per request. A forced source the run cannot support is an error naming what is missing. One of: ${enum}."`
 }
 
 func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error {
 	sum, err := aggregate.Run(ctx, aggregate.Config{
-		Runs: c.Runs, Out: c.Out, Strict: c.Strict, IncludeWarmup: c.IncludeWarmup, Args: os.Args[1:],
+		Runs: c.Runs, Out: c.Out, Strict: c.Strict, IncludeWarmup: c.IncludeWarmup,
+		Decomposition: c.Decomposition, Args: os.Args[1:],
 	}, log)
 	if err != nil {
 		return err
