@@ -193,7 +193,7 @@ func (p *plan) decompose(m *schemas.MetricRequest) {
 	}
 	auto := p.mode == DecompositionAuto
 	if h := p.hist[m.Stage]; (auto || p.mode == SourceHistograms) && h.ok() {
-		split(m, h.prefill(*m.InputTokens, p.fb, false), 0, SourceHistograms)
+		split(m, h.prefill(*m.InputTokens, p.fb, p.fitOK && p.fb >= 0), 0, SourceHistograms)
 		return
 	}
 	if (auto || p.mode == SourceFit) && p.fitOK {

@@ -112,7 +112,7 @@ func advice(s *schemas.Stage, cpus int) string {
 		b.WriteString(" Worker utilisation is not the cause: check that other processes are not competing for these CPUs, or split the load over more hosts with `capture --shard`.")
 	}
 	if s.ReadLag.Count > 0 && s.ExactShare < 0.5 {
-		fmt.Fprintf(&b, " Only %s of events carry an exact kernel timestamp, so read lag shows in the latencies (TLS or a kernel without SO_TIMESTAMPING?).", fmtPct(s.ExactShare))
+		fmt.Fprintf(&b, " Only %s of events carry an exact kernel timestamp: the others came in the same read as a later event (upper bound: the server wrote them back to back, or the client read too slowly to see them one by one) or have no kernel time (TLS, or a kernel without SO_TIMESTAMPING).", fmtPct(s.ExactShare))
 	}
 	return b.String()
 }
