@@ -496,3 +496,13 @@ func TestJudgeStagesStopsBelowFidelity(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveRejectsBadStopFidelity(t *testing.T) {
+	rc := &replay.Config{Target: replay.Target{URL: "http://127.0.0.1:9"}}
+	for _, f := range []float64{-0.1, 1.5} {
+		cfg := Config{StopBelowFidelity: f}
+		if err := resolve(&cfg, rc); err == nil {
+			t.Errorf("resolve(StopBelowFidelity %g) = nil; want an error", f)
+		}
+	}
+}

@@ -131,6 +131,9 @@ func resolve(cfg *Config, rc *replay.Config) error {
 	if cfg.Shards < 1 {
 		cfg.Shards = 1
 	}
+	if cfg.StopBelowFidelity < 0 || cfg.StopBelowFidelity > 1 {
+		return fmt.Errorf("stop-below-fidelity %g: want a share between 0 and 1", cfg.StopBelowFidelity)
+	}
 	if co.Shards > 1 && cfg.Shards != co.Shards {
 		return fmt.Errorf("shard %d/%d: the config's capture.shards is %d: give --shard i/%d", cfg.Shard, cfg.Shards, co.Shards, co.Shards)
 	}

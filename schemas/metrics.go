@@ -37,7 +37,7 @@ type MetricRequest struct {
 	UserChunks          int32  `parquet:"user_chunks" doc:"events with quality user"`
 	ApproxChunks        int32  `parquet:"approx_chunks" doc:"events with quality approx"`
 	QueueNs             *int64 `parquet:"queue_ns,optional" doc:"T_queue = TTFT - prefill_ns: waiting before prefill as the client sees it (server queue plus transport); fit source: max(0, TTFT - a - b*I)"`
-	PrefillNs           *int64 `parquet:"prefill_ns,optional" doc:"prefill duration, capped at TTFT: server-reported prefill (server), I * T_prefill from histogram deltas (histograms), or a + b*I from the Theil-Sen fit on the least-loaded stage (fit)"`
+	PrefillNs           *int64 `parquet:"prefill_ns,optional" doc:"prefill duration, capped at TTFT: server-reported prefill (server), the stage mean prefill from histogram deltas spread by input length, mean + b*(I - mean I) with the fit slope b, else mean * I / mean I (histograms), or a + b*I from the Theil-Sen fit on the least-loaded stage (fit)"`
 	DecodeNs            *int64 `parquet:"decode_ns,optional" doc:"E - t_first: decode duration from the first token to the end, so queue + prefill + decode = E2E and NTPOT = (queue + prefill + decode) / N exactly (integer division)"`
 	DecompositionSource string `parquet:"decomposition_source,dict" doc:"server (per-request timings from the server), histograms (scraped server histograms), fit (robust TTFT = a + b*I fit), or empty"`
 	SLOMet              bool   `parquet:"slo_met" doc:"ok and within every SLO of the config (goodput)"`
