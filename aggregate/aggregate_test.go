@@ -179,7 +179,9 @@ func TestStageMetrics(t *testing.T) {
 	// Events with kernel time: 6 (seq 1) + 2 (seq 2) of 15: read lags 0.2 ms x6, 0.1 ms x2.
 	// ITL gaps (ok): 20, 10 (seq 1), 10 (seq 5), 10 (seq 6); token-weighted: seq 5's gap ends at
 	// an event carrying 2 tokens: 5 ms twice.
-	win := 0.521
+	// ok completions at 42, 151, 205, 431, 521 ms: completion rate (5 - 1) / 0.479 s; token and
+	// goodput rates are that times the per-completion mean.
+	doneRate := 4 / 0.479
 	tests := []struct {
 		name      string
 		got, want any
@@ -197,13 +199,13 @@ func TestStageMetrics(t *testing.T) {
 		{"start_ns", s.StartNs, t0},
 		{"end_ns", s.EndNs, t0 + 521*ms},
 		{"achieved_rate", round3(s.AchievedRate), round3(5 / 0.499)},
-		{"completion_rate", round3(s.CompletionRate), round3(5 / win)},
-		{"output_tps", round3(s.OutputTPS), round3(13 / win)},
-		{"input_tps", round3(s.InputTPS), round3(170 / win)},
-		{"total_tps", round3(s.TotalTPS), round3(183 / win)},
+		{"completion_rate", round3(s.CompletionRate), round3(doneRate)},
+		{"output_tps", round3(s.OutputTPS), round3(13 * doneRate / 5)},
+		{"input_tps", round3(s.InputTPS), round3(170 * doneRate / 5)},
+		{"total_tps", round3(s.TotalTPS), round3(183 * doneRate / 5)},
 		{"inflight_mean", round3(s.InflightMean), round3(149.0 / 521)},
 		{"goodput_share", round3(s.GoodputShare), round3(3.0 / 6)},
-		{"goodput_rate", round3(s.GoodputRate), round3(3 / win)},
+		{"goodput_rate", round3(s.GoodputRate), round3(3 * doneRate / 5)},
 		{"exact_share", round3(s.ExactShare), round3(8.0 / 15)},
 		{"worker_rho_max", s.WorkerRhoMax, 0.2},
 		{"worker_rho", s.WorkerRho, "[0.2]"},

@@ -33,6 +33,7 @@ type stageAcc struct {
 	requests, completed, errors, good int64
 	errKinds                          map[string]int64
 	firstSent, lastSent, endNs        int64
+	firstDone, lastDone               int64 // ok completions
 	inTok, outTok                     int64 // of completed requests
 	busyNs                            int64 // sum over requests of (end − S): in-flight integral
 	events, exact                     int64
@@ -62,6 +63,7 @@ func newStageAcc(info schemas.StageInfo, startNs int64, spill string) *stageAcc 
 	return &stageAcc{
 		info: info, startNs: startNs, errKinds: map[string]int64{}, sources: map[string]int64{},
 		firstSent: math.MaxInt64, lastSent: math.MinInt64, endNs: math.MinInt64,
+		firstDone: math.MaxInt64, lastDone: math.MinInt64,
 		ttft: nd(), tpot: nd(), itl: nd(), itlW: newDist(spill, true), e2e: nd(), ntpot: nd(),
 		ttftP: nd(), e2eP: nd(), queue: nd(), prefill: nd(), decode: nd(), inD: nd(), outD: nd(),
 		sendLag: nd(), readLag: nd(),
@@ -118,6 +120,8 @@ func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 		return
 	}
 	a.completed++
+	a.firstDone = min(a.firstDone, end)
+	a.lastDone = max(a.lastDone, end)
 	if m.SLOMet {
 		a.good++
 	}
@@ -206,13 +210,25 @@ func (a *stageAcc) row(workers []workerStats) (schemas.Stage, error) {
 	if a.requests > 1 && a.lastSent > a.firstSent {
 		st.AchievedRate = float64(a.requests-1) / (float64(a.lastSent-a.firstSent) / 1e9)
 	}
-	if window > 0 {
+	// Completion rate: (completed - 1) / (last ok completion - first ok completion), the same
+	// estimator as achieved_rate for sends, so a stage the server keeps up with completes at its
+	// send rate (dividing by the stage window would count the drain tail against it). Token and
+	// goodput rates are the completion rate times the per-completion mean. With fewer than two
+	// completions (or all at one instant) the stage window is used.
+	if a.completed > 1 && a.lastDone > a.firstDone {
+		st.CompletionRate = float64(a.completed-1) / (float64(a.lastDone-a.firstDone) / 1e9)
+	} else if window > 0 {
 		st.CompletionRate = float64(a.completed) / window
-		st.InputTPS = float64(a.inTok) / window
-		st.OutputTPS = float64(a.outTok) / window
-		st.TotalTPS = float64(a.inTok+a.outTok) / window
+	}
+	if a.completed > 0 {
+		perDone := st.CompletionRate / float64(a.completed)
+		st.InputTPS = float64(a.inTok) * perDone
+		st.OutputTPS = float64(a.outTok) * perDone
+		st.TotalTPS = float64(a.inTok+a.outTok) * perDone
+		st.GoodputRate = float64(a.good) * perDone
+	}
+	if window > 0 {
 		st.InflightMean = float64(a.busyNs) / float64(st.EndNs-st.StartNs)
-		st.GoodputRate = float64(a.good) / window
 	}
 	st.SteadyOutputTPS = a.steadyOutputTPS()
 	if a.requests > 0 {

@@ -75,14 +75,14 @@ type Stage struct {
 	Errors              int64   `parquet:"errors" doc:"requests that failed"`
 	ErrorsByKind        string  `parquet:"errors_by_kind" doc:"JSON object: error kind -> count"`
 	AchievedRate        float64 `parquet:"achieved_rate" doc:"sends per second over the send window"`
-	CompletionRate      float64 `parquet:"completion_rate" doc:"ok completions per second over the stage window"`
-	InputTPS            float64 `parquet:"input_tps" doc:"input tokens per second over the stage window"`
-	OutputTPS           float64 `parquet:"output_tps" doc:"output tokens per second over the stage window"`
-	TotalTPS            float64 `parquet:"total_tps" doc:"input + output tokens per second over the stage window"`
+	CompletionRate      float64 `parquet:"completion_rate" doc:"ok completions per second: (completed - 1) / (last - first ok completion), like achieved_rate for sends; the stage window when fewer than two completed"`
+	InputTPS            float64 `parquet:"input_tps" doc:"input tokens per second: completion_rate × mean input tokens per ok request"`
+	OutputTPS           float64 `parquet:"output_tps" doc:"output tokens per second: completion_rate × mean output tokens per ok request"`
+	TotalTPS            float64 `parquet:"total_tps" doc:"input + output tokens per second: input_tps + output_tps"`
 	SteadyOutputTPS     float64 `parquet:"steady_output_tps" doc:"output tokens per second over the steady part (the middle 80% of the send window)"`
 	InflightMean        float64 `parquet:"inflight_mean" doc:"time-weighted mean of requests in flight: sum over requests of (end - S) / (end_ns - start_ns)"`
 	GoodputShare        float64 `parquet:"goodput_share" doc:"share of requests meeting every SLO; failures count as misses"`
-	GoodputRate         float64 `parquet:"goodput_rate" doc:"requests per second meeting every SLO"`
+	GoodputRate         float64 `parquet:"goodput_rate" doc:"requests per second meeting every SLO: completion_rate × SLO-meeting share of ok requests"`
 	TTFT                Dist    `parquet:"ttft_ns" doc:"TTFT distribution"`
 	TPOT                Dist    `parquet:"tpot_ns" doc:"TPOT distribution"`
 	ITL                 Dist    `parquet:"itl_ns" doc:"inter-chunk gaps, one value per gap"`
