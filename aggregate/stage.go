@@ -210,12 +210,16 @@ func (a *stageAcc) row(workers []workerStats) (schemas.Stage, error) {
 	if a.requests > 1 && a.lastSent > a.firstSent {
 		st.AchievedRate = float64(a.requests-1) / (float64(a.lastSent-a.firstSent) / 1e9)
 	}
-	// Completion rate: (completed - 1) / (last ok completion - first ok completion), the same
-	// estimator as achieved_rate for sends, so a stage the server keeps up with completes at its
-	// send rate (dividing by the stage window would count the drain tail against it). Token and
-	// goodput rates are the completion rate times the per-completion mean. With fewer than two
-	// completions (or all at one instant) the stage window is used.
-	if a.completed > 1 && a.lastDone > a.firstDone {
+	// Completion rate: ok completions per second in the steady part of the stage (the middle 80%
+	// of the send window, whole 100 ms buckets), so a stage the server keeps up with completes at
+	// its send rate; dividing by the whole stage window would count the drain tail against it,
+	// and the span from first to last completion stretches with the spread of latencies. A stage
+	// too short for a whole bucket falls back to (completed - 1) / (last - first completion),
+	// then to the stage window. Token and goodput rates are the completion rate times the
+	// per-completion mean.
+	if _, done, ok := a.steadyRates(); ok {
+		st.CompletionRate = done
+	} else if a.completed > 1 && a.lastDone > a.firstDone {
 		st.CompletionRate = float64(a.completed-1) / (float64(a.lastDone-a.firstDone) / 1e9)
 	} else if window > 0 {
 		st.CompletionRate = float64(a.completed) / window

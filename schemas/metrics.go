@@ -75,7 +75,7 @@ type Stage struct {
 	Errors              int64   `parquet:"errors" doc:"requests that failed"`
 	ErrorsByKind        string  `parquet:"errors_by_kind" doc:"JSON object: error kind -> count"`
 	AchievedRate        float64 `parquet:"achieved_rate" doc:"sends per second over the send window"`
-	CompletionRate      float64 `parquet:"completion_rate" doc:"ok completions per second: (completed - 1) / (last - first ok completion), like achieved_rate for sends; the stage window when fewer than two completed"`
+	CompletionRate      float64 `parquet:"completion_rate" doc:"ok completions per second in the steady part of the stage (whole 100 ms buckets in the middle 80% of the send window); for stages too short for one bucket, (completed - 1) / (last - first ok completion)"`
 	InputTPS            float64 `parquet:"input_tps" doc:"input tokens per second: completion_rate × mean input tokens per ok request"`
 	OutputTPS           float64 `parquet:"output_tps" doc:"output tokens per second: completion_rate × mean output tokens per ok request"`
 	TotalTPS            float64 `parquet:"total_tps" doc:"input + output tokens per second: input_tps + output_tps"`
