@@ -129,6 +129,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 		return nil, err
 	}
 	pr := &partReader{agg: a, index: map[int64]int32{}, kinds: map[string]string{}}
+	var done completions
 	lastLog := time.Now()
 	for _, r := range runs {
 		for _, p := range r.parts {
@@ -150,6 +151,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 				if s.acc != nil {
 					s.acc.addRequest(s, &m)
 				}
+				if m.OK {
+					done = append(done, completion{endNs: s.endNs(), in: *m.InputTokens, out: *m.OutputTokens})
+				}
 				pr.rows = append(pr.rows, m)
 			}
 			if err := pw.Write(pr.rows); err != nil {
@@ -165,6 +169,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	if err := pw.Close(); err != nil {
 		return nil, err
 	}
+	done.sort()
 
 	workers, err := readWorkers(runs, w)
 	if err != nil {
@@ -237,7 +242,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 		if acc.info.Warmup && !cfg.IncludeWarmup {
 			continue
 		}
-		st, err := acc.row(workers[i])
+		st, err := acc.row(workers[i], &done)
 		if err != nil {
 			return nil, err
 		}

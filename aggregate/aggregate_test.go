@@ -179,10 +179,12 @@ func TestStageMetrics(t *testing.T) {
 	// Events with kernel time: 6 (seq 1) + 2 (seq 2) of 15: read lags 0.2 ms x6, 0.1 ms x2.
 	// ITL gaps (ok): 20, 10 (seq 1), 10 (seq 5), 10 (seq 6); token-weighted: seq 5's gap ends at
 	// an event carrying 2 tokens: 5 ms twice.
-	// Steady part: the middle 80% of the send window [1, 500] ms is [50.9, 450.1] ms, whose whole
-	// buckets are [100, 400) ms; ok completions in it: 151 and 205 ms, so 2 / 0.3 s. Token and
-	// goodput rates are that times the per-completion mean.
-	doneRate := 2 / 0.3
+	// Throughput counts ok completions where they complete: at 42 (seq 1: 4 out, 100 in), 151
+	// (seq 2: 1, 10), 205 (seq 3: 0, 10), 431 (seq 5: 5, 20) and 521 ms (seq 6: 3, 30). The send
+	// window [1, 500) ms holds the first four: 10 output and 140 input tokens over 0.499 s. Its
+	// middle 80%, [50.9, 450.1) ms, holds 151, 205 and 431: 3 completions and 6 output tokens
+	// over 0.3992 s. Goodput rate = goodput share (3 of 6) × completion rate.
+	const sendWin, steadyWin = 0.499, 0.3992
 	tests := []struct {
 		name      string
 		got, want any
@@ -200,13 +202,14 @@ func TestStageMetrics(t *testing.T) {
 		{"start_ns", s.StartNs, t0},
 		{"end_ns", s.EndNs, t0 + 521*ms},
 		{"achieved_rate", round3(s.AchievedRate), round3(5 / 0.499)},
-		{"completion_rate", round3(s.CompletionRate), round3(doneRate)},
-		{"output_tps", round3(s.OutputTPS), round3(13 * doneRate / 5)},
-		{"input_tps", round3(s.InputTPS), round3(170 * doneRate / 5)},
-		{"total_tps", round3(s.TotalTPS), round3(183 * doneRate / 5)},
+		{"completion_rate", round3(s.CompletionRate), round3(3 / steadyWin)},
+		{"steady_output_tps", round3(s.SteadyOutputTPS), round3(6 / steadyWin)},
+		{"output_tps", round3(s.OutputTPS), round3(10 / sendWin)},
+		{"input_tps", round3(s.InputTPS), round3(140 / sendWin)},
+		{"total_tps", round3(s.TotalTPS), round3(150 / sendWin)},
 		{"inflight_mean", round3(s.InflightMean), round3(149.0 / 521)},
 		{"goodput_share", round3(s.GoodputShare), round3(3.0 / 6)},
-		{"goodput_rate", round3(s.GoodputRate), round3(3 * doneRate / 5)},
+		{"goodput_rate", round3(s.GoodputRate), round3(0.5 * 3 / steadyWin)},
 		{"exact_share", round3(s.ExactShare), round3(8.0 / 15)},
 		{"worker_rho_max", s.WorkerRhoMax, 0.2},
 		{"worker_rho", s.WorkerRho, "[0.2]"},
@@ -326,5 +329,25 @@ func truncate(t *testing.T, path string) {
 	}
 	if err := os.WriteFile(path, b[:len(b)/2], 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCompletionsWithin(t *testing.T) {
+	c := completions{{endNs: 30, in: 3, out: 30}, {endNs: 10, in: 1, out: 10}, {endNs: 20, in: 2, out: 20}, {endNs: 40, in: 4, out: 40}}
+	c.sort()
+	for _, tc := range []struct {
+		from, to    int64
+		n, in, outs int64
+	}{
+		{0, 100, 4, 10, 100},
+		{10, 30, 2, 3, 30}, // [10, 30): 10 and 20
+		{11, 40, 2, 5, 50}, // 20 and 30
+		{41, 50, 0, 0, 0},
+		{0, 10, 0, 0, 0},
+	} {
+		n, in, out := c.within(tc.from, tc.to)
+		if n != tc.n || in != tc.in || out != tc.outs {
+			t.Errorf("within(%d, %d) = (%d, %d, %d); want (%d, %d, %d)", tc.from, tc.to, n, in, out, tc.n, tc.in, tc.outs)
+		}
 	}
 }

@@ -1,10 +1,12 @@
 package aggregate
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -192,7 +194,7 @@ const (
 )
 
 // row computes the stage's row of metrics/stages.parquet.
-func (a *stageAcc) row(workers []workerStats) (schemas.Stage, error) {
+func (a *stageAcc) row(workers []workerStats, done *completions) (schemas.Stage, error) {
 	st := schemas.Stage{
 		Stage: a.info.Index, Name: a.info.Name, Mode: a.info.Mode, TargetRate: a.info.Rate,
 		Concurrency: a.info.Concurrency, StartNs: a.startNs, Requests: a.requests,
@@ -210,33 +212,32 @@ func (a *stageAcc) row(workers []workerStats) (schemas.Stage, error) {
 	if a.requests > 1 && a.lastSent > a.firstSent {
 		st.AchievedRate = float64(a.requests-1) / (float64(a.lastSent-a.firstSent) / 1e9)
 	}
-	// Completion rate: ok completions per second in the steady part of the stage (the middle 80%
-	// of the send window, whole 100 ms buckets), so a stage the server keeps up with completes at
-	// its send rate; dividing by the whole stage window would count the drain tail against it,
-	// and the span from first to last completion stretches with the spread of latencies. A stage
-	// too short for a whole bucket falls back to (completed - 1) / (last - first completion),
-	// then to the stage window. Token and goodput rates are the completion rate times the
-	// per-completion mean.
-	if _, done, ok := a.steadyRates(); ok {
-		st.CompletionRate = done
-	} else if a.completed > 1 && a.lastDone > a.firstDone {
-		st.CompletionRate = float64(a.completed-1) / (float64(a.lastDone-a.firstDone) / 1e9)
+	// Throughput is what the server delivered while this stage's load was offered: ok
+	// completions of any stage's requests (done) inside the stage's windows, counted where they
+	// complete. Counting only this stage's own requests would show a saturated stage, whose
+	// requests finish long after it, as delivering nothing. completion_rate and
+	// steady_output_tps use the steady part (the middle 80% of the send window), the token rates
+	// the send window [first S, last S]. A stage without a send window falls back to its own
+	// completions over the stage window.
+	if from, to, ok := a.sendWindow(); ok {
+		n, in, out := done.within(from, to)
+		sec := float64(to-from) / 1e9
+		st.InputTPS, st.OutputTPS, st.TotalTPS = float64(in)/sec, float64(out)/sec, float64(in+out)/sec
+		w := (to - from) / 10
+		n, _, out = done.within(from+w, to-w)
+		sec = float64(to-from-2*w) / 1e9
+		st.CompletionRate, st.SteadyOutputTPS = float64(n)/sec, float64(out)/sec
 	} else if window > 0 {
 		st.CompletionRate = float64(a.completed) / window
-	}
-	if a.completed > 0 {
-		perDone := st.CompletionRate / float64(a.completed)
-		st.InputTPS = float64(a.inTok) * perDone
-		st.OutputTPS = float64(a.outTok) * perDone
-		st.TotalTPS = float64(a.inTok+a.outTok) * perDone
-		st.GoodputRate = float64(a.good) * perDone
+		st.InputTPS, st.OutputTPS = float64(a.inTok)/window, float64(a.outTok)/window
+		st.TotalTPS = st.InputTPS + st.OutputTPS
 	}
 	if window > 0 {
 		st.InflightMean = float64(a.busyNs) / float64(st.EndNs-st.StartNs)
 	}
-	st.SteadyOutputTPS = a.steadyOutputTPS()
 	if a.requests > 0 {
 		st.GoodputShare = float64(a.good) / float64(a.requests)
+		st.GoodputRate = st.GoodputShare * st.CompletionRate
 	}
 	var err error
 	for _, p := range []struct {
@@ -291,28 +292,6 @@ func (a *stageAcc) row(workers []workerStats) (schemas.Stage, error) {
 	return st, nil
 }
 
-// steadyOutputTPS is the output token rate over the middle 80% of the send window
-// [first S, last S], counted in whole 100 ms timeseries buckets inside it.
-func (a *stageAcc) steadyOutputTPS() float64 {
-	if a.requests < 2 || a.lastSent <= a.firstSent {
-		return 0
-	}
-	w := a.lastSent - a.firstSent
-	from, to := a.firstSent+w/10, a.lastSent-w/10
-	var tok, n int64
-	for i := range a.ts {
-		b0 := a.startNs + int64(i)*bucketNs
-		if b0 >= from && b0+bucketNs <= to {
-			tok += a.ts[i].outTok
-			n++
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	return float64(tok) / (float64(n*bucketNs) / 1e9)
-}
-
 // timeseries returns the stage's rows of metrics/timeseries.parquet.
 func (a *stageAcc) timeseries() []schemas.Timeseries {
 	out := make([]schemas.Timeseries, len(a.ts))
@@ -351,6 +330,7 @@ func majority(m map[string]int64) string {
 
 // steadyRates returns the send and completion rates (1/s) over the middle 80% of the send
 // window, in whole timeseries buckets; ok is false when the window holds no whole bucket.
+// (Saturation compares the stage's own sends and completions, so it looks at own requests.)
 func (a *stageAcc) steadyRates() (send, done float64, ok bool) {
 	if a.requests < 2 || a.lastSent <= a.firstSent {
 		return 0, 0, false
@@ -371,4 +351,38 @@ func (a *stageAcc) steadyRates() (send, done float64, ok bool) {
 	}
 	sec := float64(n*bucketNs) / 1e9
 	return float64(s) / sec, float64(c) / sec, true
+}
+
+// sendWindow is [first S, last S] of the stage's requests; ok is false with fewer than two
+// sends or all at one instant.
+func (a *stageAcc) sendWindow() (from, to int64, ok bool) {
+	if a.requests < 2 || a.lastSent <= a.firstSent {
+		return 0, 0, false
+	}
+	return a.firstSent, a.lastSent, true
+}
+
+// completions are the ok completions of the whole run (every stage, warmup included), sorted by
+// time, so a stage's throughput counts whatever the server finished while the stage ran. 16
+// bytes a request.
+type completions []completion
+
+type completion struct {
+	endNs   int64
+	in, out int32
+}
+
+func (c completions) sort() {
+	slices.SortFunc(c, func(a, b completion) int { return cmp.Compare(a.endNs, b.endNs) })
+}
+
+// within counts the completions in [from, to) and sums their input and output tokens.
+func (c completions) within(from, to int64) (n, in, out int64) {
+	i, _ := slices.BinarySearchFunc(c, from, func(x completion, t int64) int { return cmp.Compare(x.endNs, t) })
+	for ; i < len(c) && c[i].endNs < to; i++ {
+		n++
+		in += int64(c[i].in)
+		out += int64(c[i].out)
+	}
+	return n, in, out
 }

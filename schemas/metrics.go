@@ -75,14 +75,14 @@ type Stage struct {
 	Errors              int64   `parquet:"errors" doc:"requests that failed"`
 	ErrorsByKind        string  `parquet:"errors_by_kind" doc:"JSON object: error kind -> count"`
 	AchievedRate        float64 `parquet:"achieved_rate" doc:"sends per second over the send window"`
-	CompletionRate      float64 `parquet:"completion_rate" doc:"ok completions per second in the steady part of the stage (whole 100 ms buckets in the middle 80% of the send window); for stages too short for one bucket, (completed - 1) / (last - first ok completion)"`
-	InputTPS            float64 `parquet:"input_tps" doc:"input tokens per second: completion_rate × mean input tokens per ok request"`
-	OutputTPS           float64 `parquet:"output_tps" doc:"output tokens per second: completion_rate × mean output tokens per ok request"`
-	TotalTPS            float64 `parquet:"total_tps" doc:"input + output tokens per second: input_tps + output_tps"`
-	SteadyOutputTPS     float64 `parquet:"steady_output_tps" doc:"output tokens per second over the steady part (the middle 80% of the send window)"`
+	CompletionRate      float64 `parquet:"completion_rate" doc:"ok completions per second, of any stage's requests, in the steady part of the stage (the middle 80% of its send window): what the server delivered under this load"`
+	InputTPS            float64 `parquet:"input_tps" doc:"input tokens per second of ok requests (any stage) completing inside the send window [first S, last S]"`
+	OutputTPS           float64 `parquet:"output_tps" doc:"output tokens per second of ok requests (any stage) completing inside the send window [first S, last S]"`
+	TotalTPS            float64 `parquet:"total_tps" doc:"input_tps + output_tps"`
+	SteadyOutputTPS     float64 `parquet:"steady_output_tps" doc:"output tokens per second of ok requests (any stage) completing in the steady part (the middle 80% of the send window)"`
 	InflightMean        float64 `parquet:"inflight_mean" doc:"time-weighted mean of requests in flight: sum over requests of (end - S) / (end_ns - start_ns)"`
 	GoodputShare        float64 `parquet:"goodput_share" doc:"share of requests meeting every SLO; failures count as misses"`
-	GoodputRate         float64 `parquet:"goodput_rate" doc:"requests per second meeting every SLO: completion_rate × SLO-meeting share of ok requests"`
+	GoodputRate         float64 `parquet:"goodput_rate" doc:"goodput_share × completion_rate: requests per second meeting every SLO"`
 	TTFT                Dist    `parquet:"ttft_ns" doc:"TTFT distribution"`
 	TPOT                Dist    `parquet:"tpot_ns" doc:"TPOT distribution"`
 	ITL                 Dist    `parquet:"itl_ns" doc:"inter-chunk gaps, one value per gap"`
