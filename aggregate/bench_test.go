@@ -90,9 +90,14 @@ func genRun(tb testing.TB, dir string, n int) int64 {
 }
 
 // BenchmarkAggregate reports chunk rows per second and the process's peak RSS on a synthetic
-// run (size from WIREBENCH_AGG_BENCH_REQUESTS).
+// run (size from WIREBENCH_AGG_BENCH_REQUESTS). The peak includes generating the run; with
+// WIREBENCH_AGG_BENCH_OUT=DIR the run is written to DIR and kept, so aggregate's own peak can be
+// measured on it: /usr/bin/time -v wirebench aggregate DIR.
 func BenchmarkAggregate(b *testing.B) {
 	dir := b.TempDir()
+	if d := os.Getenv("WIREBENCH_AGG_BENCH_OUT"); d != "" {
+		dir = d
+	}
 	n := benchRequests()
 	chunks := genRun(b, dir, n)
 	var before syscall.Rusage
