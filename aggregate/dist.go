@@ -241,48 +241,101 @@ func sel(vals, wts []int64, ranks, res []int64) {
 	}
 }
 
-// selectSpilled is the two-pass exact selection over the in-memory and spilled values.
+// collectLimit is the most values selectSpilled gathers in memory to sort for one rank; a
+// histogram bucket holding more is narrowed by further passes first. A variable for tests.
+var collectLimit int64 = 1 << 18
+
+// narrowBuckets is how many equal-width sub-buckets a narrowing pass splits a range into.
+const narrowBuckets = 4096
+
+// selectSpilled is the exact selection over the in-memory and spilled values. A first pass
+// counts the values of each log-linear bucket, with each bucket's smallest and largest value,
+// and locates each wanted rank's bucket. A bucket whose values are all equal answers at once;
+// one holding at most collectLimit values is gathered and sorted in a second pass; a bigger one
+// (latencies that cluster, e.g. a fixed inter-token gap) is narrowed by equal-width histogram
+// passes over its range until one of those holds. Memory stays bounded by collectLimit whatever
+// the run's size.
 func (d *dist) selectSpilled(ranks, res []int64) error {
 	lo := d.min
 	nb := bucketOf(uint64(d.max-lo)) + 1
 	counts := make([]int64, nb)
-	if err := d.each(func(v, w int64) { counts[bucketOf(uint64(v-lo))] += w }); err != nil {
+	bmin, bmax := make([]int64, nb), make([]int64, nb)
+	if err := d.each(func(v, w int64) {
+		b := bucketOf(uint64(v - lo))
+		if counts[b] == 0 || v < bmin[b] {
+			bmin[b] = v
+		}
+		if counts[b] == 0 || v > bmax[b] {
+			bmax[b] = v
+		}
+		counts[b] += w
+	}); err != nil {
 		return err
 	}
-	// The bucket holding each rank, and the rank inside that bucket.
-	type want struct {
-		bucket int
-		r      int64
-	}
-	wants := make([]want, len(ranks))
 	var cum int64
 	k := 0
 	for b, c := range counts {
 		for k < len(ranks) && ranks[k] <= cum+c {
-			wants[k] = want{b, ranks[k] - cum}
+			v, err := d.selectRange(bmin[b], bmax[b], c, ranks[k]-cum)
+			if err != nil {
+				return err
+			}
+			res[k] = v
 			k++
 		}
 		cum += c
 	}
-	picked := map[int]*struct{ vals, wts []int64 }{}
-	for _, w := range wants {
-		picked[w.bucket] = &struct{ vals, wts []int64 }{}
-	}
-	if err := d.each(func(v, w int64) {
-		if p := picked[bucketOf(uint64(v-lo))]; p != nil {
-			p.vals = append(p.vals, v)
-			if d.weighted {
-				p.wts = append(p.wts, w)
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	for i, w := range wants {
-		p := picked[w.bucket]
-		var one [1]int64
-		sel(p.vals, p.wts, []int64{w.r}, one[:])
-		res[i] = one[0]
-	}
 	return nil
+}
+
+// selectRange returns the value at 1-based rank r among the n (weighted) values in [lo, hi].
+func (d *dist) selectRange(lo, hi, n, r int64) (int64, error) {
+	for {
+		if lo == hi {
+			return lo, nil
+		}
+		if n <= collectLimit {
+			var vals, wts []int64
+			if err := d.each(func(v, w int64) {
+				if v >= lo && v <= hi {
+					vals = append(vals, v)
+					if d.weighted {
+						wts = append(wts, w)
+					}
+				}
+			}); err != nil {
+				return 0, err
+			}
+			var one [1]int64
+			sel(vals, wts, []int64{r}, one[:])
+			return one[0], nil
+		}
+		// Equal-width sub-buckets of [lo, hi]; width >= 1, so each pass shrinks the range.
+		width := uint64(hi-lo)/narrowBuckets + 1
+		var counts [narrowBuckets]int64
+		var smin, smax [narrowBuckets]int64
+		if err := d.each(func(v, w int64) {
+			if v < lo || v > hi {
+				return
+			}
+			b := uint64(v-lo) / width
+			if counts[b] == 0 || v < smin[b] {
+				smin[b] = v
+			}
+			if counts[b] == 0 || v > smax[b] {
+				smax[b] = v
+			}
+			counts[b] += w
+		}); err != nil {
+			return 0, err
+		}
+		var cum int64
+		for b, c := range counts {
+			if r <= cum+c {
+				lo, hi, n, r = smin[b], smax[b], c, r-cum
+				break
+			}
+			cum += c
+		}
+	}
 }

@@ -13,9 +13,9 @@ import (
 
 // TestDistExact checks the spilling two-pass selection against sorting every value.
 func TestDistExact(t *testing.T) {
-	old := memValues
-	memValues = 100
-	defer func() { memValues = old }()
+	oldMem, oldCollect := memValues, collectLimit
+	memValues, collectLimit = 100, 64 // spill early, and narrow buckets of more than 64 values
+	defer func() { memValues, collectLimit = oldMem, oldCollect }()
 	rng := rand.New(rand.NewPCG(1, 2))
 	tests := []struct {
 		name     string
@@ -28,6 +28,10 @@ func TestDistExact(t *testing.T) {
 		{"spilled all equal large", 5000, func() int64 { return 123_456_789 }, false},
 		{"spilled negative", 5000, func() int64 { return rng.Int64N(2e6) - 1e6 }, false},
 		{"weighted spilled", 5000, func() int64 { return rng.Int64N(1e9) }, true},
+		// Clustered values: most in one log-linear bucket, so selection must narrow it.
+		{"spilled clustered", 20000, func() int64 { return 10_000_000 + rng.Int64N(5000) }, false},
+		{"spilled two values", 20000, func() int64 { return 10_000_000 + 7*rng.Int64N(2) }, false},
+		{"weighted clustered", 5000, func() int64 { return 5_000_000 + rng.Int64N(3000) }, true},
 	}
 	for _, tt := range tests {
 		d := newDist(t.TempDir(), tt.weighted)
