@@ -2,14 +2,15 @@ package capture
 
 import "github.com/wirebench/wirebench/schemas"
 
-// splitKey is the unit that must stay on one worker and one host: a conversation, a closed-loop
-// user of a stage, or a single request. Users are numbered per stage, so the stage is mixed in.
+// splitKey is the unit that must stay on one worker and one host: a closed-loop user of a stage
+// (with all its conversations, which it holds one after another), a conversation, or a single
+// request. Users are numbered per stage, so the stage is mixed in.
 func splitKey(r *schemas.ScheduleRequest) int64 {
 	switch {
-	case r.Conversation >= 0:
-		return r.Conversation
 	case r.User >= 0:
 		return int64(r.Stage)<<32 | int64(r.User)
+	case r.Conversation >= 0:
+		return r.Conversation
 	default:
 		return r.Seq
 	}

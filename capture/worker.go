@@ -307,6 +307,8 @@ func (w *worker) load() error {
 		}
 		bySeq[it.r.Seq] = it
 	}
+	// Items come in seq order, and a closed-loop user's conversations are numbered one after
+	// another, so a user's next conversation follows the last turn of the previous one.
 	for _, it := range items {
 		switch {
 		case it.r.DependsOn >= 0:
@@ -320,7 +322,9 @@ func (w *worker) load() error {
 			if p := lastOfUser[k]; p != nil && p.next == nil {
 				p.next, hasPrev[it] = it, true
 			}
-			lastOfUser[k] = it
+		}
+		if it.r.User >= 0 {
+			lastOfUser[int64(it.r.Stage)<<32|int64(it.r.User)] = it
 		}
 	}
 	for _, it := range items {
@@ -502,7 +506,13 @@ func (w *worker) follow(ctx context.Context, it, next *item, res *wire.Result) {
 		w.remaining.Add(-n)
 		return
 	}
-	body, hist, err := w.bb.build(next.r.MaxTokens, next.prompt.Text, next.prompt.MessagesJSON, it.hist, res.Text)
+	// Only a later turn of the same conversation carries the history and the real answer; a
+	// closed-loop user's next request (or next conversation) starts afresh.
+	prev, answer := []byte(nil), ""
+	if next.r.DependsOn >= 0 {
+		prev, answer = it.hist, res.Text
+	}
+	body, hist, err := w.bb.build(next.r.MaxTokens, next.prompt.Text, next.prompt.MessagesJSON, prev, answer)
 	if err != nil {
 		w.log.Error("build request body", "seq", next.r.Seq, "err", err)
 		w.stop()
