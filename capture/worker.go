@@ -456,6 +456,10 @@ func (w *worker) dispatch(ctx context.Context, it *item, planned int64) {
 	w.sentTotal.Add(1)
 	w.wg.Add(1)
 	go w.send(ctx, it, planned, delayed)
+	// The new goroutine sits in this P's run-next slot; the pacer is about to block in
+	// clock_nanosleep, holding the P until sysmon retakes it (up to milliseconds). Yielding
+	// hands the P to another thread now, which runs the send first.
+	runtime.Gosched()
 }
 
 func (w *worker) send(ctx context.Context, it *item, planned int64, delayed bool) {
