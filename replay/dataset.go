@@ -250,49 +250,70 @@ func lineJSONError(path string, line int, err error) error {
 
 // readCSV reads a CSV with a header naming promptCol and, optionally, maxCol.
 func readCSV(path, promptCol, maxCol string, tok tokenizer.Tokenizer) ([]row, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
-	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	header, err := r.Read()
-	if err != nil {
-		return nil, csvError(path, err)
-	}
-	pi, mi := -1, -1
-	for i, h := range header {
-		switch strings.TrimSpace(h) {
-		case promptCol:
-			pi = i
-		case maxCol:
-			mi = i
-		}
-	}
-	if pi < 0 {
-		return nil, fmt.Errorf("%s:1: header: no %q column (have %s)", path, promptCol, strings.Join(header, ","))
-	}
 	var rows []row
-	for {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, csvError(path, err)
-		}
-		line, _ := r.FieldPos(0)
-		x := row{text: rec[pi], input: int32(tok.Count(rec[pi]))}
-		if mi >= 0 && strings.TrimSpace(rec[mi]) != "" {
-			v, err := strconv.Atoi(strings.TrimSpace(rec[mi]))
+	err := readCSVColumns(path, "dataset", []string{promptCol, maxCol}, 1, func(line int, f []string) error {
+		x := row{text: f[0], input: int32(tok.Count(f[0]))}
+		if m := strings.TrimSpace(f[1]); m != "" {
+			v, err := strconv.Atoi(m)
 			if err != nil || v <= 0 {
-				return nil, fmt.Errorf("%s:%d: %s: %q is not a positive integer", path, line, maxCol, rec[mi])
+				return fmt.Errorf("%s:%d: %s: %q is not a positive integer", path, line, maxCol, f[1])
 			}
 			x.output = int32(v)
 		}
 		rows = append(rows, x)
+		return nil
+	})
+	return rows, err
+}
+
+// readCSVColumns reads a CSV whose header names the wanted columns (a UTF-8 byte-order mark and
+// surrounding spaces are ignored). The first required columns of want must be present; a later
+// one may be missing, and its field is then "". fn gets each row's wanted fields, in the order
+// of want, with the row's line number. what prefixes an error opening the file.
+func readCSVColumns(path, what string, want []string, required int, fn func(line int, f []string) error) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return rows, nil
+	defer fh.Close()
+	r := csv.NewReader(bufio.NewReaderSize(fh, 1<<20))
+	r.ReuseRecord = true
+	header, err := r.Read()
+	if err != nil {
+		return csvError(path, err)
+	}
+	idx := make([]int, len(want))
+	for i, w := range want {
+		idx[i] = -1
+		for j, h := range header {
+			if w != "" && strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) == w {
+				idx[i] = j
+			}
+		}
+		if idx[i] < 0 && i < required {
+			return fmt.Errorf("%s:1: header: no %q column (have %s)", path, w, strings.Join(header, ","))
+		}
+	}
+	fields := make([]string, len(want))
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return csvError(path, err)
+		}
+		line, _ := r.FieldPos(0)
+		for i, j := range idx {
+			fields[i] = ""
+			if j >= 0 {
+				fields[i] = rec[j]
+			}
+		}
+		if err := fn(line, fields); err != nil {
+			return err
+		}
+	}
 }
 
 func csvError(path string, err error) error {

@@ -1,14 +1,9 @@
 package replay
 
 import (
-	"bufio"
-	"encoding/csv"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,52 +72,15 @@ func traceInt(path string, line int, field, s string) (int32, error) {
 // readTraceCSV finds the wanted columns by header name and parses each row with parse, which
 // gets the wanted fields in the order of want.
 func readTraceCSV(path string, want []string, parse func(line int, f []string) (traceRow, bool, error)) ([]traceRow, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	defer fh.Close()
-	r := csv.NewReader(bufio.NewReaderSize(fh, 1<<20))
-	r.ReuseRecord = true
-	header, err := r.Read()
-	if err != nil {
-		return nil, csvError(path, err)
-	}
-	idx := make([]int, len(want))
-	for i, w := range want {
-		idx[i] = -1
-		for j, h := range header {
-			if strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) == w {
-				idx[i] = j
-			}
-		}
-		if idx[i] < 0 {
-			return nil, fmt.Errorf("%s:1: header: no %q column (have %s)", path, w, strings.Join(header, ","))
-		}
-	}
-	fields := make([]string, len(want))
 	var rows []traceRow
-	for {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, csvError(path, err)
-		}
-		line, _ := r.FieldPos(0)
-		for i, j := range idx {
-			fields[i] = rec[j]
-		}
-		t, ok, err := parse(line, fields)
-		if err != nil {
-			return nil, err
-		}
+	err := readCSVColumns(path, "trace", want, len(want), func(line int, f []string) error {
+		t, ok, err := parse(line, f)
 		if ok {
 			rows = append(rows, t)
 		}
-	}
-	return rows, nil
+		return err
+	})
+	return rows, err
 }
 
 type mooncakeRow struct {
