@@ -160,7 +160,7 @@ func theilSen(pts []fitPoint) (a, b float64, ok bool) {
 // median is the lower median (nearest rank 0.5) of v; it sorts v.
 func median(v []float64) float64 {
 	slices.Sort(v)
-	return v[rank(0.5, int64(len(v)))-1]
+	return v[NearestRank(0.5, int64(len(v)))-1]
 }
 
 // fitDecompose fills the decomposition from the fit: T_queue = max(0, TTFT − a − b·I), and

@@ -16,11 +16,11 @@ import (
 // quantiles are the percentiles every Dist reports, in the order of its fields.
 var quantiles = [...]float64{0.50, 0.90, 0.95, 0.99, 0.999}
 
-// rank returns the nearest rank of quantile q among n (weighted) values: ceil(q*n), at least 1.
+// NearestRank returns the nearest rank of quantile q among n (weighted) values: ceil(q*n), at least 1.
 // The percentile is the value at that rank in ascending order (1-based). Nearest rank always
 // returns an observed value and needs no interpolation, so it is exact and reproducible in SQL:
 // quantile_disc(q) in DuckDB.
-func rank(q float64, n int64) int64 {
+func NearestRank(q float64, n int64) int64 {
 	r := int64(math.Ceil(q * float64(n)))
 	// q*n may carry a tiny floating error above an integer (0.95*20 = 19.000000000000004).
 	if f := q * float64(n); r > 1 && float64(r-1) >= f-1e-9 {
@@ -190,7 +190,7 @@ func (d *dist) finish() (schemas.Dist, error) {
 	out := schemas.Dist{Count: d.n, Max: d.max, Mean: d.mean()}
 	var ranks [len(quantiles)]int64
 	for i, q := range quantiles {
-		ranks[i] = rank(q, d.n)
+		ranks[i] = NearestRank(q, d.n)
 	}
 	var res [len(quantiles)]int64
 	if d.spill == nil {

@@ -56,8 +56,8 @@ func TestDistExact(t *testing.T) {
 		for _, v := range all {
 			sum += float64(v)
 		}
-		want := schemas.Dist{Count: n, P50: all[rank(0.5, n)-1], P90: all[rank(0.9, n)-1], P95: all[rank(0.95, n)-1],
-			P99: all[rank(0.99, n)-1], P999: all[rank(0.999, n)-1], Max: all[n-1], Mean: int64(sum/float64(n) + 0.5)}
+		want := schemas.Dist{Count: n, P50: all[NearestRank(0.5, n)-1], P90: all[NearestRank(0.9, n)-1], P95: all[NearestRank(0.95, n)-1],
+			P99: all[NearestRank(0.99, n)-1], P999: all[NearestRank(0.999, n)-1], Max: all[n-1], Mean: int64(sum/float64(n) + 0.5)}
 		if got.Mean-want.Mean > 1 || want.Mean-got.Mean > 1 {
 			t.Errorf("%s: mean = %d; want %d", tt.name, got.Mean, want.Mean)
 		}
@@ -77,7 +77,7 @@ func TestRank(t *testing.T) {
 		{0.5, 4, 2}, {0.5, 5, 3}, {0.95, 20, 19}, {0.99, 100, 99}, {0.999, 10, 10}, {0.5, 1, 1}, {0.9, 3, 3},
 	}
 	for _, tt := range tests {
-		if got := rank(tt.q, tt.n); got != tt.want {
+		if got := NearestRank(tt.q, tt.n); got != tt.want {
 			t.Errorf("rank(%v, %d) = %d; want %d", tt.q, tt.n, got, tt.want)
 		}
 	}

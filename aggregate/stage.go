@@ -308,8 +308,8 @@ func (a *stageAcc) timeseries() []schemas.Timeseries {
 		if len(b.ttft) > 0 {
 			sort.Slice(b.ttft, func(i, j int) bool { return b.ttft[i] < b.ttft[j] })
 			n := int64(len(b.ttft))
-			r.TTFTP50Ns = ptr(b.ttft[rank(0.5, n)-1])
-			r.TTFTP99Ns = ptr(b.ttft[rank(0.99, n)-1])
+			r.TTFTP50Ns = ptr(b.ttft[NearestRank(0.5, n)-1])
+			r.TTFTP99Ns = ptr(b.ttft[NearestRank(0.99, n)-1])
 		}
 		out[i] = r
 	}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wirebench/wirebench/aggregate"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -422,11 +423,8 @@ func quant(v []int64, abs bool) Quant {
 	return q
 }
 
-// rank is the nearest-rank quantile of sorted v.
-func rank(v []int64, p float64) int64 {
-	i := int(math.Ceil(p*float64(len(v)))) - 1
-	return v[min(max(i, 0), len(v)-1)]
-}
+// rank is the nearest-rank quantile of sorted v, by aggregate's definition.
+func rank(v []int64, p float64) int64 { return v[aggregate.NearestRank(p, int64(len(v)))-1] }
 
 // fmtNs formats nanoseconds as µs below 1 ms, else ms.
 func fmtNs(ns float64) string {
