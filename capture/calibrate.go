@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/aggregate"
+	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -244,8 +245,8 @@ func SweepRates(lo, hi float64, steps int, factor float64) ([]float64, error) {
 	if steps == 1 || lo == hi {
 		return []float64{round4(hi)}, nil
 	}
-	for i := range steps {
-		out = append(out, round4(lo*math.Pow(hi/lo, float64(i)/float64(steps-1))))
+	for _, r := range replay.SweepRates(replay.Sweep{MinRate: lo, MaxRate: hi, Stages: steps, Scale: "geometric"}) {
+		out = append(out, round4(r))
 	}
 	return out, nil
 }

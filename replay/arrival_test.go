@@ -147,13 +147,13 @@ func TestSweepRates(t *testing.T) {
 		{Sweep{MinRate: 5, MaxRate: 160, Stages: 6, Scale: "geometric"}, []float64{5, 10, 20, 40, 80, 160}},
 		{Sweep{MinRate: 7, MaxRate: 9, Stages: 1, Scale: "linear"}, []float64{7}},
 	} {
-		got := sweepRates(tc.s)
+		got := SweepRates(tc.s)
 		if len(got) != len(tc.want) {
-			t.Fatalf("sweepRates(%+v) = %v; want %v", tc.s, got, tc.want)
+			t.Fatalf("SweepRates(%+v) = %v; want %v", tc.s, got, tc.want)
 		}
 		for i := range got {
 			if math.Abs(got[i]-tc.want[i]) > 1e-9 {
-				t.Errorf("sweepRates(%+v) = %v; want %v", tc.s, got, tc.want)
+				t.Errorf("SweepRates(%+v) = %v; want %v", tc.s, got, tc.want)
 				break
 			}
 		}

@@ -71,16 +71,16 @@ func expandStages(l Load) []stage {
 		add(s, false)
 	}
 	if sw := l.Sweep; sw != nil {
-		for i, r := range sweepRates(*sw) {
+		for i, r := range SweepRates(*sw) {
 			add(StageSpec{Name: fmt.Sprintf("sweep-%02d", i), Rate: r, Duration: sw.Duration, Arrival: sw.Arrival, Burstiness: sw.Burstiness}, false)
 		}
 	}
 	return out
 }
 
-// sweepRates returns the sweep's rates: linear r_i = min + i·(max−min)/(n−1), geometric
+// SweepRates returns the sweep's rates: linear r_i = min + i·(max−min)/(n−1), geometric
 // r_i = min·(max/min)^(i/(n−1)), i = 0..n−1; one stage runs at min_rate.
-func sweepRates(s Sweep) []float64 {
+func SweepRates(s Sweep) []float64 {
 	out := make([]float64, s.Stages)
 	for i := range out {
 		if s.Stages == 1 {
