@@ -40,12 +40,6 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// notBuilt is returned by commands whose package does not exist yet: they say so and exit 2
-// instead of pretending to work.
-func notBuilt(cmd string) error {
-	return &exitError{code: 2, err: fmt.Errorf("%s is not built yet in this version of wirebench", cmd)}
-}
-
 func main() {
 	var cli CLI
 	kctx := kong.Parse(&cli,
