@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"fmt"
 	"runtime"
 	"time"
 
@@ -9,13 +10,38 @@ import (
 
 // Go's timers wake up to about 1 ms late (the netpoller waits in whole milliseconds), which alone
 // would break a 1 ms send-lag budget. The pacer therefore runs on its own locked OS thread,
-// sleeps with clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME) and a 1 µs timer slack: measured
-// on the 2-core box, wake-up lateness p50 ~20 µs, p99 ~150 µs with GOMAXPROCS 2.
+// sleeps with clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME) and a 1 µs timer slack, and writes
+// each request itself (wire.Client.Send), so nothing else has to be scheduled between its wake-up
+// and the write.
+//
+// On a busy CPU a woken thread can still wait behind others for milliseconds, so the pacer thread
+// asks for nice -20 and a 0.1 ms scheduler slice (EEVDF lets a task with a shorter slice preempt
+// on wake-up). That needs CAP_SYS_NICE; without it the thread keeps its priority and the worker
+// says so. Real-time scheduling (SCHED_FIFO) is not used: the Go runtime's spin-waits (stack
+// scans, stop-the-world) on a real-time thread can starve the thread they wait for, and a trial
+// stalled sends for a whole second.
 
-// lockPacerThread must be called on the pacer goroutine before sleepUntil.
-func lockPacerThread() {
+// pacerNice and pacerSlice are what lockPacerThread asks for.
+const (
+	pacerNice  = -20
+	pacerSlice = 100 * time.Microsecond
+)
+
+// lockPacerThread must be called on the pacer goroutine before sleepUntil. It returns a warning
+// when the thread's priority could not be raised.
+func lockPacerThread() (warn string) {
 	runtime.LockOSThread()
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0) // ns; best effort
+	attr := unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: pacerNice, Runtime: uint64(pacerSlice)}
+	err := unix.SchedSetAttr(0, &attr, 0)
+	if err == unix.EINVAL { // a kernel without custom slices: the nice value alone
+		attr.Runtime = 0
+		err = unix.SchedSetAttr(0, &attr, 0)
+	}
+	if err != nil {
+		return fmt.Sprintf("pacer thread priority not raised (nice %d: %v; needs CAP_SYS_NICE): send lag may be higher on a busy machine", pacerNice, err)
+	}
+	return ""
 }
 
 // maxNap bounds one clock_nanosleep, so a stop request is seen within this long.

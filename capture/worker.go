@@ -72,7 +72,8 @@ type item struct {
 	prompt *schemas.Prompt
 	next   *item // the request that follows this one's end: next turn or the user's next request
 	body   []byte
-	hist   []byte // kept for next
+	hist   []byte       // kept for next
+	req    wire.Request // while in flight
 }
 
 type worker struct {
@@ -143,8 +144,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 	if cfg.MaxInflight > 0 {
 		maxConns = cfg.MaxInflight
 	}
-	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, Timeout: w.tgt.Timeout.D(), KeepText: keepText, Timestamps: !cfg.NoKernelTimestamps,
-		StampAfterDecode: cfg.StampAfterDecode})
+	// Spare idle connections (half the warm ones) are kept dialed off the send path.
+	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), Timeout: w.tgt.Timeout.D(), KeepText: keepText,
+		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
 	defer w.client.Close()
 	if cfg.MaxInflight > 0 {
 		w.sem = make(chan struct{}, cfg.MaxInflight)
@@ -386,7 +388,9 @@ func (w *worker) buildLoop() {
 // pace sends every root at its planned time and the chained requests the timed heap holds, on a
 // locked OS thread, until everything owned is sent or skipped, or a stop.
 func (w *worker) pace(ctx context.Context) {
-	lockPacerThread()
+	if warn := lockPacerThread(); warn != "" && w.cfg.Worker == 0 {
+		w.log.Warn(warn) // the same for every worker: said once
+	}
 	defer runtime.UnlockOSThread()
 	i := 0
 	for !w.stopping.Load() {
@@ -455,24 +459,18 @@ func (w *worker) dispatch(ctx context.Context, it *item, planned int64) {
 	w.sent[it.r.Stage].Add(1)
 	w.sentTotal.Add(1)
 	w.wg.Add(1)
-	go w.send(ctx, it, planned, delayed)
-	// The new goroutine sits in this P's run-next slot; the pacer is about to block in
-	// clock_nanosleep, holding the P until sysmon retakes it (up to milliseconds). Yielding
-	// hands the P to another thread now, which runs the send first.
-	runtime.Gosched()
-}
-
-func (w *worker) send(ctx context.Context, it *item, planned int64, delayed bool) {
-	defer w.wg.Done()
 	n := w.inflight.Add(1)
 	for p := w.peak.Load(); n > p && !w.peak.CompareAndSwap(p, n); p = w.peak.Load() {
 	}
 	res := w.pool.Get().(*wire.Result)
-	res.Req = schemas.RawRequest{}
-	res.Chunks = res.Chunks[:0]
-	res.Text = ""
-	req := wire.Request{Seq: it.r.Seq, URL: w.url, Body: it.body, Header: w.header}
-	w.client.Do(ctx, &req, res)
+	it.req = wire.Request{Seq: it.r.Seq, URL: w.url, Body: it.body, Header: w.header}
+	// On a warm connection the request is written right here, on the pacer's thread.
+	w.client.Send(ctx, &it.req, res, func(res *wire.Result) { w.finished(ctx, it, planned, delayed, res) })
+}
+
+// finished records a request that has ended and schedules what follows it.
+func (w *worker) finished(ctx context.Context, it *item, planned int64, delayed bool, res *wire.Result) {
+	defer w.wg.Done()
 	w.inflight.Add(-1)
 	if w.sem != nil {
 		<-w.sem
@@ -484,7 +482,7 @@ func (w *worker) send(ctx context.Context, it *item, planned int64, delayed bool
 	if w.cfg.KeepText {
 		q.OutputText = res.Text
 	}
-	it.body = nil
+	it.body, it.req = nil, wire.Request{}
 	if next := it.next; next != nil {
 		w.follow(ctx, it, next, res)
 	}

@@ -57,6 +57,10 @@ type ClientConfig struct {
 	KeepText   bool          // collect generated text into Result.Text
 	TLS        *tls.Config   // for https targets
 	Timestamps bool          // enable SO_TIMESTAMPING; DefaultClientConfig sets it, false = user time only
+	// MinIdle keeps at least this many idle connections per plain-HTTP target once it has been
+	// used (within MaxConns): the watchdog dials more off the send path when the idle pool runs
+	// low, so a burst of slow responses does not put dials on the send path. 0 = none.
+	MinIdle int
 	// StampAfterDecode takes each event's arrival time after its JSON is decoded, with no kernel
 	// time: the naive client that `wirebench calibrate --single-process` compares against.
 	// Never for measurement.
@@ -72,11 +76,17 @@ func DefaultClientConfig() ClientConfig {
 // Client is an HTTP/1.1 client whose plain-HTTP connections carry kernel receive timestamps. It
 // is safe for concurrent use; one worker uses one Client.
 type Client struct {
-	cfg   ClientConfig
-	tr    *http.Transport
-	stats counters
-	hold  func() // releases the timestamping holder socket
-	once  sync.Once
+	cfg    ClientConfig
+	tr     *http.Transport // https targets
+	dialer *net.Dialer
+	stats  counters
+	hold   func() // releases the timestamping holder socket
+	once   sync.Once
+
+	eps       sync.Map // URL string -> *endpoint
+	pools     sync.Map // host:port -> *plainPool
+	watchOnce sync.Once
+	closed    chan struct{}
 }
 
 // NewClient returns a client for cfg. HTTP/2 is never negotiated: measurement needs one response
@@ -85,11 +95,12 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 64
 	}
-	c := &Client{cfg: cfg, hold: func() {}}
+	c := &Client{cfg: cfg, hold: func() {}, closed: make(chan struct{})}
 	if cfg.Timestamps {
 		c.hold = holdTimestamps()
 	}
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	c.dialer = d
 	c.tr = &http.Transport{
 		Proxy:               nil,
 		MaxConnsPerHost:     cfg.MaxConns,
@@ -149,6 +160,9 @@ func NewClient(cfg ClientConfig) *Client {
 // in the pool afterwards. It returns the first error.
 func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	base := strings.TrimRight(baseURL, "/")
+	if ep, err := c.endpointFor(base + "/health"); err == nil && !ep.tls {
+		return c.warmPlain(ctx, base, n)
+	}
 	errs := make(chan error, n)
 	var arrived sync.WaitGroup
 	arrived.Add(n)
@@ -198,13 +212,17 @@ func (c *Client) Stats() (reads, bytes int64) {
 
 // Close closes idle connections and releases the client's hold on kernel timestamping.
 func (c *Client) Close() {
-	c.tr.CloseIdleConnections()
-	c.once.Do(c.hold)
+	c.once.Do(func() {
+		c.tr.CloseIdleConnections()
+		c.closePlain()
+		c.hold()
+	})
 }
 
 // Request is one prepared request: the body is built before the send time.
 type Request struct {
 	Seq    int64
+	Method string // "" = POST
 	URL    string // full URL, e.g. http://127.0.0.1:8000/v1/completions
 	Body   []byte
 	Header http.Header // may be nil; Content-Type application/json is set by Do
@@ -355,7 +373,15 @@ func (res *Result) reset() {
 
 // Do sends the request and reads the whole response, recording times, chunks and errors in res.
 // A failed request is recorded in res (ErrorKind, ErrorMessage, partial chunks), never returned.
+// Plain-HTTP targets go through the plain path (see Send), https targets through net/http.
 func (c *Client) Do(ctx context.Context, r *Request, res *Result) {
+	done := make(chan struct{})
+	c.Send(ctx, r, res, func(*Result) { close(done) })
+	<-done
+}
+
+// do is Do through net/http, for https targets.
+func (c *Client) do(ctx context.Context, r *Request, res *Result) {
 	res.reset()
 	s := &res.st
 	s.init()
@@ -372,7 +398,11 @@ func (c *Client) Do(ctx context.Context, r *Request, res *Result) {
 	rctx = httptrace.WithClientTrace(rctx, trace)
 	defer c.traced(res, ts)
 	s.body.Reset(r.Body)
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.URL, &s.body)
+	method := r.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(rctx, method, r.URL, &s.body)
 	if err != nil {
 		c.fail(ctx, res, ErrConnect, fmt.Errorf("build request: %w", err))
 		return
@@ -397,7 +427,23 @@ func (c *Client) Do(ctx context.Context, r *Request, res *Result) {
 		return
 	}
 	defer resp.Body.Close()
-	res.Req.Status = int32(resp.StatusCode)
+	c.handle(ctx, rctx, response{status: resp.StatusCode, statusText: resp.Status, header: resp.Header, body: resp.Body, tls: resp.TLS != nil}, r, res)
+}
+
+// response is what handle needs of a response whose headers have arrived, from net/http or
+// from the plain path.
+type response struct {
+	status     int
+	statusText string // "503 Service Unavailable"
+	header     interface{ Get(string) string }
+	body       io.Reader
+	tls        bool
+}
+
+// handle reads the response after its headers: status, body as SSE or JSON, text.
+func (c *Client) handle(ctx, rctx context.Context, resp response, r *Request, res *Result) {
+	s := &res.st
+	res.Req.Status = int32(resp.status)
 	if s.conn != nil {
 		if h, ok := s.conn.headers(s.resp); ok {
 			res.Req.HeadersNs = s.int64p(slotHeaders, pick(h.kernel, h.user))
@@ -406,14 +452,14 @@ func (c *Client) Do(ctx context.Context, r *Request, res *Result) {
 	if res.Req.HeadersNs == nil {
 		res.Req.HeadersNs = s.int64p(slotHeaders, time.Now().UnixNano())
 	}
-	if resp.StatusCode != http.StatusOK {
-		n, _ := io.ReadFull(resp.Body, s.buf[:min(len(s.buf), maxErrorBody)])
+	if resp.status != http.StatusOK {
+		n, _ := io.ReadFull(resp.body, s.buf[:min(len(s.buf), maxErrorBody)])
 		res.Req.ErrorKind = ErrHTTPStatus
-		res.Req.ErrorMessage = strings.TrimSpace(resp.Status + ": " + string(s.buf[:n]))
+		res.Req.ErrorMessage = strings.TrimSpace(resp.statusText + ": " + string(s.buf[:n]))
 		res.Req.DoneNs = s.int64p(slotDone, time.Now().UnixNano())
 		return
 	}
-	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
+	if ct := resp.header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
 		c.stream(ctx, rctx, resp, r, res)
 	} else {
 		c.whole(ctx, rctx, resp, r, res)
@@ -509,13 +555,13 @@ func (s *reqState) stamp(end int64, cr bool, userNow int64, approx bool) (kernel
 
 // stream reads an SSE body. Every event's times come from the socket read that delivered its
 // last byte; the JSON is parsed only after that.
-func (c *Client) stream(ctx, rctx context.Context, resp *http.Response, r *Request, res *Result) {
+func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, res *Result) {
 	s := &res.st
-	approx := resp.TLS != nil
+	approx := resp.tls
 	var done bool
 	var lastEnd int64
 	for {
-		n, rerr := resp.Body.Read(s.buf)
+		n, rerr := resp.body.Read(s.buf)
 		userNow := time.Now().UnixNano()
 		s.dec.Feed(s.buf[:n])
 		if rerr != nil {
@@ -688,11 +734,11 @@ func (c *Client) applySim(res *Result) {
 }
 
 // whole reads a non-streaming JSON body as one chunk.
-func (c *Client) whole(ctx, rctx context.Context, resp *http.Response, r *Request, res *Result) {
+func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res *Result) {
 	s := &res.st
 	body := s.sim[:0] // reuse a buffer; x-sim comments do not occur here
 	for {
-		n, rerr := resp.Body.Read(s.buf)
+		n, rerr := resp.body.Read(s.buf)
 		body = append(body, s.buf[:n]...)
 		if rerr == io.EOF {
 			break
@@ -705,7 +751,7 @@ func (c *Client) whole(ctx, rctx context.Context, resp *http.Response, r *Reques
 	s.sim = body[:0]
 	userNow := time.Now().UnixNano()
 	end := int64(len(body))
-	kernel, user, q := s.stamp(end, false, userNow, resp.TLS != nil)
+	kernel, user, q := s.stamp(end, false, userNow, resp.tls)
 	ev := Event{Start: 0, End: end, Data: body}
 	ch := c.event(ctx, res, &ev, kernel)
 	ch.Seq, ch.Index = r.Seq, 0
@@ -713,7 +759,7 @@ func (c *Client) whole(ctx, rctx context.Context, resp *http.Response, r *Reques
 	res.Req.Chunks = 1
 	res.Req.DoneNs = s.int64p(slotDone, pick(kernel, user))
 	for i, h := range []string{"X-Sim-Queue-Ns", "X-Sim-Prefill-Ns", "X-Sim-Decode-Ns"} {
-		if v := resp.Header.Get(h); v != "" {
+		if v := resp.header.Get(h); v != "" {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 				p := s.int64p(slotQueue+i, n)
 				switch i {
@@ -727,7 +773,7 @@ func (c *Client) whole(ctx, rctx context.Context, resp *http.Response, r *Reques
 			}
 		}
 	}
-	if v := resp.Header.Get("X-Sim-Sent-Ns"); v != "" && ch.Kind == KindContent {
+	if v := resp.header.Get("X-Sim-Sent-Ns"); v != "" && ch.Kind == KindContent {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			s.srv = append(s.srv, n)
 		}

@@ -2,7 +2,10 @@
 
 package wire
 
-import "net"
+import (
+	"net"
+	"syscall"
+)
 
 // sysConn reads with the plain net.Conn Read: no kernel timestamps off Linux.
 type sysConn struct{}
@@ -17,3 +20,19 @@ func (s *sysConn) read(c *Conn, p []byte) (int, int64, error) {
 }
 
 func holdTimestamps() (closeFn func()) { return func() {} }
+
+// writev writes a, then b (no writev off Linux).
+func writev(fd uintptr, a, b []byte) (int, syscall.Errno) {
+	p := a
+	if len(p) == 0 {
+		p = b
+	}
+	n, err := syscall.Write(int(fd), p)
+	if err != nil {
+		if e, ok := err.(syscall.Errno); ok {
+			return 0, e
+		}
+		return 0, syscall.EIO
+	}
+	return n, 0
+}

@@ -23,6 +23,13 @@ type Framing struct {
 	nline   int // bytes of the current line (may exceed len(line); only the prefix is kept)
 	sizeOK  bool
 	bad     bool
+
+	// With Collect set, Feed also appends the body bytes (chunk framing removed) to Body, and
+	// the current final response's status line and header lines (each cut at 128 bytes and
+	// ended by LF) to Head. The reader consumes Body and may truncate it.
+	Collect bool
+	Body    []byte
+	Head    []byte
 }
 
 const (
@@ -46,6 +53,12 @@ func (f *Framing) BodyOffset() int64 { return f.body }
 
 // Done reports whether the current response is complete (its framing ended).
 func (f *Framing) Done() bool { return f.state == fsDone || (f.state == fsStatus && f.resp > 0) }
+
+// ClosesAtEOF reports whether the current body has no length and ends when the connection closes.
+func (f *Framing) ClosesAtEOF() bool { return f.state == fsClose }
+
+// Status returns the status code of the current response (0 before the first status line).
+func (f *Framing) Status() int { return f.status }
 
 // InHeaders reports whether the tracker is inside a status line or headers.
 func (f *Framing) InHeaders() bool { return f.state == fsStatus || f.state == fsHeader }
@@ -98,6 +111,9 @@ func (f *Framing) Feed(p []byte) (headersDone bool) {
 			}
 			f.remain -= n
 			f.body += n
+			if f.Collect {
+				f.Body = append(f.Body, p[:n]...)
+			}
 			p = p[n:]
 			if f.remain == 0 {
 				if f.state == fsChunkData {
@@ -108,6 +124,9 @@ func (f *Framing) Feed(p []byte) (headersDone bool) {
 			}
 		case fsClose:
 			f.body += int64(len(p))
+			if f.Collect {
+				f.Body = append(f.Body, p...)
+			}
 			return headersDone
 		}
 	}
@@ -140,10 +159,16 @@ func (f *Framing) lineDone(line []byte, long bool) bool {
 		if code >= 200 {
 			f.resp++
 			f.body = 0
+			if f.Collect {
+				f.Head = append(append(f.Head[:0], line...), '\n')
+			}
 		}
 	case fsHeader:
 		if len(line) == 0 && !long {
 			return f.headersEnd()
+		}
+		if f.Collect && f.status >= 200 {
+			f.Head = append(append(f.Head, line...), '\n')
 		}
 		if long {
 			return false

@@ -1,0 +1,681 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The plain path: HTTP/1.1 over plain TCP without net/http. net/http writes every request from
+// a per-connection goroutine, so a request sent at its planned time waits for that goroutine to
+// be scheduled (a thread handoff, milliseconds on a busy CPU). Here Send writes the request with
+// one non-blocking writev on the caller's goroutine (the pacer), and a reader goroutine per
+// connection, parked on the socket by the netpoller, reads the response when it arrives. The
+// connection's framing tracker removes the chunked framing and keeps the headers, so the body
+// goes through the same SSE and JSON handling as the net/http path. TLS targets use net/http.
+
+// Why the watchdog ended a request.
+const (
+	killNone = iota
+	killTimeout
+	killCancel
+)
+
+// watchTick is how often the watchdog checks requests in flight for their timeout and context.
+const watchTick = 10 * time.Millisecond
+
+// call is one request on the plain path.
+type call struct {
+	ctx      context.Context
+	req      *Request
+	res      *Result
+	done     func(*Result)
+	discard  bool         // only the status is wanted (warm-up): the body is read and dropped
+	deadline int64        // unix ns; 0 = none
+	sent     atomic.Int64 // when the last byte was written
+	werr     atomic.Pointer[error]
+}
+
+// endpoint is a parsed target URL, cached per URL string.
+type endpoint struct {
+	tls  bool
+	addr string // host:port
+	host string // Host header
+	path string // request target
+	pool *plainPool
+}
+
+// plainPool holds one address's connections.
+type plainPool struct {
+	addr    string
+	topping atomic.Bool     // a top-up of idle connections is running
+	idle    chan *plainConn // idle connections; capacity MaxConns
+	open    atomic.Int32    // connections open or being dialed
+	mu      sync.Mutex
+	conns   map[*plainConn]struct{} // every open connection, for the watchdog and Close
+}
+
+// plainConn is one keep-alive connection of the plain path.
+type plainConn struct {
+	c    *Conn
+	rc   syscall.RawConn
+	pool *plainPool
+	buf  []byte // socket reads
+	cur  atomic.Pointer[call]
+	dead atomic.Bool // the reader has ended: never hand this connection out again
+	mu   sync.Mutex  // orders the watchdog's kill against the reader's end of a call
+	kill int32       // why the watchdog set a past read deadline; guarded by mu
+
+	// Written only by the connection's current owner (the goroutine sending on it).
+	head    []byte
+	w0, w1  []byte // unwritten parts of head and body
+	park    bool   // writeFn waits for the socket on EAGAIN instead of returning
+	blocked bool   // writeFn returned on EAGAIN with bytes left
+	wErrno  syscall.Errno
+	wfn     func(fd uintptr) bool
+}
+
+// endpointFor parses and caches rawURL.
+func (c *Client) endpointFor(rawURL string) (*endpoint, error) {
+	if e, ok := c.eps.Load(rawURL); ok {
+		return e.(*endpoint), nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	e := &endpoint{host: u.Host, path: u.RequestURI()}
+	switch u.Scheme {
+	case "https":
+		e.tls = true
+	case "http":
+		port := u.Port()
+		if port == "" {
+			port = "80"
+		}
+		e.addr = net.JoinHostPort(u.Hostname(), port)
+		p, _ := c.pools.LoadOrStore(e.addr, &plainPool{addr: e.addr, idle: make(chan *plainConn, c.cfg.MaxConns), conns: map[*plainConn]struct{}{}})
+		e.pool = p.(*plainPool)
+	default:
+		return nil, fmt.Errorf("unsupported protocol scheme %q", u.Scheme)
+	}
+	c.eps.Store(rawURL, e)
+	return e, nil
+}
+
+// Send starts the request and returns; done(res) is called once the response has been read
+// (or the request failed), on another goroutine. On a plain-HTTP target with an idle connection
+// the request is written before Send returns, on the calling goroutine, with no handoff to
+// another goroutine; otherwise (a dial, TLS, the connection cap reached) it continues on a new
+// goroutine. res is filled as by Do.
+func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*Result)) {
+	res.reset()
+	res.st.init()
+	res.Req.Seq = r.Seq
+	res.Req.SendStartNs = time.Now().UnixNano()
+	ep, err := c.endpointFor(r.URL)
+	if err != nil {
+		c.fail(ctx, res, ErrConnect, fmt.Errorf("build request: %w", err))
+		done(res)
+		return
+	}
+	if ep.tls {
+		go func() {
+			c.do(ctx, r, res)
+			done(res)
+		}()
+		return
+	}
+	cl := &call{ctx: ctx, req: r, res: res, done: done}
+	if c.cfg.Timeout > 0 {
+		cl.deadline = res.Req.SendStartNs + int64(c.cfg.Timeout)
+	}
+	for {
+		select {
+		case pc := <-ep.pool.idle:
+			if pc.send(ep, cl, true) {
+				return
+			}
+			continue // found dead before any byte went out
+		default:
+		}
+		break
+	}
+	go c.dialSend(ep, cl)
+}
+
+// dialSend sends cl on a new connection, or on the next idle one when the pool is at its cap.
+func (c *Client) dialSend(ep *endpoint, cl *call) {
+	p := ep.pool
+	for {
+		select {
+		case pc := <-p.idle:
+			if pc.send(ep, cl, true) {
+				return
+			}
+			continue
+		default:
+		}
+		if p.open.Add(1) <= int32(c.cfg.MaxConns) {
+			t0 := time.Now()
+			pc, err := c.dialPlain(cl.ctx, p)
+			if err != nil {
+				p.open.Add(-1)
+				c.fail(cl.ctx, cl.res, ErrConnect, err)
+				if cl.ctx.Err() != nil {
+					cl.res.Req.ErrorKind = ErrCancelled
+				}
+				cl.done(cl.res)
+				return
+			}
+			cl.res.Req.ConnectNs = cl.res.st.int64p(slotConnect, time.Since(t0).Nanoseconds())
+			if pc.send(ep, cl, false) {
+				return
+			}
+			continue
+		}
+		p.open.Add(-1)
+		select {
+		case pc := <-p.idle:
+			if pc.send(ep, cl, true) {
+				return
+			}
+		case <-cl.ctx.Done():
+			c.fail(cl.ctx, cl.res, ErrCancelled, cl.ctx.Err())
+			cl.done(cl.res)
+			return
+		}
+	}
+}
+
+// dialPlain opens a connection, starts its reader and registers it with the watchdog.
+func (c *Client) dialPlain(ctx context.Context, p *plainPool) (*plainConn, error) {
+	nc, err := c.dialer.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := nc.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	pc := &plainConn{c: newConn(nc, c.cfg.Timestamps, true, &c.stats), rc: rc, pool: p, buf: make([]byte, 16<<10)}
+	pc.c.fr.Collect = true
+	pc.wfn = pc.writeFn
+	p.mu.Lock()
+	p.conns[pc] = struct{}{}
+	p.mu.Unlock()
+	c.watchOnce.Do(func() { go c.watch() })
+	go c.readLoop(pc)
+	return pc, nil
+}
+
+// send writes cl's request on pc, which the caller owns. It reports false, having closed pc,
+// when pc turned out dead before anything was written; from true on, pc's reader finishes cl.
+func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
+	if pc.dead.Load() {
+		pc.close()
+		return false
+	}
+	res := cl.res
+	s := &res.st
+	res.Req.ConnReused = reused
+	s.conn = pc.c
+	s.resp, s.cursor = pc.c.begin()
+	pc.head = appendHead(pc.head[:0], ep, cl.req)
+	pc.w0, pc.w1 = pc.head, cl.req.Body
+	pc.park, pc.blocked, pc.wErrno = false, false, 0
+	pc.cur.Store(cl)
+	err := pc.rc.Write(pc.wfn)
+	switch {
+	case err == nil && pc.wErrno == 0 && !pc.blocked:
+		cl.sent.Store(time.Now().UnixNano())
+	case err == nil && pc.wErrno == 0:
+		go pc.finishWrite(cl) // the socket buffer is full: write the rest off the caller
+	default:
+		if err == nil {
+			err = pc.wErrno
+		}
+		pc.writeFailed(cl, err)
+	}
+	return true
+}
+
+// finishWrite writes the rest of a request that did not fit into the socket buffer.
+func (pc *plainConn) finishWrite(cl *call) {
+	pc.park = true
+	err := pc.rc.Write(pc.wfn)
+	if err == nil && pc.wErrno != 0 {
+		err = pc.wErrno
+	}
+	if err != nil {
+		pc.writeFailed(cl, err)
+		return
+	}
+	cl.sent.Store(time.Now().UnixNano())
+}
+
+// writeFailed records a write error and shuts the socket down: the reader then ends the call.
+func (pc *plainConn) writeFailed(cl *call, err error) {
+	err = fmt.Errorf("write request: %w", err)
+	cl.werr.Store(&err)
+	_ = pc.rc.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+}
+
+// writeFn writes w0 and w1 with writev, without parking unless park is set.
+func (pc *plainConn) writeFn(fd uintptr) bool {
+	for len(pc.w0)+len(pc.w1) > 0 {
+		n, errno := writev(fd, pc.w0, pc.w1)
+		switch errno {
+		case 0:
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			if pc.park {
+				return false
+			}
+			pc.blocked = true
+			return true
+		default:
+			pc.wErrno = errno
+			return true
+		}
+		k := min(n, len(pc.w0))
+		pc.w0 = pc.w0[k:]
+		pc.w1 = pc.w1[n-k:]
+	}
+	return true
+}
+
+// appendHead appends the request line and headers.
+func appendHead(b []byte, ep *endpoint, r *Request) []byte {
+	method := r.Method
+	if method == "" {
+		method = "POST"
+	}
+	b = append(b, method...)
+	b = append(b, ' ')
+	b = append(b, ep.path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, ep.host...)
+	b = append(b, "\r\nUser-Agent: wirebench\r\n"...)
+	if method != "GET" || len(r.Body) > 0 {
+		b = append(b, "Content-Type: application/json\r\nContent-Length: "...)
+		b = strconv.AppendInt(b, int64(len(r.Body)), 10)
+		b = append(b, "\r\n"...)
+	}
+	for k, vs := range r.Header {
+		if k == "Content-Type" || k == "Content-Length" || k == "Host" {
+			continue
+		}
+		for _, v := range vs {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	return append(b, "\r\n"...)
+}
+
+// readLoop is the connection's reader: parked on the socket while the connection is idle, it
+// serves each response as it arrives, then gives the connection back to the pool.
+func (c *Client) readLoop(pc *plainConn) {
+	defer pc.close()
+	for {
+		n, err := pc.c.Read(pc.buf)
+		cl := pc.cur.Load()
+		if cl == nil {
+			return // the server closed an idle connection (or sent bytes nobody asked for)
+		}
+		keep := c.serve(pc, cl, n, err)
+		pc.mu.Lock()
+		if pc.kill != killNone {
+			keep = false // a past read deadline is set
+		}
+		pc.cur.Store(nil)
+		pc.mu.Unlock()
+		if keep {
+			pc.pool.idle <- pc // never blocks: the channel holds every connection
+		} else {
+			pc.dead.Store(true)
+		}
+		cl.done(cl.res)
+		if !keep {
+			return
+		}
+	}
+}
+
+// serve reads cl's response, the first read (n, err) already done, and reports whether the
+// connection can carry another request.
+func (c *Client) serve(pc *plainConn, cl *call, n int, err error) bool {
+	res := cl.res
+	s := &res.st
+	fr := &pc.c.fr
+	defer func() {
+		res.Req.SentNs = cl.sent.Load()
+		if res.Req.SentNs == 0 && res.Req.HeadersNs != nil {
+			res.Req.SentNs = *res.Req.HeadersNs // the server answered before the request was written
+		}
+	}()
+	// Until this response's headers are in.
+	for !(fr.Response() == s.resp && !fr.InHeaders()) {
+		if fr.Bad() {
+			c.fail(cl.ctx, res, ErrMalformedStream, errors.New("malformed HTTP response"))
+			return false
+		}
+		if err != nil {
+			c.fail(cl.ctx, res, classify(cl.ctx, cl.ctx, err), pc.readErr(cl, err))
+			return false
+		}
+		n, err = pc.c.Read(pc.buf)
+	}
+	head := fr.Head
+	line, _, _ := bytes.Cut(head, []byte{'\n'})
+	status := fr.Status()
+	text := ""
+	if len(line) > 9 {
+		text = string(line[9:])
+	}
+	b := &plainBody{pc: pc, cl: cl, resp: s.resp, err: err}
+	if cl.discard {
+		res.Req.Status = int32(status)
+	} else {
+		c.handle(cl.ctx, cl.ctx, response{status: status, statusText: text, header: rawHeader(head), body: b}, cl.req, res)
+	}
+	if res.Req.ErrorKind != "" && res.Req.ErrorKind != ErrHTTPStatus && res.Req.ErrorKind != ErrServerEvent {
+		return false
+	}
+	// Read the rest of an error body or anything the decoder left, so the next response starts
+	// clean; then reuse only a complete, keep-alive HTTP/1.1 response.
+	for b.err == nil && !b.ended() {
+		if _, e := b.Read(pc.buf); e != nil {
+			break
+		}
+	}
+	fr.Body = fr.Body[:0]
+	written := cl.sent.Load() != 0 && cl.werr.Load() == nil
+	return written && b.ended() && b.err == nil && bytes.HasPrefix(line, []byte("HTTP/1.1")) && !hasToken(rawHeader(head).Get("Connection"), "close")
+}
+
+// readErr is the message of a failed read: the write error when the request could not be sent.
+func (pc *plainConn) readErr(cl *call, err error) error {
+	if w := cl.werr.Load(); w != nil {
+		return *w
+	}
+	if err == io.EOF {
+		return errors.New("connection closed before the response ended")
+	}
+	return err
+}
+
+// plainBody reads the current response's body (framing removed) from the connection.
+type plainBody struct {
+	pc   *plainConn
+	cl   *call
+	resp int64
+	off  int   // bytes of fr.Body already returned
+	err  error // the read error that ended the connection, kept for every later Read
+}
+
+// ended reports whether the body is complete and fully returned.
+func (b *plainBody) ended() bool {
+	fr := &b.pc.c.fr
+	return b.off == len(fr.Body) && (fr.Response() > b.resp || fr.Done())
+}
+
+func (b *plainBody) Read(p []byte) (int, error) {
+	fr := &b.pc.c.fr
+	for {
+		if b.off < len(fr.Body) {
+			n := copy(p, fr.Body[b.off:])
+			b.off += n
+			if b.off == len(fr.Body) {
+				fr.Body, b.off = fr.Body[:0], 0
+			}
+			return n, nil
+		}
+		if fr.Response() == b.resp && fr.Done() {
+			return 0, io.EOF
+		}
+		if b.err != nil {
+			if b.err == io.EOF && fr.Response() == b.resp && fr.ClosesAtEOF() {
+				return 0, io.EOF // a body without a length ends with the connection
+			}
+			if b.err == io.EOF {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, b.err
+		}
+		if fr.Bad() {
+			b.err = errors.New("malformed HTTP chunked body")
+			return 0, b.err
+		}
+		_, b.err = b.pc.c.Read(b.pc.buf)
+	}
+}
+
+// rawHeader looks up header values in the framing tracker's LF-separated header lines.
+type rawHeader []byte
+
+// Get returns the first value of the header name (ASCII case-insensitive), or "".
+func (h rawHeader) Get(name string) string {
+	rest := []byte(h)
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[i+1:] // the status line
+	}
+	for len(rest) > 0 {
+		line, tail, _ := bytes.Cut(rest, []byte{'\n'})
+		rest = tail
+		if k, v, ok := bytes.Cut(line, []byte{':'}); ok && asciiEqualFold(bytes.TrimSpace(k), lower(name)) {
+			return string(bytes.TrimSpace(v))
+		}
+	}
+	return ""
+}
+
+// lower returns the common header names in lower case without allocating.
+func lower(s string) string {
+	switch s {
+	case "Content-Type":
+		return "content-type"
+	case "Connection":
+		return "connection"
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// hasToken reports whether the comma-separated list v holds token (case-insensitive).
+func hasToken(v, token string) bool {
+	for f := range bytes.SplitSeq([]byte(v), []byte{','}) {
+		if asciiEqualFold(bytes.TrimSpace(f), token) {
+			return true
+		}
+	}
+	return false
+}
+
+// close closes the connection and forgets it.
+func (pc *plainConn) close() {
+	pc.dead.Store(true)
+	pc.c.Close()
+	pc.pool.mu.Lock()
+	if _, ok := pc.pool.conns[pc]; ok {
+		delete(pc.pool.conns, pc)
+		pc.pool.open.Add(-1)
+	}
+	pc.pool.mu.Unlock()
+}
+
+// watch ends requests past their timeout or whose context is done, by giving their connection
+// a read deadline in the past; the reader then fails the request. It also tops up idle
+// connections to MinIdle. It runs until Close.
+func (c *Client) watch() {
+	t := time.NewTicker(watchTick)
+	defer t.Stop()
+	var conns []*plainConn
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixNano()
+		conns = conns[:0]
+		c.pools.Range(func(_, v any) bool {
+			p := v.(*plainPool)
+			p.mu.Lock()
+			for pc := range p.conns {
+				conns = append(conns, pc)
+			}
+			p.mu.Unlock()
+			if want := c.cfg.MinIdle - len(p.idle); want > 0 && p.topping.CompareAndSwap(false, true) {
+				go c.topUp(p, want)
+			}
+			return true
+		})
+		var lastCtx context.Context
+		lastDone := false
+		for _, pc := range conns {
+			cl := pc.cur.Load()
+			if cl == nil {
+				continue
+			}
+			if cl.ctx != lastCtx {
+				lastCtx, lastDone = cl.ctx, cl.ctx.Err() != nil
+			}
+			why := killNone
+			switch {
+			case lastDone:
+				why = killCancel
+			case cl.deadline > 0 && now >= cl.deadline:
+				why = killTimeout
+			}
+			if why == killNone {
+				continue
+			}
+			pc.mu.Lock()
+			if pc.cur.Load() == cl && pc.kill == killNone {
+				pc.kill = int32(why)
+				_ = pc.c.SetReadDeadline(time.Unix(1, 0))
+			}
+			pc.mu.Unlock()
+		}
+	}
+}
+
+// warmPlain dials n connections to base and checks each with GET /health (or /v1/models); they
+// stay idle in the pool.
+func (c *Client) warmPlain(ctx context.Context, base string, n int) error {
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- c.warmOnePlain(ctx, base) }()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (c *Client) warmOnePlain(ctx context.Context, base string) error {
+	var pc *plainConn
+	var last error
+	for _, path := range []string{"/health", "/v1/models"} {
+		ep, err := c.endpointFor(base + path)
+		if err != nil {
+			return fmt.Errorf("warm %s: %w", base, err)
+		}
+		if pc == nil {
+			if ep.pool.open.Add(1) > int32(c.cfg.MaxConns) {
+				ep.pool.open.Add(-1)
+				return fmt.Errorf("warm %s: more connections than the pool's %d", base, c.cfg.MaxConns)
+			}
+			if pc, err = c.dialPlain(ctx, ep.pool); err != nil {
+				ep.pool.open.Add(-1)
+				return fmt.Errorf("warm %s: %w", base+path, err)
+			}
+		}
+		var res Result
+		res.reset()
+		res.st.init()
+		done := make(chan struct{})
+		cl := &call{ctx: ctx, req: &Request{Method: "GET"}, res: &res, discard: true, done: func(*Result) { close(done) }}
+		pc.send(ep, cl, false)
+		<-done
+		if res.Req.ErrorKind != "" {
+			return fmt.Errorf("warm %s: %s", base+path, res.Req.ErrorMessage)
+		}
+		if res.Req.Status < 400 {
+			return nil
+		}
+		last = fmt.Errorf("warm %s: status %d", base+path, res.Req.Status)
+		// The reader gave the connection back to the pool when it can be reused; take it again.
+		select {
+		case pc = <-ep.pool.idle:
+		default:
+			pc = nil
+		}
+	}
+	return last
+}
+
+// topUp dials up to n more idle connections to p, within MaxConns.
+func (c *Client) topUp(p *plainPool, n int) {
+	defer p.topping.Store(false)
+	for range n {
+		select {
+		case <-c.closed:
+			return
+		default:
+		}
+		if p.open.Add(1) > int32(c.cfg.MaxConns) {
+			p.open.Add(-1)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		pc, err := c.dialPlain(ctx, p)
+		cancel()
+		if err != nil {
+			p.open.Add(-1)
+			return
+		}
+		p.idle <- pc
+	}
+}
+
+// closePlain closes every connection of the plain path and stops the watchdog.
+func (c *Client) closePlain() {
+	close(c.closed)
+	c.pools.Range(func(_, v any) bool {
+		p := v.(*plainPool)
+		p.mu.Lock()
+		conns := make([]*plainConn, 0, len(p.conns))
+		for pc := range p.conns {
+			conns = append(conns, pc)
+		}
+		p.mu.Unlock()
+		for _, pc := range conns {
+			pc.c.Close() // its reader forgets it
+		}
+		return true
+	})
+}
