@@ -52,10 +52,11 @@ const (
 	DefaultDrainTimeout = 30 * time.Second
 	DefaultPartRows     = 500_000
 	DefaultPartInterval = 10 * time.Second
-	// DefaultGOMAXPROCS is 2: a worker pinned to one CPU still needs a second P so that the
-	// pacer's locked OS thread, asleep in clock_nanosleep, never holds the only P while replies
-	// wait to be read (measured: see README, "GOMAXPROCS 1 against 2").
-	DefaultGOMAXPROCS = 2
+	// DefaultGOMAXPROCS is 4 for a worker pinned to one CPU: the pacer's locked thread gives up
+	// its P while it sleeps in clock_nanosleep and must find an idle one when it wakes, or wait
+	// for a thread handoff (milliseconds on a busy CPU); with readers busy on the other Ps, 4
+	// leaves one idle nearly always (measured: see README, "GOMAXPROCS").
+	DefaultGOMAXPROCS = 4
 	// startLead is how far after the last worker's "ready" the coordinator puts the common start.
 	startLead = 300 * time.Millisecond
 	// bodyWindow is how far ahead of their send time request bodies are built.

@@ -39,11 +39,23 @@ type call struct {
 	req      *Request
 	res      *Result
 	done     func(*Result)
-	discard  bool         // only the status is wanted (warm-up): the body is read and dropped
-	deadline int64        // unix ns; 0 = none
-	sent     atomic.Int64 // when the last byte was written
-	werr     atomic.Pointer[error]
+	discard  bool  // only the status is wanted (warm-up): the body is read and dropped
+	deadline int64 // unix ns; 0 = none
+
+	// The writer sets sent or werr, then publishes them with wstate.
+	wstate atomic.Int32
+	sent   int64 // when the last byte was written
+	werr   error
+	keep   bool         // set by the reader: the connection can carry another request
+	parts  atomic.Int32 // writer and reader not yet finished; the last one calls complete
 }
+
+// call.wstate values.
+const (
+	writing = iota
+	written
+	writeFailed
+)
 
 // endpoint is a parsed target URL, cached per URL string.
 type endpoint struct {
@@ -59,6 +71,7 @@ type plainPool struct {
 	addr    string
 	topping atomic.Bool     // a top-up of idle connections is running
 	idle    chan *plainConn // idle connections; capacity MaxConns
+	freed   chan struct{}   // a connection closed: a sender waiting at the cap may dial
 	open    atomic.Int32    // connections open or being dialed
 	mu      sync.Mutex
 	conns   map[*plainConn]struct{} // every open connection, for the watchdog and Close
@@ -103,7 +116,7 @@ func (c *Client) endpointFor(rawURL string) (*endpoint, error) {
 			port = "80"
 		}
 		e.addr = net.JoinHostPort(u.Hostname(), port)
-		p, _ := c.pools.LoadOrStore(e.addr, &plainPool{addr: e.addr, idle: make(chan *plainConn, c.cfg.MaxConns), conns: map[*plainConn]struct{}{}})
+		p, _ := c.pools.LoadOrStore(e.addr, &plainPool{addr: e.addr, idle: make(chan *plainConn, c.cfg.MaxConns), freed: make(chan struct{}, 1), conns: map[*plainConn]struct{}{}})
 		e.pool = p.(*plainPool)
 	default:
 		return nil, fmt.Errorf("unsupported protocol scheme %q", u.Scheme)
@@ -189,6 +202,7 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 			if pc.send(ep, cl, true) {
 				return
 			}
+		case <-p.freed:
 		case <-cl.ctx.Done():
 			c.fail(cl.ctx, cl.res, ErrCancelled, cl.ctx.Err())
 			cl.done(cl.res)
@@ -234,11 +248,14 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 	pc.head = appendHead(pc.head[:0], ep, cl.req)
 	pc.w0, pc.w1 = pc.head, cl.req.Body
 	pc.park, pc.blocked, pc.wErrno = false, false, 0
+	cl.parts.Store(2)
 	pc.cur.Store(cl)
 	err := pc.rc.Write(pc.wfn)
 	switch {
 	case err == nil && pc.wErrno == 0 && !pc.blocked:
-		cl.sent.Store(time.Now().UnixNano())
+		cl.sent = time.Now().UnixNano()
+		cl.wstate.Store(written)
+		pc.finished(cl)
 	case err == nil && pc.wErrno == 0:
 		go pc.finishWrite(cl) // the socket buffer is full: write the rest off the caller
 	default:
@@ -248,6 +265,39 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 		pc.writeFailed(cl, err)
 	}
 	return true
+}
+
+// finished is called by the writer and by the reader when each is done with cl; the last one
+// completes the call.
+func (pc *plainConn) finished(cl *call) {
+	if cl.parts.Add(-1) == 0 {
+		pc.complete(cl)
+	}
+}
+
+// complete ends cl once the request is written and the response read: the connection goes back
+// to the pool (or is closed), then done is called.
+func (pc *plainConn) complete(cl *call) {
+	res := cl.res
+	if cl.wstate.Load() == written {
+		res.Req.SentNs = cl.sent
+	}
+	if res.Req.SentNs == 0 && res.Req.HeadersNs != nil {
+		res.Req.SentNs = *res.Req.HeadersNs // the server answered before the request was written
+	}
+	keep := cl.keep && cl.wstate.Load() == written && !pc.dead.Load()
+	pc.mu.Lock()
+	if pc.kill != killNone {
+		keep = false // a past read deadline is set
+	}
+	pc.cur.Store(nil)
+	pc.mu.Unlock()
+	if keep {
+		pc.pool.idle <- pc // never blocks: the channel holds every connection
+	} else {
+		pc.close() // before done: the next request may need this connection's slot
+	}
+	cl.done(res)
 }
 
 // finishWrite writes the rest of a request that did not fit into the socket buffer.
@@ -261,14 +311,17 @@ func (pc *plainConn) finishWrite(cl *call) {
 		pc.writeFailed(cl, err)
 		return
 	}
-	cl.sent.Store(time.Now().UnixNano())
+	cl.sent = time.Now().UnixNano()
+	cl.wstate.Store(written)
+	pc.finished(cl)
 }
 
 // writeFailed records a write error and shuts the socket down: the reader then ends the call.
 func (pc *plainConn) writeFailed(cl *call, err error) {
-	err = fmt.Errorf("write request: %w", err)
-	cl.werr.Store(&err)
+	cl.werr = fmt.Errorf("write request: %w", err)
+	cl.wstate.Store(writeFailed)
 	_ = pc.rc.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+	pc.finished(cl)
 }
 
 // writeFn writes w0 and w1 with writev, without parking unless park is set.
@@ -331,25 +384,19 @@ func appendHead(b []byte, ep *endpoint, r *Request) []byte {
 // serves each response as it arrives, then gives the connection back to the pool.
 func (c *Client) readLoop(pc *plainConn) {
 	defer pc.close()
+	var last *call
 	for {
 		n, err := pc.c.Read(pc.buf)
 		cl := pc.cur.Load()
-		if cl == nil {
-			return // the server closed an idle connection (or sent bytes nobody asked for)
+		if cl == nil || cl == last {
+			// The server closed an idle connection (or sent bytes nobody asked for); the last
+			// call may still be completing on its writer.
+			return
 		}
-		keep := c.serve(pc, cl, n, err)
-		pc.mu.Lock()
-		if pc.kill != killNone {
-			keep = false // a past read deadline is set
-		}
-		pc.cur.Store(nil)
-		pc.mu.Unlock()
-		if keep {
-			pc.pool.idle <- pc // never blocks: the channel holds every connection
-		} else {
-			pc.dead.Store(true)
-		}
-		cl.done(cl.res)
+		last = cl
+		cl.keep = c.serve(pc, cl, n, err)
+		keep := cl.keep
+		pc.finished(cl)
 		if !keep {
 			return
 		}
@@ -362,12 +409,6 @@ func (c *Client) serve(pc *plainConn, cl *call, n int, err error) bool {
 	res := cl.res
 	s := &res.st
 	fr := &pc.c.fr
-	defer func() {
-		res.Req.SentNs = cl.sent.Load()
-		if res.Req.SentNs == 0 && res.Req.HeadersNs != nil {
-			res.Req.SentNs = *res.Req.HeadersNs // the server answered before the request was written
-		}
-	}()
 	// Until this response's headers are in.
 	for !(fr.Response() == s.resp && !fr.InHeaders()) {
 		if fr.Bad() {
@@ -404,14 +445,13 @@ func (c *Client) serve(pc *plainConn, cl *call, n int, err error) bool {
 		}
 	}
 	fr.Body = fr.Body[:0]
-	written := cl.sent.Load() != 0 && cl.werr.Load() == nil
-	return written && b.ended() && b.err == nil && bytes.HasPrefix(line, []byte("HTTP/1.1")) && !hasToken(rawHeader(head).Get("Connection"), "close")
+	return b.ended() && b.err == nil && bytes.HasPrefix(line, []byte("HTTP/1.1")) && !hasToken(rawHeader(head).Get("Connection"), "close")
 }
 
 // readErr is the message of a failed read: the write error when the request could not be sent.
 func (pc *plainConn) readErr(cl *call, err error) error {
-	if w := cl.werr.Load(); w != nil {
-		return *w
+	if cl.wstate.Load() == writeFailed {
+		return cl.werr
 	}
 	if err == io.EOF {
 		return errors.New("connection closed before the response ended")
@@ -519,6 +559,10 @@ func (pc *plainConn) close() {
 	if _, ok := pc.pool.conns[pc]; ok {
 		delete(pc.pool.conns, pc)
 		pc.pool.open.Add(-1)
+		select {
+		case pc.pool.freed <- struct{}{}:
+		default:
+		}
 	}
 	pc.pool.mu.Unlock()
 }

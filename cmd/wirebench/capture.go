@@ -28,7 +28,7 @@ type CaptureFlags struct {
 	DrainTimeout time.Duration `help:"After the first Ctrl-C, wait this long for in-flight requests (0 = capture.drain_timeout, else 30s)." default:"0s"`
 	PartRows     int           `help:"Roll each worker's shard parts after this many chunk rows (0 = capture.part_rows, else 500000)." default:"0"`
 	PartInterval time.Duration `help:"... or after this long (0 = capture.part_interval, else 10s)." default:"0s"`
-	Gomaxprocs   int           `help:"GOMAXPROCS of each worker (0 = 2, see README)." default:"0"`
+	Gomaxprocs   int           `help:"GOMAXPROCS of each worker (0 = 4, see README)." default:"0"`
 	NoPin        bool          `help:"Do not pin workers to CPUs."`
 	StopBelow    float64       `name:"stop-below-fidelity" placeholder:"SHARE" help:"Stop sending once an open-loop stage ends with fewer than this share of its planned sends made on time (e.g. 0.9): the client has broken and later stages would measure only the client. The run ends complete; the manifest says what was not sent. 0 = never." default:"0"`
 	Quiet        bool          `help:"No progress output (warnings and errors are still logged)."`

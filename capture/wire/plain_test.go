@@ -1,0 +1,249 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const okSSE = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+
+// countingServer starts srv counting the connections it accepts.
+func countingServer(t *testing.T, h http.Handler, configure func(*http.Server)) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	if configure != nil {
+		configure(srv.Config)
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+func mustOK(t *testing.T, what string, res *Result, chunks int) {
+	t.Helper()
+	if res.Req.ErrorKind != "" || len(res.Chunks) != chunks {
+		t.Fatalf("%s: error %q (%s), %d chunks; want none, %d", what, res.Req.ErrorKind, res.Req.ErrorMessage, len(res.Chunks), chunks)
+	}
+	// (SentNs is taken after the write returns: on loopback the response can arrive first.)
+	if res.Req.SentNs < res.Req.SendStartNs || res.Req.DoneNs == nil {
+		t.Errorf("%s: SendStartNs %d SentNs %d DoneNs %v; want SentNs >= SendStartNs and DoneNs set", what, res.Req.SendStartNs, res.Req.SentNs, res.Req.DoneNs)
+	}
+}
+
+func TestSendWritesOnTheCallersGoroutine(t *testing.T) {
+	srv, _ := countingServer(t, rawSSE(okSSE), nil)
+	c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
+	defer c.Close()
+	if err := c.Warm(context.Background(), srv.URL, 1); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := c.endpointFor(srv.URL + "/v1/completions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := <-ep.pool.idle // the warm connection; hand it back for Send to take
+	ep.pool.idle <- pc
+	hold := make(chan struct{})
+	done := make(chan struct{})
+	var res Result
+	// The reader ends the call in done, which waits: the call stays current on the connection.
+	c.Send(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res, func(*Result) { <-hold; close(done) })
+	cl := pc.cur.Load()
+	if cl == nil {
+		close(hold)
+		t.Fatalf("Send did not use the idle warm connection")
+	}
+	if cl.wstate.Load() != written {
+		t.Errorf("request not written when Send returned; want written on the caller's goroutine")
+	}
+	close(hold)
+	<-done
+	mustOK(t, "send", &res, 3)
+	if !res.Req.ConnReused {
+		t.Errorf("ConnReused = false on the warm connection")
+	}
+}
+
+func TestPlainKeepAliveAndClose(t *testing.T) {
+	t.Run("reuse", func(t *testing.T) {
+		srv, conns := countingServer(t, rawSSE(okSSE), nil)
+		c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
+		defer c.Close()
+		for i := range 5 {
+			var res Result
+			c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+			mustOK(t, fmt.Sprint("request ", i), &res, 3)
+		}
+		if n := conns.Load(); n != 1 {
+			t.Errorf("5 sequential requests used %d connections; want 1", n)
+		}
+	})
+	t.Run("connection close", func(t *testing.T) {
+		srv, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Connection", "close")
+			rawSSE(okSSE)(w, r)
+		}), nil)
+		c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
+		defer c.Close()
+		for i := range 3 {
+			var res Result
+			c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+			mustOK(t, fmt.Sprint("request ", i), &res, 3)
+			if res.Req.ConnReused {
+				t.Errorf("request %d reused a connection the server closed", i)
+			}
+		}
+		if n := conns.Load(); n != 3 {
+			t.Errorf("3 requests answered with Connection: close used %d connections; want 3", n)
+		}
+	})
+	t.Run("server idle timeout", func(t *testing.T) {
+		srv, _ := countingServer(t, rawSSE(okSSE), func(s *http.Server) { s.IdleTimeout = 30 * time.Millisecond })
+		c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
+		defer c.Close()
+		var res Result
+		c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+		mustOK(t, "first", &res, 3)
+		time.Sleep(300 * time.Millisecond) // the server closes the idle connection; its reader notices
+		c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+		mustOK(t, "after the server's idle timeout", &res, 3)
+		if res.Req.ConnReused {
+			t.Errorf("ConnReused = true on a connection the server closed")
+		}
+	})
+}
+
+func TestPlainLargeBody(t *testing.T) {
+	var got atomic.Int64
+	srv, _ := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		got.Store(n)
+		rawSSE(okSSE)(w, r)
+	}), nil)
+	c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
+	defer c.Close()
+	if err := c.Warm(context.Background(), srv.URL, 1); err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"prompt":"` + strings.Repeat("x", 16<<20) + `"}`)
+	var res Result
+	c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: body}, &res)
+	mustOK(t, "16 MiB body", &res, 3) // more than a socket buffer: the rest is written off the caller
+	if got.Load() != int64(len(body)) {
+		t.Errorf("server read %d body bytes; want %d", got.Load(), len(body))
+	}
+}
+
+func TestPlainBodyUntilClose(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			br := bufio.NewReader(conn)
+			if _, err := http.ReadRequest(br); err != nil {
+				conn.Close()
+				continue
+			}
+			// No Content-Length, not chunked: the body ends when the connection closes.
+			fmt.Fprint(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+okSSE)
+			conn.Close()
+		}
+	}()
+	c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
+	defer c.Close()
+	for i := range 2 {
+		var res Result
+		c.Do(context.Background(), &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
+		mustOK(t, fmt.Sprint("request ", i), &res, 3)
+		if res.Req.ConnReused {
+			t.Errorf("request %d: ConnReused = true after a body that ended with the connection", i)
+		}
+	}
+}
+
+func TestMinIdleTopUp(t *testing.T) {
+	srv, conns := countingServer(t, rawSSE(okSSE), nil)
+	c := NewClient(ClientConfig{MaxConns: 16, MinIdle: 4, Timestamps: true})
+	defer c.Close()
+	var res Result
+	c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+	mustOK(t, "first", &res, 3)
+	ep, _ := c.endpointFor(srv.URL + "/v1/completions")
+	deadline := time.Now().Add(5 * time.Second)
+	for len(ep.pool.idle) < 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := len(ep.pool.idle); n < 4 {
+		t.Fatalf("%d idle connections after 5 s; want MinIdle 4", n)
+	}
+	if n := conns.Load(); n < 4 || n > 5 {
+		t.Errorf("server saw %d connections; want 4 or 5 (the first plus the top-up)", n)
+	}
+}
+
+func TestPlainConnectionCap(t *testing.T) {
+	t.Run("closed connections free their slot", func(t *testing.T) {
+		srv, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Connection", "close")
+			rawSSE(okSSE)(w, r)
+		}), nil)
+		c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true})
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for i := range 3 {
+			var res Result
+			c.Do(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+			mustOK(t, fmt.Sprint("request ", i), &res, 3)
+		}
+		if n := conns.Load(); n != 3 {
+			t.Errorf("%d connections; want 3", n)
+		}
+	})
+	t.Run("senders over the cap wait for a connection", func(t *testing.T) {
+		srv, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(20 * time.Millisecond)
+			rawSSE(okSSE)(w, r)
+		}), nil)
+		c := NewClient(ClientConfig{MaxConns: 2, Timestamps: true})
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		results := make([]Result, 8)
+		done := make(chan struct{}, len(results))
+		for i := range results {
+			c.Send(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &results[i], func(*Result) { done <- struct{}{} })
+		}
+		for range results {
+			<-done
+		}
+		for i := range results {
+			mustOK(t, fmt.Sprint("request ", i), &results[i], 3)
+		}
+		if n := conns.Load(); n != 2 {
+			t.Errorf("8 concurrent requests with MaxConns 2 used %d connections; want 2", n)
+		}
+	})
+}
