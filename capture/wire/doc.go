@@ -8,7 +8,14 @@
 //
 // How (see ../../shared/WIRE-TIMESTAMPS.md for the measurements behind each choice):
 //
-//   - The Transport's dialer wraps each TCP connection in a Conn, enables SO_TIMESTAMPING
+//   - Plain-HTTP targets go through the package's own HTTP/1.1 path (plain.go): Send writes the
+//     request with one non-blocking writev on the caller's goroutine, so a pacer's request leaves
+//     at its planned time without waiting for another goroutine (net/http writes from a
+//     per-connection goroutine: a thread handoff, milliseconds on a busy CPU); a reader goroutine
+//     per connection, parked on the socket, reads the response; a watchdog enforces timeouts and
+//     cancellation and keeps MinIdle spare connections dialed. https targets go through
+//     net/http with the same Conn.
+//   - The dialer wraps each TCP connection in a Conn, enables SO_TIMESTAMPING
 //     (SOF_TIMESTAMPING_RX_SOFTWARE|SOF_TIMESTAMPING_SOFTWARE) before the request is written, and
 //     reads with recvmsg through SyscallConn().Read, so the netpoller, deadlines and Close keep
 //     working. A read allocates nothing.
@@ -16,7 +23,7 @@
 //     it filled the buffer, and (from the Framing tracker: chunked with extensions and trailers,
 //     Content-Length, close-delimited, 1xx, keep-alive) the response-body offset it ends at.
 //   - The Decoder counts body bytes; each event gets the read that delivered its last byte (by
-//     offset, never "the latest read": net/http reads ahead). JSON is parsed after that, by a
+//     offset, never "the latest read": a reader may read ahead). JSON is parsed after that, by a
 //     zero-allocation scanner (ParsePayload).
 //   - Quality per event: exact (the read ended with this event: the kernel time is that of the
 //     segment carrying its last byte), upper_bound (a later segment was coalesced into the same

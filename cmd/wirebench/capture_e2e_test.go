@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wirebench/wirebench/capture"
 	"github.com/wirebench/wirebench/replay"
@@ -365,9 +368,16 @@ func benchCapture(b *testing.B, rate float64, tokens int32) {
 	c := exec.Command(binary, "capture", run, "--quiet")
 	var errb strings.Builder
 	c.Stderr = &errb
+	steal0, total0 := cpuSteal()
+	stopProbe := make(chan struct{})
+	probe := make(chan []int64)
+	go func() { probe <- wakeProbe(stopProbe) }()
 	if err := c.Run(); err != nil {
 		b.Fatalf("capture: %v\n%s", err, errb.String())
 	}
+	close(stopProbe)
+	wakeLate := <-probe
+	steal1, total1 := cpuSteal()
 	m, err := schemas.ReadManifest(filepath.Join(run, schemas.ManifestName))
 	if err != nil {
 		b.Fatal(err)
@@ -421,4 +431,60 @@ func benchCapture(b *testing.B, rate float64, tokens int32) {
 	b.ReportMetric(q(readLags, 0.99), "read_lag_p99_us")
 	b.ReportMetric(util, "worker_util_max")
 	b.ReportMetric(float64(cpu)/1e3/float64(max(len(lags), 1)), "cpu_us/req")
+	// CPU time the hypervisor gave to others while the vCPUs wanted to run: on a shared VM the
+	// send-lag tail follows it.
+	if total1 > total0 {
+		b.ReportMetric(100*float64(steal1-steal0)/float64(total1-total0), "steal_%")
+	}
+	// The machine's own wake-up jitter over the same time: a bare thread that does nothing but
+	// sleep to absolute times. A send lag near it is the machine's, not the client's.
+	b.ReportMetric(q(wakeLate, 0.99), "machine_wake_p99_us")
+}
+
+// wakeProbe sleeps to absolute times 500 µs apart on a locked thread at nice -20 (when
+// permitted), as a capture worker's pacer does, until stop, and returns how late each wake-up was.
+func wakeProbe(stop <-chan struct{}) []int64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
+	_ = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: -20}, 0)
+	var late []int64
+	next := time.Now().UnixNano()
+	for {
+		select {
+		case <-stop:
+			return late
+		default:
+		}
+		next += int64(500 * time.Microsecond)
+		ts := unix.NsecToTimespec(next)
+		for unix.ClockNanosleep(unix.CLOCK_REALTIME, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
+		}
+		l := time.Now().UnixNano() - next
+		late = append(late, l)
+		if l > int64(500*time.Microsecond) {
+			next = time.Now().UnixNano() // start afresh after a long stall rather than catch up
+		}
+	}
+}
+
+// cpuSteal returns the steal and total jiffies of /proc/stat's cpu line (0, 0 off Linux).
+func cpuSteal() (steal, total int64) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		total += n
+		if i == 7 {
+			steal = n
+		}
+	}
+	return steal, total
 }
