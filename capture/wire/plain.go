@@ -23,13 +23,6 @@ import (
 // connection's framing tracker removes the chunked framing and keeps the headers, so the body
 // goes through the same SSE and JSON handling as the net/http path. TLS targets use net/http.
 
-// Why the watchdog ended a request.
-const (
-	killNone = iota
-	killTimeout
-	killCancel
-)
-
 // watchTick is how often the watchdog checks requests in flight for their timeout and context.
 const watchTick = 10 * time.Millisecond
 
@@ -52,7 +45,8 @@ type call struct {
 
 // call.wstate values.
 const (
-	writing = iota
+	writing     = iota
+	writingMore // finishWrite is writing the rest
 	written
 	writeFailed
 )
@@ -79,14 +73,14 @@ type plainPool struct {
 
 // plainConn is one keep-alive connection of the plain path.
 type plainConn struct {
-	c    *Conn
-	rc   syscall.RawConn
-	pool *plainPool
-	buf  []byte // socket reads
-	cur  atomic.Pointer[call]
-	dead atomic.Bool // the reader has ended: never hand this connection out again
-	mu   sync.Mutex  // orders the watchdog's kill against the reader's end of a call
-	kill int32       // why the watchdog set a past read deadline; guarded by mu
+	c      *Conn
+	rc     syscall.RawConn
+	pool   *plainPool
+	buf    []byte // socket reads
+	cur    atomic.Pointer[call]
+	dead   atomic.Bool // the reader has ended: never hand this connection out again
+	mu     sync.Mutex  // orders the watchdog's kill against the end of a call
+	killed bool        // the watchdog set a past read deadline; guarded by mu
 
 	// Written only by the connection's current owner (the goroutine sending on it).
 	head    []byte
@@ -126,7 +120,8 @@ func (c *Client) endpointFor(rawURL string) (*endpoint, error) {
 }
 
 // Send starts the request and returns; done(res) is called once the response has been read
-// (or the request failed), on another goroutine. On a plain-HTTP target with an idle connection
+// (or the request failed), on another goroutine (on the caller's only when the URL does not
+// parse). On a plain-HTTP target with an idle connection
 // the request is written before Send returns, on the calling goroutine, with no handoff to
 // another goroutine; otherwise (a dial, TLS, the connection cap reached) it continues on a new
 // goroutine. res is filled as by Do.
@@ -257,6 +252,7 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 		cl.wstate.Store(written)
 		pc.finished(cl)
 	case err == nil && pc.wErrno == 0:
+		cl.wstate.Store(writingMore)
 		go pc.finishWrite(cl) // the socket buffer is full: write the rest off the caller
 	default:
 		if err == nil {
@@ -287,7 +283,7 @@ func (pc *plainConn) complete(cl *call) {
 	}
 	keep := cl.keep && cl.wstate.Load() == written && !pc.dead.Load()
 	pc.mu.Lock()
-	if pc.kill != killNone {
+	if pc.killed {
 		keep = false // a past read deadline is set
 	}
 	pc.cur.Store(nil)
@@ -396,6 +392,11 @@ func (c *Client) readLoop(pc *plainConn) {
 		last = cl
 		cl.keep = c.serve(pc, cl, n, err)
 		keep := cl.keep
+		if cl.wstate.Load() == writingMore {
+			// The response has ended before the request was all written (the server answered
+			// early): stop writing; the connection is not reused.
+			_ = pc.c.SetWriteDeadline(time.Unix(1, 0))
+		}
 		pc.finished(cl)
 		if !keep {
 			return
@@ -604,20 +605,15 @@ func (c *Client) watch() {
 			if cl.ctx != lastCtx {
 				lastCtx, lastDone = cl.ctx, cl.ctx.Err() != nil
 			}
-			why := killNone
-			switch {
-			case lastDone:
-				why = killCancel
-			case cl.deadline > 0 && now >= cl.deadline:
-				why = killTimeout
-			}
-			if why == killNone {
+			if !lastDone && (cl.deadline == 0 || now < cl.deadline) {
 				continue
 			}
+			// The reader's read (and a write still going on) fail with a timeout, classified as
+			// cancelled when the context is done.
 			pc.mu.Lock()
-			if pc.cur.Load() == cl && pc.kill == killNone {
-				pc.kill = int32(why)
-				_ = pc.c.SetReadDeadline(time.Unix(1, 0))
+			if pc.cur.Load() == cl && !pc.killed {
+				pc.killed = true
+				_ = pc.c.SetDeadline(time.Unix(1, 0)) // a write still going on fails too
 			}
 			pc.mu.Unlock()
 		}

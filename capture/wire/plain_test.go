@@ -247,3 +247,39 @@ func TestPlainConnectionCap(t *testing.T) {
 		}
 	})
 }
+
+func TestPlainEarlyResponseStopsTheWrite(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	release := make(chan struct{})
+	defer close(release)
+	go func() {
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		br := bufio.NewReader(conn)
+		if _, err := http.ReadRequest(br); err != nil { // headers only; the body stays unread
+			return
+		}
+		fmt.Fprint(conn, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 8\r\n\r\ntoo long")
+		<-release // hold the connection open without reading
+	}()
+	c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var res Result
+	start := time.Now()
+	c.Do(ctx, &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: make([]byte, 64<<20)}, &res)
+	if res.Req.ErrorKind != ErrHTTPStatus || res.Req.Status != 413 || !strings.Contains(res.Req.ErrorMessage, "too long") {
+		t.Errorf("error %q status %d message %q; want http_status 413 'too long'", res.Req.ErrorKind, res.Req.Status, res.Req.ErrorMessage)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Do took %v: the unfinished write was not stopped", d)
+	}
+}
