@@ -41,6 +41,7 @@ type call struct {
 	werr   error
 	keep   bool         // set by the reader: the connection can carry another request
 	parts  atomic.Int32 // writer and reader not yet finished; the last one calls complete
+	ended  atomic.Bool  // the reader has read the whole response
 }
 
 // call.wstate values.
@@ -121,7 +122,7 @@ func (c *Client) endpointFor(rawURL string) (*endpoint, error) {
 
 // Send starts the request and returns; done(res) is called once the response has been read
 // (or the request failed), on another goroutine (on the caller's only when the URL does not
-// parse). On a plain-HTTP target with an idle connection
+// parse), so it may block. On a plain-HTTP target with an idle connection
 // the request is written before Send returns, on the calling goroutine, with no handoff to
 // another goroutine; otherwise (a dial, TLS, the connection cap reached) it continues on a new
 // goroutine. res is filled as by Do.
@@ -250,26 +251,37 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 	case err == nil && pc.wErrno == 0 && !pc.blocked:
 		cl.sent = time.Now().UnixNano()
 		cl.wstate.Store(written)
-		pc.finished(cl)
+		pc.finished(cl, true)
 	case err == nil && pc.wErrno == 0:
 		cl.wstate.Store(writingMore)
+		if cl.ended.Load() {
+			pc.stopWrite() // the response is already in (the reader saw writing, not writingMore)
+		}
 		go pc.finishWrite(cl) // the socket buffer is full: write the rest off the caller
 	default:
 		if err == nil {
 			err = pc.wErrno
 		}
-		pc.writeFailed(cl, err)
+		pc.writeFailed(cl, err, true)
 	}
 	return true
 }
 
 // finished is called by the writer and by the reader when each is done with cl; the last one
-// completes the call.
-func (pc *plainConn) finished(cl *call) {
-	if cl.parts.Add(-1) == 0 {
-		pc.complete(cl)
+// completes the call, on a new goroutine when it is the sender (done must not run on a pacer).
+func (pc *plainConn) finished(cl *call, sender bool) {
+	if cl.parts.Add(-1) != 0 {
+		return
 	}
+	if sender {
+		go pc.complete(cl)
+		return
+	}
+	pc.complete(cl)
 }
+
+// stopWrite makes a write still going on fail at once: its response has ended.
+func (pc *plainConn) stopWrite() { _ = pc.c.SetWriteDeadline(time.Unix(1, 0)) }
 
 // complete ends cl once the request is written and the response read: the connection goes back
 // to the pool (or is closed), then done is called.
@@ -304,20 +316,20 @@ func (pc *plainConn) finishWrite(cl *call) {
 		err = pc.wErrno
 	}
 	if err != nil {
-		pc.writeFailed(cl, err)
+		pc.writeFailed(cl, err, false)
 		return
 	}
 	cl.sent = time.Now().UnixNano()
 	cl.wstate.Store(written)
-	pc.finished(cl)
+	pc.finished(cl, false)
 }
 
 // writeFailed records a write error and shuts the socket down: the reader then ends the call.
-func (pc *plainConn) writeFailed(cl *call, err error) {
+func (pc *plainConn) writeFailed(cl *call, err error, sender bool) {
 	cl.werr = fmt.Errorf("write request: %w", err)
 	cl.wstate.Store(writeFailed)
 	_ = pc.rc.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
-	pc.finished(cl)
+	pc.finished(cl, sender)
 }
 
 // writeFn writes w0 and w1 with writev, without parking unless park is set.
@@ -392,12 +404,13 @@ func (c *Client) readLoop(pc *plainConn) {
 		last = cl
 		cl.keep = c.serve(pc, cl, n, err)
 		keep := cl.keep
+		cl.ended.Store(true)
 		if cl.wstate.Load() == writingMore {
 			// The response has ended before the request was all written (the server answered
 			// early): stop writing; the connection is not reused.
-			_ = pc.c.SetWriteDeadline(time.Unix(1, 0))
+			pc.stopWrite()
 		}
-		pc.finished(cl)
+		pc.finished(cl, false)
 		if !keep {
 			return
 		}
