@@ -64,12 +64,51 @@ type endpoint struct {
 // plainPool holds one address's connections.
 type plainPool struct {
 	addr    string
-	topping atomic.Bool     // a top-up of idle connections is running
-	idle    chan *plainConn // idle connections; capacity MaxConns
-	freed   chan struct{}   // a connection closed: a sender waiting at the cap may dial
-	open    atomic.Int32    // connections open or being dialed
+	topping atomic.Bool  // a top-up of idle connections is running
+	open    atomic.Int32 // connections open or being dialed
+	imu     sync.Mutex
+	idle    []*plainConn  // idle connections, most recently used last; guarded by imu
+	avail   chan struct{} // a connection went idle or closed: a sender waiting at the cap retries
 	mu      sync.Mutex
 	conns   map[*plainConn]struct{} // every open connection, for the watchdog and Close
+}
+
+// get takes the most recently used idle connection (the one a server is least likely to have
+// closed for idleness), or returns nil.
+func (p *plainPool) get() *plainConn {
+	p.imu.Lock()
+	n := len(p.idle)
+	if n == 0 {
+		p.imu.Unlock()
+		return nil
+	}
+	pc := p.idle[n-1]
+	p.idle[n-1] = nil
+	p.idle = p.idle[:n-1]
+	p.imu.Unlock()
+	return pc
+}
+
+// put makes pc idle.
+func (p *plainPool) put(pc *plainConn) {
+	p.imu.Lock()
+	p.idle = append(p.idle, pc)
+	p.imu.Unlock()
+	p.signal()
+}
+
+// idleCount returns the number of idle connections.
+func (p *plainPool) idleCount() int {
+	p.imu.Lock()
+	defer p.imu.Unlock()
+	return len(p.idle)
+}
+
+func (p *plainPool) signal() {
+	select {
+	case p.avail <- struct{}{}:
+	default:
+	}
 }
 
 // plainConn is one keep-alive connection of the plain path.
@@ -111,7 +150,7 @@ func (c *Client) endpointFor(rawURL string) (*endpoint, error) {
 			port = "80"
 		}
 		e.addr = net.JoinHostPort(u.Hostname(), port)
-		p, _ := c.pools.LoadOrStore(e.addr, &plainPool{addr: e.addr, idle: make(chan *plainConn, c.cfg.MaxConns), freed: make(chan struct{}, 1), conns: map[*plainConn]struct{}{}})
+		p, _ := c.pools.LoadOrStore(e.addr, &plainPool{addr: e.addr, avail: make(chan struct{}, 1), conns: map[*plainConn]struct{}{}})
 		e.pool = p.(*plainPool)
 	default:
 		return nil, fmt.Errorf("unsupported protocol scheme %q", u.Scheme)
@@ -148,16 +187,11 @@ func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*R
 	if c.cfg.Timeout > 0 {
 		cl.deadline = res.Req.SendStartNs + int64(c.cfg.Timeout)
 	}
-	for {
-		select {
-		case pc := <-ep.pool.idle:
-			if pc.send(ep, cl, true) {
-				return
-			}
-			continue // found dead before any byte went out
-		default:
+	for pc := ep.pool.get(); pc != nil; pc = ep.pool.get() {
+		if pc.send(ep, cl, true) {
+			return
 		}
-		break
+		// found dead before any byte went out: try the next
 	}
 	go c.dialSend(ep, cl)
 }
@@ -166,13 +200,11 @@ func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*R
 func (c *Client) dialSend(ep *endpoint, cl *call) {
 	p := ep.pool
 	for {
-		select {
-		case pc := <-p.idle:
+		if pc := p.get(); pc != nil {
 			if pc.send(ep, cl, true) {
 				return
 			}
 			continue
-		default:
 		}
 		if p.open.Add(1) <= int32(c.cfg.MaxConns) {
 			t0 := time.Now()
@@ -193,17 +225,19 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 			continue
 		}
 		p.open.Add(-1)
+		// At the cap: wait for a connection to go idle or close. A signal can be taken by
+		// another waiter, so look again now and then.
+		t := time.NewTimer(watchTick)
 		select {
-		case pc := <-p.idle:
-			if pc.send(ep, cl, true) {
-				return
-			}
-		case <-p.freed:
+		case <-p.avail:
+		case <-t.C:
 		case <-cl.ctx.Done():
+			t.Stop()
 			c.fail(cl.ctx, cl.res, ErrCancelled, cl.ctx.Err())
 			cl.done(cl.res)
 			return
 		}
+		t.Stop()
 	}
 }
 
@@ -301,7 +335,7 @@ func (pc *plainConn) complete(cl *call) {
 	pc.cur.Store(nil)
 	pc.mu.Unlock()
 	if keep {
-		pc.pool.idle <- pc // never blocks: the channel holds every connection
+		pc.pool.put(pc)
 	} else {
 		pc.close() // before done: the next request may need this connection's slot
 	}
@@ -573,10 +607,7 @@ func (pc *plainConn) close() {
 	if _, ok := pc.pool.conns[pc]; ok {
 		delete(pc.pool.conns, pc)
 		pc.pool.open.Add(-1)
-		select {
-		case pc.pool.freed <- struct{}{}:
-		default:
-		}
+		pc.pool.signal()
 	}
 	pc.pool.mu.Unlock()
 }
@@ -603,7 +634,7 @@ func (c *Client) watch() {
 				conns = append(conns, pc)
 			}
 			p.mu.Unlock()
-			if want := c.cfg.MinIdle - len(p.idle); want > 0 && p.topping.CompareAndSwap(false, true) {
+			if want := c.cfg.MinIdle - p.idleCount(); want > 0 && p.topping.CompareAndSwap(false, true) {
 				go c.topUp(p, want)
 			}
 			return true
@@ -682,11 +713,7 @@ func (c *Client) warmOnePlain(ctx context.Context, base string) error {
 		}
 		last = fmt.Errorf("warm %s: status %d", base+path, res.Req.Status)
 		// The reader gave the connection back to the pool when it can be reused; take it again.
-		select {
-		case pc = <-ep.pool.idle:
-		default:
-			pc = nil
-		}
+		pc = ep.pool.get()
 	}
 	return last
 }
@@ -711,7 +738,7 @@ func (c *Client) topUp(p *plainPool, n int) {
 			p.open.Add(-1)
 			return
 		}
-		p.idle <- pc
+		p.put(pc)
 	}
 }
 

@@ -56,8 +56,11 @@ func TestSendWritesOnTheCallersGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc := <-ep.pool.idle // the warm connection; hand it back for Send to take
-	ep.pool.idle <- pc
+	pc := ep.pool.get() // the warm connection; hand it back for Send to take
+	if pc == nil {
+		t.Fatal("no idle connection after Warm")
+	}
+	ep.pool.put(pc)
 	hold := make(chan struct{})
 	done := make(chan struct{})
 	var res Result
@@ -192,10 +195,10 @@ func TestMinIdleTopUp(t *testing.T) {
 	mustOK(t, "first", &res, 3)
 	ep, _ := c.endpointFor(srv.URL + "/v1/completions")
 	deadline := time.Now().Add(5 * time.Second)
-	for len(ep.pool.idle) < 4 && time.Now().Before(deadline) {
+	for ep.pool.idleCount() < 4 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := len(ep.pool.idle); n < 4 {
+	if n := ep.pool.idleCount(); n < 4 {
 		t.Fatalf("%d idle connections after 5 s; want MinIdle 4", n)
 	}
 	if n := conns.Load(); n < 4 || n > 5 {
@@ -281,5 +284,21 @@ func TestPlainEarlyResponseStopsTheWrite(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Do took %v: the unfinished write was not stopped", d)
+	}
+}
+
+func TestPlainPoolIsLIFO(t *testing.T) {
+	p := &plainPool{avail: make(chan struct{}, 1)}
+	a, b := &plainConn{}, &plainConn{}
+	p.put(a)
+	p.put(b)
+	if got := p.get(); got != b {
+		t.Errorf("first get = %p; want the most recently used %p", got, b)
+	}
+	if got := p.get(); got != a {
+		t.Errorf("second get = %p; want %p", got, a)
+	}
+	if got := p.get(); got != nil || p.idleCount() != 0 {
+		t.Errorf("get on an empty pool = %p, %d idle; want nil, 0", got, p.idleCount())
 	}
 }
