@@ -428,7 +428,7 @@ func (c *Client) readLoop(pc *plainConn) {
 	defer pc.close()
 	var last *call
 	for {
-		n, err := pc.c.Read(pc.buf)
+		_, err := pc.c.Read(pc.buf)
 		cl := pc.cur.Load()
 		if cl == nil || cl == last {
 			// The server closed an idle connection (or sent bytes nobody asked for); the last
@@ -436,7 +436,7 @@ func (c *Client) readLoop(pc *plainConn) {
 			return
 		}
 		last = cl
-		cl.keep = c.serve(pc, cl, n, err)
+		cl.keep = c.serve(pc, cl, err)
 		keep := cl.keep
 		cl.ended.Store(true)
 		if cl.wstate.Load() == writingMore {
@@ -451,9 +451,9 @@ func (c *Client) readLoop(pc *plainConn) {
 	}
 }
 
-// serve reads cl's response, the first read (n, err) already done, and reports whether the
-// connection can carry another request.
-func (c *Client) serve(pc *plainConn, cl *call, n int, err error) bool {
+// serve reads cl's response, its first read already done (err is that read's error), and reports
+// whether the connection can carry another request.
+func (c *Client) serve(pc *plainConn, cl *call, err error) bool {
 	res := cl.res
 	s := &res.st
 	fr := &pc.c.fr
@@ -467,7 +467,7 @@ func (c *Client) serve(pc *plainConn, cl *call, n int, err error) bool {
 			c.fail(cl.ctx, res, classify(cl.ctx, cl.ctx, err), pc.readErr(cl, err))
 			return false
 		}
-		n, err = pc.c.Read(pc.buf)
+		_, err = pc.c.Read(pc.buf)
 	}
 	head := fr.Head
 	line, _, _ := bytes.Cut(head, []byte{'\n'})
