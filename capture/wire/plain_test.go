@@ -302,3 +302,34 @@ func TestPlainPoolIsLIFO(t *testing.T) {
 		t.Errorf("get on an empty pool = %p, %d idle; want nil, 0", got, p.idleCount())
 	}
 }
+
+func TestPlainMalformedResponse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+			return
+		}
+		fmt.Fprint(conn, "SSH-2.0-OpenSSH_9.6\r\n\r\n")
+		time.Sleep(time.Second) // keep the connection open: the client must not wait for more
+	}()
+	c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
+	defer c.Close()
+	var res Result
+	start := time.Now()
+	c.Do(context.Background(), &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
+	if res.Req.ErrorKind != ErrMalformedStream || !strings.Contains(res.Req.ErrorMessage, "malformed HTTP") {
+		t.Errorf("error %q (%s); want malformed_stream, malformed HTTP response", res.Req.ErrorKind, res.Req.ErrorMessage)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("Do took %v; want the bad status line to end the request at once", d)
+	}
+}
