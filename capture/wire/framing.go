@@ -216,17 +216,12 @@ func (f *Framing) lineDone(line []byte, long bool) bool {
 		}
 		var n int64
 		for _, c := range line {
-			switch {
-			case c >= '0' && c <= '9':
-				n = n<<4 | int64(c-'0')
-			case c >= 'a' && c <= 'f':
-				n = n<<4 | int64(c-'a'+10)
-			case c >= 'A' && c <= 'F':
-				n = n<<4 | int64(c-'A'+10)
-			default:
+			d, ok := hexDigit(c)
+			if !ok {
 				f.bad = true
 				return false
 			}
+			n = n<<4 | int64(d)
 		}
 		if n == 0 {
 			f.state = fsTrailer
@@ -268,18 +263,22 @@ func (f *Framing) headersEnd() bool {
 	return true
 }
 
+// asciiEqualFold reports whether b and s are equal ignoring ASCII case.
 func asciiEqualFold(b []byte, s string) bool {
 	if len(b) != len(s) {
 		return false
 	}
 	for i := range len(b) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
+		if lowerASCII(b[i]) != lowerASCII(s[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

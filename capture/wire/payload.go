@@ -229,15 +229,7 @@ func (s *jscan) null() bool {
 // object walks an object; fn is called with each key and must consume the value.
 // A value of another type is skipped.
 func (s *jscan) object(fn func(key []byte)) {
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		s.skip()
-		return
-	}
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
+	if !s.open('{', '}') {
 		return
 	}
 	for s.err == nil {
@@ -250,19 +242,7 @@ func (s *jscan) object(fn func(key []byte)) {
 		}
 		s.i++
 		fn(key)
-		s.ws()
-		if s.i >= len(s.b) {
-			s.fail()
-			return
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return
-		default:
-			s.fail()
+		if !s.next('}') {
 			return
 		}
 	}
@@ -271,35 +251,52 @@ func (s *jscan) object(fn func(key []byte)) {
 // array walks an array; fn is called per element and must consume it.
 // A value of another type is skipped.
 func (s *jscan) array(fn func()) {
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '[' {
-		s.skip()
-		return
-	}
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
+	if !s.open('[', ']') {
 		return
 	}
 	for s.err == nil {
 		fn()
-		s.ws()
-		if s.i >= len(s.b) {
-			s.fail()
-			return
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return
-		default:
-			s.fail()
+		if !s.next(']') {
 			return
 		}
 	}
+}
+
+// open consumes the opening bracket of an object or array and reports whether an element
+// follows; a value of another type is skipped, an empty one consumed.
+func (s *jscan) open(open, close byte) bool {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != open {
+		s.skip()
+		return false
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == close {
+		s.i++
+		return false
+	}
+	return true
+}
+
+// next consumes what follows an element: true after a comma, false after the closing bracket
+// or on malformed input.
+func (s *jscan) next(close byte) bool {
+	s.ws()
+	if s.i >= len(s.b) {
+		s.fail()
+		return false
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return true
+	case close:
+		s.i++
+		return false
+	}
+	s.fail()
+	return false
 }
 
 // strv consumes a string value; a value of another type is skipped and gives nil.
@@ -467,16 +464,24 @@ func hex4(b []byte) (rune, int) {
 	}
 	var r rune
 	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
+		d, ok := hexDigit(c)
+		if !ok {
 			return utf8.RuneError, 4
 		}
+		r = r<<4 | rune(d)
 	}
 	return r, 4
+}
+
+// hexDigit returns the value of the hexadecimal digit c.
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
