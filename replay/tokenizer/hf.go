@@ -401,17 +401,7 @@ func (h *HF) TokenEnds(text string) (string, []int) {
 			ends = append(ends, min(max(end, 0), len(text)))
 		}
 	})
-	// Move ends that fall inside a character to its end.
-	for i := len(ends) - 1; i >= 0; i-- {
-		e := ends[i]
-		for e < len(text) && !utf8.RuneStart(text[e]) {
-			e++
-		}
-		if i+1 < len(ends) {
-			e = min(e, ends[i+1])
-		}
-		ends[i] = e
-	}
+	snapEnds(text, ends)
 	return text, ends
 }
 

@@ -3,7 +3,6 @@ package tokenizer
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	tiktoken "github.com/tiktoken-go/tokenizer"
 )
@@ -77,15 +76,6 @@ func (t *Tiktoken) TokenEnds(text string) (string, []int) {
 		end += len(tok)
 		ends[i] = end
 	}
-	for i := len(ends) - 1; i >= 0; i-- {
-		e := min(ends[i], len(text))
-		for e < len(text) && !utf8.RuneStart(text[e]) {
-			e++
-		}
-		if i+1 < len(ends) {
-			e = min(e, ends[i+1])
-		}
-		ends[i] = e
-	}
+	snapEnds(text, ends)
 	return text, ends
 }

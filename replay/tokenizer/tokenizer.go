@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Tokenizer encodes text to token ids and back.
@@ -90,4 +91,19 @@ func CountWords(text string) int {
 		}
 	}
 	return n
+}
+
+// snapEnds moves token end offsets that fall inside a UTF-8 character (a character split over
+// two byte-level tokens) to that character's end, keeping them within text and non-decreasing.
+func snapEnds(text string, ends []int) {
+	for i := len(ends) - 1; i >= 0; i-- {
+		e := min(ends[i], len(text))
+		for e < len(text) && !utf8.RuneStart(text[e]) {
+			e++
+		}
+		if i+1 < len(ends) {
+			e = min(e, ends[i+1])
+		}
+		ends[i] = e
+	}
 }
