@@ -155,19 +155,21 @@ func NewClient(cfg ClientConfig) *Client {
 }
 
 // Warm opens n keep-alive connections to baseURL (GET baseURL + "/health", falling back to
-// "/v1/models") so that no dial lands on the send path. All n responses are held open until each
-// has arrived, so the pool cannot hand one connection to two warm-ups: n connections stay idle
-// in the pool afterwards. It returns the first error.
+// "/v1/models") so that no dial lands on the send path; they stay idle in the pool afterwards.
+// On the plain path each warm-up dials its own connection; through net/http all n responses are
+// held open until each has arrived, so the pool cannot hand one connection to two warm-ups. It
+// returns the first error.
 func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	base := strings.TrimRight(baseURL, "/")
-	if ep, err := c.endpointFor(base + "/health"); err == nil && !ep.tls {
-		return c.warmPlain(ctx, base, n)
+	one := func() error { return c.warmOnePlain(ctx, base) }
+	if ep, err := c.endpointFor(base + "/health"); err != nil || ep.tls {
+		var arrived sync.WaitGroup
+		arrived.Add(n)
+		one = func() error { return c.warmOne(ctx, base, &arrived) }
 	}
 	errs := make(chan error, n)
-	var arrived sync.WaitGroup
-	arrived.Add(n)
 	for range n {
-		go func() { errs <- c.warmOne(ctx, base, &arrived) }()
+		go func() { errs <- one() }()
 	}
 	var first error
 	for range n {
@@ -381,13 +383,9 @@ func (c *Client) Do(ctx context.Context, r *Request, res *Result) {
 }
 
 // do is Do through net/http, for https targets.
+// Send has reset res and set Seq and SendStartNs.
 func (c *Client) do(ctx context.Context, r *Request, res *Result) {
-	res.reset()
 	s := &res.st
-	s.init()
-	res.Req.Seq = r.Seq
-	res.Req.SendStartNs = time.Now().UnixNano()
-
 	rctx := ctx
 	if c.cfg.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -116,7 +118,8 @@ type plainConn struct {
 	c      *Conn
 	rc     syscall.RawConn
 	pool   *plainPool
-	buf    []byte // socket reads
+	buf    []byte    // socket reads
+	body   plainBody // the current response's body reader (used by the reader goroutine only)
 	cur    atomic.Pointer[call]
 	dead   atomic.Bool // the reader has ended: never hand this connection out again
 	mu     sync.Mutex  // orders the watchdog's kill against the end of a call
@@ -473,10 +476,11 @@ func (c *Client) serve(pc *plainConn, cl *call, err error) bool {
 	line, _, _ := bytes.Cut(head, []byte{'\n'})
 	status := fr.Status()
 	text := ""
-	if len(line) > 9 {
-		text = string(line[9:])
+	if status != http.StatusOK && len(line) > 9 {
+		text = string(line[9:]) // only an error message uses it
 	}
-	b := &plainBody{pc: pc, cl: cl, resp: s.resp, err: err}
+	pc.body = plainBody{pc: pc, resp: s.resp, err: err}
+	b := &pc.body
 	if cl.discard {
 		res.Req.Status = int32(status)
 	} else {
@@ -510,7 +514,6 @@ func (pc *plainConn) readErr(cl *call, err error) error {
 // plainBody reads the current response's body (framing removed) from the connection.
 type plainBody struct {
 	pc   *plainConn
-	cl   *call
 	resp int64
 	off  int   // bytes of fr.Body already returned
 	err  error // the read error that ended the connection, kept for every later Read
@@ -565,34 +568,17 @@ func (h rawHeader) Get(name string) string {
 	for len(rest) > 0 {
 		line, tail, _ := bytes.Cut(rest, []byte{'\n'})
 		rest = tail
-		if k, v, ok := bytes.Cut(line, []byte{':'}); ok && asciiEqualFold(bytes.TrimSpace(k), lower(name)) {
+		if k, v, ok := bytes.Cut(line, []byte{':'}); ok && asciiEqualFold(bytes.TrimSpace(k), name) {
 			return string(bytes.TrimSpace(v))
 		}
 	}
 	return ""
 }
 
-// lower returns the common header names in lower case without allocating.
-func lower(s string) string {
-	switch s {
-	case "Content-Type":
-		return "content-type"
-	case "Connection":
-		return "connection"
-	}
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
 // hasToken reports whether the comma-separated list v holds token (case-insensitive).
 func hasToken(v, token string) bool {
-	for f := range bytes.SplitSeq([]byte(v), []byte{','}) {
-		if asciiEqualFold(bytes.TrimSpace(f), token) {
+	for f := range strings.SplitSeq(v, ",") {
+		if strings.EqualFold(strings.TrimSpace(f), token) {
 			return true
 		}
 	}
@@ -664,22 +650,8 @@ func (c *Client) watch() {
 	}
 }
 
-// warmPlain dials n connections to base and checks each with GET /health (or /v1/models); they
-// stay idle in the pool.
-func (c *Client) warmPlain(ctx context.Context, base string, n int) error {
-	errs := make(chan error, n)
-	for range n {
-		go func() { errs <- c.warmOnePlain(ctx, base) }()
-	}
-	var first error
-	for range n {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
+// warmOnePlain dials a connection to base and checks it with GET /health (or /v1/models); it
+// stays idle in the pool.
 func (c *Client) warmOnePlain(ctx context.Context, base string) error {
 	var pc *plainConn
 	var last error
