@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,22 @@ import (
 
 // The test binary doubles as the worker executable: Run starts `<test binary> worker`.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 3 && os.Args[1] == "keep-awake" && os.Args[2] == "--cpus" { // as `wirebench keep-awake`
+		var cpus []int
+		for _, f := range strings.Split(os.Args[3], ",") {
+			c, err := strconv.Atoi(f)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "keep-awake:", err)
+				os.Exit(2)
+			}
+			cpus = append(cpus, c)
+		}
+		if err := KeepAwake(cpus, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		wc, rest, err := ReadWorkerConfig(os.Stdin)
@@ -153,6 +170,11 @@ func TestRunSendsEveryPlannedRequestOnce(t *testing.T) {
 		}
 		if r.PlannedNs < m.StartNs || r.SentNs < r.PlannedNs {
 			t.Errorf("seq %d: planned %d sent %d start %d; want start <= planned <= sent", r.Seq, r.PlannedNs, r.SentNs, m.StartNs)
+		}
+		// The server reads the whole request before it answers: its first byte (kernel receive
+		// time) cannot come before the write of the request's last byte began.
+		if r.HeadersNs == nil || *r.HeadersNs < r.SentNs {
+			t.Errorf("seq %d: headers at %v, sent %d; want the response after the send", r.Seq, r.HeadersNs, r.SentNs)
 		}
 		if r.UsageComplete == nil || *r.UsageComplete != maxTokens {
 			t.Errorf("seq %d: usage completion tokens %v; want %d", r.Seq, r.UsageComplete, maxTokens)

@@ -91,10 +91,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	}()
 	c.stepIdx = stepIdx
 	c.planned, c.total = planned, total
+	var pinned []int
+	for i := range cfg.Workers {
+		if !cfg.NoPin && len(cpus) > 0 {
+			pinned = append(pinned, cpus[i%len(cpus)])
+		}
+	}
+	if !cfg.NoKeepAwake {
+		if a := keepAwake(exe, pinned, log); a != nil {
+			defer a.stop()
+		}
+	}
 	for i := range cfg.Workers {
 		cpu := -1
-		if !cfg.NoPin && len(cpus) > 0 {
-			cpu = cpus[i%len(cpus)]
+		if len(pinned) > 0 {
+			cpu = pinned[i]
 		}
 		wc := WorkerConfig{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
 			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, MaxInflight: cfg.MaxInflight, Connections: cfg.Connections,

@@ -132,6 +132,7 @@ type plainConn struct {
 	blocked bool   // writeFn returned on EAGAIN with bytes left
 	wErrno  syscall.Errno
 	wfn     func(fd uintptr) bool
+	wlast   int64 // when the write call that took the request's last byte began (unix ns)
 }
 
 // endpointFor parses and caches rawURL.
@@ -286,7 +287,7 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 	err := pc.rc.Write(pc.wfn)
 	switch {
 	case err == nil && pc.wErrno == 0 && !pc.blocked:
-		cl.sent = time.Now().UnixNano()
+		cl.sent = pc.wlast
 		cl.wstate.Store(written)
 		pc.finished(cl, true)
 	case err == nil && pc.wErrno == 0:
@@ -356,7 +357,7 @@ func (pc *plainConn) finishWrite(cl *call) {
 		pc.writeFailed(cl, err, false)
 		return
 	}
-	cl.sent = time.Now().UnixNano()
+	cl.sent = pc.wlast
 	cl.wstate.Store(written)
 	pc.finished(cl, false)
 }
@@ -370,8 +371,14 @@ func (pc *plainConn) writeFailed(cl *call, err error, sender bool) {
 }
 
 // writeFn writes w0 and w1 with writev, without parking unless park is set.
+//
+// The request counts as sent when the writev that takes its last byte begins (wlast), not when
+// it returns: the bytes are in the kernel by then, and a thread can be preempted on its way
+// out of the system call (on a busy CPU for hundreds of µs), which would otherwise show as
+// send lag although the request left on time.
 func (pc *plainConn) writeFn(fd uintptr) bool {
 	for len(pc.w0)+len(pc.w1) > 0 {
+		t := time.Now().UnixNano()
 		n, errno := writev(fd, pc.w0, pc.w1)
 		switch errno {
 		case 0:
@@ -390,6 +397,7 @@ func (pc *plainConn) writeFn(fd uintptr) bool {
 		k := min(n, len(pc.w0))
 		pc.w0 = pc.w0[k:]
 		pc.w1 = pc.w1[n-k:]
+		pc.wlast = t
 	}
 	return true
 }

@@ -39,7 +39,8 @@ func mustOK(t *testing.T, what string, res *Result, chunks int) {
 	if res.Req.ErrorKind != "" || len(res.Chunks) != chunks {
 		t.Fatalf("%s: error %q (%s), %d chunks; want none, %d", what, res.Req.ErrorKind, res.Req.ErrorMessage, len(res.Chunks), chunks)
 	}
-	// (SentNs is taken after the write returns: on loopback the response can arrive first.)
+	// (SentNs is when the write that took the last byte began; a server that answers before
+	// reading the whole request can answer before that.)
 	if res.Req.SentNs < res.Req.SendStartNs || res.Req.DoneNs == nil {
 		t.Errorf("%s: SendStartNs %d SentNs %d DoneNs %v; want SentNs >= SendStartNs and DoneNs set", what, res.Req.SendStartNs, res.Req.SentNs, res.Req.DoneNs)
 	}
@@ -77,6 +78,10 @@ func TestSendWritesOnTheCallersGoroutine(t *testing.T) {
 	close(hold)
 	<-done
 	mustOK(t, "send", &res, 3)
+	// One writev carries head and body, so the response cannot arrive before it began.
+	if res.Req.HeadersNs == nil || *res.Req.HeadersNs < res.Req.SentNs {
+		t.Errorf("HeadersNs %v before SentNs %d; want the response after the write began", res.Req.HeadersNs, res.Req.SentNs)
+	}
 	if !res.Req.ConnReused {
 		t.Errorf("ConnReused = false on the warm connection")
 	}

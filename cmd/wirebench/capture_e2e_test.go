@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -178,8 +179,8 @@ func startCapture(t *testing.T, args ...string) (*exec.Cmd, *strings.Builder) {
 	return cmd, &errb
 }
 
-// children returns the pids whose parent is pid.
-func children(pid int) []int {
+// children returns the pids whose parent is pid and that run the wirebench subcommand sub.
+func children(pid int, sub string) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -189,6 +190,9 @@ func children(pid int) []int {
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
+			continue
+		}
+		if args, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err != nil || !bytes.Contains(args, []byte("\x00"+sub+"\x00")) {
 			continue
 		}
 		// pid (comm) state ppid ...
@@ -207,7 +211,7 @@ func waitWorkers(t *testing.T, pid, n int) []int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if c := children(pid); len(c) == n {
+		if c := children(pid, "worker"); len(c) == n {
 			time.Sleep(1500 * time.Millisecond) // ready, started, a part or more finished
 			return c
 		}
@@ -296,6 +300,10 @@ func TestCaptureSIGKILLCoordinatorKeepsParts(t *testing.T) {
 	run := captureRun(t, url, capture.ConstantStage{Rate: 100, Duration: 10 * time.Second, MaxTokens: 4})
 	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet")
 	kids := waitWorkers(t, cmd.Process.Pid, 2)
+	kids = append(kids, children(cmd.Process.Pid, "keep-awake")...)
+	if len(kids) != 3 {
+		t.Errorf("capture runs %d processes (2 workers and keep-awake); want 3", len(kids))
+	}
 	// Kill the coordinator once the first parts are finished (parts roll every 500 ms).
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if parts, _ := filepath.Glob(filepath.Join(run, "raw", "requests-w*.parquet")); len(parts) > 0 {
@@ -304,7 +312,8 @@ func TestCaptureSIGKILLCoordinatorKeepsParts(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	waitExit(t, cmd, errb)
-	// The orphaned workers see their stdin close, close their open parts and exit.
+	// The orphaned workers see their stdin close, close their open parts and exit; so does the
+	// keep-awake spinner.
 	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range kids {
 		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
@@ -312,7 +321,7 @@ func TestCaptureSIGKILLCoordinatorKeepsParts(t *testing.T) {
 		}
 		if syscall.Kill(pid, 0) == nil {
 			syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("worker %d still running 10s after its coordinator died", pid)
+			t.Errorf("child %d still running 10s after its coordinator died", pid)
 		}
 	}
 	m, reqs, _ := rawFiles(t, run)

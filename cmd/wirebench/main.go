@@ -29,6 +29,7 @@ type CLI struct {
 	Schema    SchemaCmd    `cmd:"" help:"Print the schema of every file kind (column, type, unit, meaning)."`
 	Version   VersionCmd   `cmd:"" help:"Print the version."`
 	Worker    WorkerCmd    `cmd:"" hidden:"" help:"Internal: one capture worker process."`
+	KeepAwake KeepAwakeCmd `cmd:"" hidden:"" name:"keep-awake" help:"Internal: keeps the given CPUs from halting while a capture runs."`
 }
 
 // exitError carries a process exit code through kong's Run.

@@ -1,0 +1,175 @@
+package capture
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Keeping the workers' CPUs awake.
+//
+// An idle CPU halts, and a halted CPU is slow to wake: on a virtual machine its timer interrupt
+// arrives when the host gets round to running the vCPU again, on bare metal it first leaves a
+// sleep state. On the 2-vCPU VM of the README's figures a thread sleeping to absolute times
+// woke p99 1.4 ms late while the CPUs were otherwise idle, and 32 µs late with them kept busy;
+// the pacer's wake-ups (and the readers') inherit that lateness as send lag.
+//
+// So for the length of a capture each worker's CPU runs a spinner at SCHED_IDLE priority: it
+// runs only when nothing else wants the CPU, and any other thread that wakes preempts it at
+// once, so the CPU never halts and takes no time from anything else. It spins with the CPU's
+// pause instruction (spinPause), which leaves the core's resources to a hyperthread sibling.
+//
+// The spinners live in their own process (`wirebench keep-awake`), not in the workers: a Go
+// thread spinning inside a worker would hold one of its Ps, and a stop-the-world would then
+// wait for a thread the kernel runs only when the CPU is otherwise idle.
+//
+// A cgroup CPU quota counts SCHED_IDLE time too, so under a quota (a container with a CPU
+// limit) the spinner would throttle the workers; the coordinator then does not start it.
+
+// KeepAwake spins on each of cpus at SCHED_IDLE priority until until reaches EOF (the
+// coordinator closes the pipe, or dies). It writes "ready\n" to ready once every spinner is in
+// place, or returns the error that stopped one; it returns once every spinner has stopped.
+func KeepAwake(cpus []int, until io.Reader, ready io.Writer) error {
+	if len(cpus) == 0 {
+		return errors.New("keep-awake: no CPUs given")
+	}
+	runtime.GOMAXPROCS(len(cpus) + 1)
+	var quit atomic.Bool
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer quit.Store(true)
+	errs := make(chan error, len(cpus))
+	for _, cpu := range cpus {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Never unlocked: the thread, now pinned and at idle priority, ends with the goroutine.
+			runtime.LockOSThread()
+			if err := idleOn(cpu); err != nil {
+				errs <- err
+				return
+			}
+			errs <- nil
+			for !quit.Load() {
+				spinPause()
+			}
+		}()
+	}
+	for range cpus {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(ready, "ready\n"); err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, until)
+	return nil
+}
+
+// idleOn pins the calling thread to cpu and gives it the SCHED_IDLE policy (allowed without
+// privileges: it only lowers the thread's priority).
+func idleOn(cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("keep-awake: pin to CPU %d: %w", cpu, err)
+	}
+	if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_IDLE}, 0); err != nil {
+		return fmt.Errorf("keep-awake: SCHED_IDLE on CPU %d: %w", cpu, err)
+	}
+	return nil
+}
+
+// awake is a running keep-awake process.
+type awake struct {
+	cmd   *exec.Cmd
+	stdin io.Closer
+}
+
+// startAwake starts `exe keep-awake` on cpus and waits until its spinners are in place.
+func startAwake(exe string, cpus []int) (*awake, error) {
+	list := make([]string, len(cpus))
+	for i, c := range cpus {
+		list[i] = strconv.Itoa(c)
+	}
+	cmd := exec.Command(exe, "keep-awake", "--cpus", strings.Join(list, ","))
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stopped by us, not by a terminal's Ctrl-C
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	a := &awake{cmd: cmd, stdin: stdin}
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- s
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case s := <-line:
+		if s == "ready\n" {
+			return a, nil
+		}
+	case <-time.After(5 * time.Second):
+	}
+	a.stop()
+	return nil, errors.New("keep-awake process did not start (see its error above)")
+}
+
+// stop ends the spinners: EOF on their stdin.
+func (a *awake) stop() {
+	_ = a.stdin.Close()
+	done := make(chan struct{})
+	go func() { _ = a.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// keepAwake starts spinners on the CPUs workers are pinned to, unless a cgroup CPU quota
+// applies. It returns nil (and says why) when it does not.
+func keepAwake(exe string, pinned []int, log *slog.Logger) *awake {
+	cpus := slices.Clone(pinned)
+	slices.Sort(cpus)
+	cpus = slices.Compact(cpus)
+	if len(cpus) == 0 {
+		return nil
+	}
+	if q, ok := cgroupQuota(); ok {
+		log.Info("worker CPUs not kept awake: a cgroup CPU quota applies and the spinners' time would count against it", "quota_cpus", q)
+		return nil
+	}
+	a, err := startAwake(exe, cpus)
+	if err != nil {
+		log.Warn("worker CPUs not kept awake: send lag may be higher on an otherwise idle machine", "err", err)
+		return nil
+	}
+	log.Info("worker CPUs kept awake (SCHED_IDLE spinner; --no-keep-awake turns it off)", "cpus", cpus)
+	return a
+}

@@ -1,0 +1,215 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wirebench/wirebench/replay"
+)
+
+// idleThreads lists the threads of process pid that run with the SCHED_IDLE policy, with the
+// CPUs each may run on.
+func idleThreads(t *testing.T, pid int) map[int][]int {
+	t.Helper()
+	out := map[int][]int{}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return out // the process is gone
+	}
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		attr, err := unix.SchedGetAttr(tid, 0)
+		if err != nil || attr.Policy != unix.SCHED_IDLE {
+			continue
+		}
+		var set unix.CPUSet
+		if unix.SchedGetaffinity(tid, &set) != nil {
+			continue
+		}
+		var cpus []int
+		for c := 0; c < len(set)*64; c++ {
+			if set.IsSet(c) {
+				cpus = append(cpus, c)
+			}
+		}
+		out[tid] = cpus
+	}
+	return out
+}
+
+// runningIdle lists the SCHED_IDLE threads of process pid that are runnable (state R).
+func runningIdle(t *testing.T, pid int) (tids []int) {
+	t.Helper()
+	for tid := range idleThreads(t, pid) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+		if err == nil && strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))[0] == "R" {
+			tids = append(tids, tid)
+		}
+	}
+	return tids
+}
+
+// startKeepAwake starts this test binary as `keep-awake --cpus cpus` (see TestMain).
+func startKeepAwake(t *testing.T, cpus string) (cmd *exec.Cmd, stdin io.WriteCloser, stdout *bufio.Reader, stderr *bytes.Buffer) {
+	t.Helper()
+	cmd = exec.Command(testExe(t), "keep-awake", "--cpus", cpus)
+	stderr = new(bytes.Buffer)
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, stdin, bufio.NewReader(out), stderr
+}
+
+func TestKeepAwakeSpinsAtIdlePriorityUntilEOF(t *testing.T) {
+	cpus, _, err := AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := cpus[len(cpus)-1]
+	cmd, stdin, stdout, stderr := startKeepAwake(t, strconv.Itoa(cpu))
+	if line, err := stdout.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("keep-awake wrote %q (%v, stderr %q); want ready", line, err, stderr)
+	}
+	pid := cmd.Process.Pid
+	// A spinner is runnable all the time (state R), at SCHED_IDLE, pinned to cpu. (Threads the
+	// runtime starts from it inherit its policy and mask; they sleep like any idle thread.)
+	if r := runningIdle(t, pid); len(r) != 1 {
+		t.Errorf("%d running SCHED_IDLE threads after ready; want 1", len(r))
+	}
+	for tid, on := range idleThreads(t, pid) {
+		if !slices.Equal(on, []int{cpu}) {
+			t.Errorf("SCHED_IDLE thread %d may run on CPUs %v; want only %d", tid, on, cpu)
+		}
+	}
+	stdin.Close() // EOF: what the coordinator's end (or death) gives the spinner process
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("keep-awake exited with %v after EOF (stderr %q); want 0", err, stderr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("keep-awake still running 5 s after EOF")
+	}
+}
+
+func TestKeepAwakeNamesABadCPU(t *testing.T) {
+	cmd, _, stdout, stderr := startKeepAwake(t, "4095")
+	line, _ := stdout.ReadString('\n')
+	err := cmd.Wait()
+	if line != "" || err == nil || !strings.Contains(stderr.String(), "CPU 4095") {
+		t.Fatalf("keep-awake on CPU 4095: wrote %q, exit %v, stderr %q; want nothing, a failure, an error naming CPU 4095", line, err, stderr)
+	}
+}
+
+// awakeChildren returns the keep-awake processes whose parent is this process.
+func awakeChildren() []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(cmd, []byte("\x00keep-awake\x00")) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestRunKeepsPinnedCPUsAwake(t *testing.T) {
+	if _, ok := cgroupQuota(); ok {
+		t.Skip("a cgroup CPU quota applies here: capture does not keep CPUs awake under one")
+	}
+	srv := sseServer(t, time.Millisecond)
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-keep-awake=%v", off), func(t *testing.T) {
+			run := t.TempDir()
+			if err := WriteConstantRun(run, replay.Target{URL: srv.URL, API: "completions", Model: "m"},
+				[]ConstantStage{{Rate: 50, Duration: 1500 * time.Millisecond, MaxTokens: 2}}); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				done <- Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Quiet: true, NoKeepAwake: off}, testLog(t))
+			}()
+			seen := map[int][]int{} // spinner process -> CPUs of its SCHED_IDLE threads
+			for running := true; running; {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("Run = %v", err)
+					}
+					running = false
+				case <-time.After(20 * time.Millisecond):
+					for _, pid := range awakeChildren() {
+						for _, on := range idleThreads(t, pid) {
+							seen[pid] = append(seen[pid], on...)
+						}
+					}
+				}
+			}
+			if off {
+				if len(seen) != 0 {
+					t.Errorf("keep-awake processes %v with NoKeepAwake; want none", seen)
+				}
+				return
+			}
+			cpus, _, err := AllowedCPUs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Compact(slices.Sorted(slices.Values([]int{cpus[0], cpus[1%len(cpus)]})))
+			if len(seen) != 1 {
+				t.Fatalf("saw keep-awake processes %v during the run; want one", seen)
+			}
+			for pid, on := range seen {
+				got := slices.Compact(slices.Sorted(slices.Values(on)))
+				if !slices.Equal(got, want) {
+					t.Errorf("keep-awake %d spun on CPUs %v; want the workers' CPUs %v", pid, got, want)
+				}
+			}
+			if left := awakeChildren(); len(left) != 0 {
+				t.Errorf("keep-awake processes %v still running after Run returned; want none", left)
+			}
+		})
+	}
+}

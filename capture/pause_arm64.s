@@ -1,0 +1,6 @@
+#include "textflag.h"
+
+// func spinPause()
+TEXT ·spinPause(SB), NOSPLIT|NOFRAME, $0-0
+	YIELD
+	RET
