@@ -38,7 +38,11 @@ import (
 // wait for a thread the kernel runs only when the CPU is otherwise idle.
 //
 // A cgroup CPU quota counts SCHED_IDLE time too, so under a quota (a container with a CPU
-// limit) the spinner would throttle the workers; the coordinator then does not start it.
+// limit) the spinner would throttle the workers; the coordinator then does not start it. The
+// same holds one level up, where no guest can see it: a VM whose host caps its CPU time, or a
+// burstable instance spending CPU credits. On the README's VM, sweeps with spinners had
+// 100-ms-scale stalls at the highest rates that sweeps without did not, which is why it is
+// opt-in (--keep-awake): it pays on a machine whose CPUs are its own.
 
 // KeepAwake spins on each of cpus at SCHED_IDLE priority until until reaches EOF (the
 // coordinator closes the pipe, or dies). It writes "ready\n" to ready once every spinner is in
@@ -170,6 +174,6 @@ func keepAwake(exe string, pinned []int, log *slog.Logger) *awake {
 		log.Warn("worker CPUs not kept awake: send lag may be higher on an otherwise idle machine", "err", err)
 		return nil
 	}
-	log.Info("worker CPUs kept awake (SCHED_IDLE spinner; --no-keep-awake turns it off)", "cpus", cpus)
+	log.Info("worker CPUs kept awake (SCHED_IDLE spinner, --keep-awake)", "cpus", cpus)
 	return a
 }

@@ -161,7 +161,7 @@ func TestRunKeepsPinnedCPUsAwake(t *testing.T) {
 	}
 	srv := sseServer(t, time.Millisecond)
 	for _, off := range []bool{false, true} {
-		t.Run(fmt.Sprintf("no-keep-awake=%v", off), func(t *testing.T) {
+		t.Run(fmt.Sprintf("keep-awake=%v", !off), func(t *testing.T) {
 			run := t.TempDir()
 			if err := WriteConstantRun(run, replay.Target{URL: srv.URL, API: "completions", Model: "m"},
 				[]ConstantStage{{Rate: 50, Duration: 1500 * time.Millisecond, MaxTokens: 2}}); err != nil {
@@ -169,7 +169,7 @@ func TestRunKeepsPinnedCPUsAwake(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				done <- Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Quiet: true, NoKeepAwake: off}, testLog(t))
+				done <- Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Quiet: true, KeepAwake: !off}, testLog(t))
 			}()
 			seen := map[int][]int{} // spinner process -> CPUs of its SCHED_IDLE threads
 			for running := true; running; {
@@ -189,7 +189,7 @@ func TestRunKeepsPinnedCPUsAwake(t *testing.T) {
 			}
 			if off {
 				if len(seen) != 0 {
-					t.Errorf("keep-awake processes %v with NoKeepAwake; want none", seen)
+					t.Errorf("keep-awake processes %v without KeepAwake; want none", seen)
 				}
 				return
 			}

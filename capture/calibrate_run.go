@@ -141,7 +141,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Cal
 	log.Info("calibrating", "rates", rates, "stage", cfg.StageDuration, "workers", cal.Workers, "single_process", cfg.SingleProcess, "target", target)
 	ccfg := Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, GOMAXPROCS: cal.GOMAXPROCS, CPUs: cal.WorkerCPUs,
 		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, DrainTimeout: 5 * time.Second,
-		StopBelowFidelity: breakFidelity, NoKeepAwake: cfg.SingleProcess} // the naive client has no such help
+		StopBelowFidelity: breakFidelity}
 	if err := Run(ctx, ccfg, log); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}

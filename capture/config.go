@@ -26,7 +26,7 @@ type Config struct {
 	PartInterval time.Duration // ... or after this long; 0 = capture.part_interval, else DefaultPartInterval
 	GOMAXPROCS   int           // per worker; 0 = DefaultGOMAXPROCS
 	NoPin        bool          // do not pin workers to CPUs
-	NoKeepAwake  bool          // do not keep the workers' CPUs awake (see awake.go)
+	KeepAwake    bool          // keep the workers' CPUs from halting while the capture runs (see awake.go)
 	Quiet        bool          // no progress output
 	Progress     io.Writer     // where progress goes (stderr in the CLI); nil = no live bar, log lines only
 	Exe          string        // binary that runs `worker`; "" = os.Executable()

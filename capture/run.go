@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			pinned = append(pinned, cpus[i%len(cpus)])
 		}
 	}
-	if !cfg.NoKeepAwake {
+	if cfg.KeepAwake {
 		if a := keepAwake(exe, pinned, log); a != nil {
 			defer a.stop()
 		}

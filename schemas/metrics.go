@@ -12,7 +12,7 @@ type MetricRequest struct {
 	Conversation        int64  `parquet:"conversation" doc:"conversation id; -1 when none"`
 	Turn                int32  `parquet:"turn" doc:"turn inside the conversation"`
 	PlannedNs           int64  `parquet:"planned_ns" doc:"planned send time P"`
-	SentNs              int64  `parquet:"sent_ns" doc:"time the last request byte was written, S"`
+	SentNs              int64  `parquet:"sent_ns" doc:"send time S: when the write call that took the request's last byte began (https: when net/http reports the request written)"`
 	DoneNs              *int64 `parquet:"done_ns,optional" doc:"arrival of the final event, E; null when the stream did not end"`
 	Status              int32  `parquet:"status" doc:"HTTP status; 0 when none"`
 	ErrorKind           string `parquet:"error_kind,dict" doc:"empty on success, else the capture error kind"`

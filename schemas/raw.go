@@ -13,7 +13,7 @@ type RawRequest struct {
 	InputTokens     int32  `parquet:"input_tokens" doc:"scheduled prompt tokens (configured tokenizer)"`
 	MaxTokens       int32  `parquet:"max_tokens" doc:"max_tokens sent"`
 	PlannedNs       int64  `parquet:"planned_ns" doc:"time the schedule said to send it (CLOCK_REALTIME)"`
-	SentNs          int64  `parquet:"sent_ns" doc:"time the last request byte was written"`
+	SentNs          int64  `parquet:"sent_ns" doc:"when the write call that took the request's last byte began (https: when net/http reports the request written)"`
 	SendStartNs     int64  `parquet:"send_start_ns" doc:"time the client began the request (before dialing or writing)"`
 	InflightDelay   bool   `parquet:"inflight_delayed" doc:"the send waited on the per-worker in-flight cap"`
 	ConnReused      bool   `parquet:"conn_reused" doc:"the request went over a kept-alive connection"`

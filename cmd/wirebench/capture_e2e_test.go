@@ -298,12 +298,11 @@ func TestCaptureSIGKILLOneWorkerOthersGoOn(t *testing.T) {
 func TestCaptureSIGKILLCoordinatorKeepsParts(t *testing.T) {
 	url := startSim(t, "--ttft", "5ms", "--itl", "2ms")
 	run := captureRun(t, url, capture.ConstantStage{Rate: 100, Duration: 10 * time.Second, MaxTokens: 4})
-	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet")
+	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet", "--keep-awake")
 	kids := waitWorkers(t, cmd.Process.Pid, 2)
+	// The spinner process too (absent only under a cgroup CPU quota; capture's own tests check
+	// that it starts).
 	kids = append(kids, children(cmd.Process.Pid, "keep-awake")...)
-	if len(kids) != 3 {
-		t.Errorf("capture runs %d processes (2 workers and keep-awake); want 3", len(kids))
-	}
 	// Kill the coordinator once the first parts are finished (parts roll every 500 ms).
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if parts, _ := filepath.Glob(filepath.Join(run, "raw", "requests-w*.parquet")); len(parts) > 0 {
@@ -374,7 +373,8 @@ func benchCapture(b *testing.B, rate float64, tokens int32) {
 	if err := capture.WriteConstantRun(run, replay.Target{URL: url, Model: "sim"}, []capture.ConstantStage{{Rate: rate, Duration: dur, InputTokens: 16, MaxTokens: tokens}}); err != nil {
 		b.Fatal(err)
 	}
-	c := exec.Command(binary, "capture", run, "--quiet")
+	// WIREBENCH_BENCH_CAPTURE_FLAGS adds capture flags, to compare settings (e.g. --keep-awake).
+	c := exec.Command(binary, append([]string{"capture", run, "--quiet"}, strings.Fields(os.Getenv("WIREBENCH_BENCH_CAPTURE_FLAGS"))...)...)
 	var errb strings.Builder
 	c.Stderr = &errb
 	steal0, total0 := cpuSteal()

@@ -7,7 +7,7 @@ import (
 )
 
 // KeepAwakeCmd spins at SCHED_IDLE priority on each CPU in --cpus until stdin closes; started
-// by `wirebench capture` for the CPUs its workers are pinned to (see --no-keep-awake).
+// by `wirebench capture` for the CPUs its workers are pinned to (see --keep-awake).
 type KeepAwakeCmd struct {
 	CPUs []int `name:"cpus" required:"" help:"CPUs to keep awake (comma-separated)."`
 }
