@@ -40,9 +40,11 @@ import (
 // A cgroup CPU quota counts SCHED_IDLE time too, so under a quota (a container with a CPU
 // limit) the spinner would throttle the workers; the coordinator then does not start it. The
 // same holds one level up, where no guest can see it: a VM whose host caps its CPU time, or a
-// burstable instance spending CPU credits. On the README's VM, sweeps with spinners had
-// 100-ms-scale stalls at the highest rates that sweeps without did not, which is why it is
-// opt-in (--keep-awake): it pays on a machine whose CPUs are its own.
+// burstable instance spending CPU credits. And a CPU that always has a runnable task never
+// pulls waiting threads from a busier CPU when it would otherwise go idle. On the README's VM,
+// with the simulator sharing the CPUs, spinners cut send lag p99 to 0.1-0.4 ms up to 2,000
+// req/s but made 4,000-5,000 req/s worse, with stalls of up to seconds, so it is opt-in
+// (--keep-awake): for clients with CPUs of their own and the server elsewhere.
 
 // KeepAwake spins on each of cpus at SCHED_IDLE priority until until reaches EOF (the
 // coordinator closes the pipe, or dies). It writes "ready\n" to ready once every spinner is in
