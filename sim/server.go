@@ -362,6 +362,7 @@ type job struct {
 	bh                  blockHasher
 	maxTokens           int
 	fault               string
+	read                int64 // engine clock when the request was read, before decoding: its arrival
 }
 
 // generate is the net/http handler of both generation endpoints (Handler, and the fast
@@ -385,6 +386,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 // parseJob decodes and validates a request body (readErr: the error reading it); on failure it
 // writes the error response to w and returns false.
 func (s *Server) parseJob(w http.ResponseWriter, body []byte, readErr error, faultHeader string, chat bool, j *job) bool {
+	// The model's clock starts when the request is in, not after this server has decoded and
+	// tokenized it: a fixed TTFT is then TTFT from the request's arrival.
+	j.read = s.eng.now()
 	if readErr != nil {
 		badRequest(w, "read request body: %v", readErr)
 		return false
@@ -499,7 +503,7 @@ func (s *Server) runJob(w http.ResponseWriter, p peer, j *job, rd *render) {
 		wake:      make(chan struct{}, 1),
 	}
 	defer q.gone.Store(true)
-	q.arrive = s.eng.now()
+	q.arrive = j.read
 	select {
 	case s.eng.arrive <- q:
 	case <-p.gone():

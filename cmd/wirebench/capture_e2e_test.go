@@ -96,7 +96,10 @@ func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
 	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
 	const maxTokens = 8
 	run := captureRun(t, url, capture.ConstantStage{Rate: 50, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: maxTokens})
-	if _, stderr, err := wirebench(t, 20*time.Second, "capture", run, "--workers", "2", "--quiet"); err != nil {
+	// --keep-awake: on a VM whose idle CPUs halt, the simulator's own wake-ups (reading the
+	// request, emitting the first chunk) add 0.3-0.5 ms to its 20 ms and crowd the ±0.5 ms
+	// check; the client's own error is checked against the simulator's stamps below.
+	if _, stderr, err := wirebench(t, 20*time.Second, "capture", run, "--workers", "2", "--quiet", "--keep-awake"); err != nil {
 		t.Fatalf("capture: %v\n%s", err, stderr)
 	}
 	m, reqs, chunks := rawFiles(t, run)
@@ -128,7 +131,7 @@ func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
 			bySeq[c.Seq] = append(bySeq[c.Seq], c)
 		}
 	}
-	var ttft, gaps, server []int64
+	var ttft, gaps, server, lag []int64
 	exact := 0
 	for seq, cs := range bySeq {
 		if len(cs) != maxTokens {
@@ -138,6 +141,7 @@ func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
 		ttft = append(ttft, chunkTime(&cs[0])-sent[seq])
 		if cs[0].ServerSentNs != nil {
 			server = append(server, *cs[0].ServerSentNs-sent[seq])
+			lag = append(lag, chunkTime(&cs[0])-*cs[0].ServerSentNs)
 		}
 		for i := 1; i < len(cs); i++ {
 			gaps = append(gaps, chunkTime(&cs[i])-chunkTime(&cs[i-1]))
@@ -148,10 +152,16 @@ func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("median TTFT %v (the simulator's first chunk %v after sent_ns), median gap %v", time.Duration(median(ttft)), time.Duration(median(server)), time.Duration(median(gaps)))
 	if d := time.Duration(median(ttft)) - 20*time.Millisecond; d < -500*time.Microsecond || d > 500*time.Microsecond {
 		// The simulator's own send time of the first chunk tells a late server from a late client.
 		t.Errorf("median TTFT %v; want 20ms ± 0.5ms (the simulator stamped its first chunk a median %v after sent_ns)",
 			time.Duration(median(ttft)), time.Duration(median(server)))
+	}
+	// The client's part (lag): from the simulator's own send time of the first chunk to its
+	// kernel receive time, which is loopback delivery only.
+	if len(lag) == 0 || median(lag) < 0 || median(lag) > int64(200*time.Microsecond) {
+		t.Errorf("first chunk received a median %v after the simulator sent it (%d with server stamps); want 0 to 200µs", time.Duration(median(lag)), len(lag))
 	}
 	if d := time.Duration(median(gaps)) - 5*time.Millisecond; d < -500*time.Microsecond || d > 500*time.Microsecond {
 		t.Errorf("median inter-chunk gap %v; want 5ms ± 0.5ms", time.Duration(median(gaps)))
