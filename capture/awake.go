@@ -28,9 +28,10 @@ import (
 // woke p99 1.4 ms late while the CPUs were otherwise idle, and 32 µs late with them kept busy;
 // the pacer's wake-ups (and the readers') inherit that lateness as send lag.
 //
-// So for the length of a capture each worker's CPU runs a spinner at SCHED_IDLE priority: it
-// runs only when nothing else wants the CPU, and any other thread that wakes preempts it at
-// once, so the CPU never halts and takes no time from anything else. It spins with the CPU's
+// So with --keep-awake, for the length of a capture, each worker's CPU runs a spinner at
+// SCHED_IDLE priority: it runs only when nothing else wants the CPU, and any other thread that
+// wakes preempts it at once, so the CPU never halts (for what it still costs, see below). It
+// spins with the CPU's
 // pause instruction (spinPause), which leaves the core's resources to a hyperthread sibling.
 //
 // The spinners live in their own process (`wirebench keep-awake`), not in the workers: a Go
