@@ -97,10 +97,15 @@ func TestKeepAwakeSpinsAtIdlePriorityUntilEOF(t *testing.T) {
 		t.Fatalf("keep-awake wrote %q (%v, stderr %q); want ready", line, err, stderr)
 	}
 	pid := cmd.Process.Pid
-	// A spinner is runnable all the time (state R), at SCHED_IDLE, pinned to cpu. (Threads the
+	// A spinner is runnable (state R) nearly all the time, at SCHED_IDLE, pinned to cpu: the
+	// runtime's preemption every 10 ms parks it briefly, so look a few times. (Threads the
 	// runtime starts from it inherit its policy and mask; they sleep like any idle thread.)
-	if r := runningIdle(t, pid); len(r) != 1 {
-		t.Errorf("%d running SCHED_IDLE threads after ready; want 1", len(r))
+	running := false
+	for end := time.Now().Add(2 * time.Second); !running && time.Now().Before(end); time.Sleep(time.Millisecond) {
+		running = len(runningIdle(t, pid)) > 0
+	}
+	if !running {
+		t.Errorf("no running SCHED_IDLE thread in keep-awake within 2 s of ready")
 	}
 	for tid, on := range idleThreads(t, pid) {
 		if !slices.Equal(on, []int{cpu}) {
