@@ -41,11 +41,9 @@ import (
 // A cgroup CPU quota counts SCHED_IDLE time too, so under a quota (a container with a CPU
 // limit) the spinner would throttle the workers; the coordinator then does not start it. The
 // same holds one level up, where no guest can see it: a VM whose host caps its CPU time, or a
-// burstable instance spending CPU credits. And a CPU that always has a runnable task never
-// pulls waiting threads from a busier CPU when it would otherwise go idle. On the README's VM,
-// with the simulator sharing the CPUs, spinners cut send lag p99 to 0.1-0.4 ms up to 2,000
-// req/s but made 4,000-5,000 req/s worse, with stalls of up to seconds, so it is opt-in
-// (--keep-awake): for clients with CPUs of their own and the server elsewhere.
+// burstable instance spending CPU credits. So it is opt-in (--keep-awake), for clients with CPUs
+// of their own. (A first version without the nap below cut send lag p99 to 0.1-0.4 ms up to
+// 2,000 req/s on the README's VM but stalled for up to seconds at 5,000 req/s.)
 
 // KeepAwake spins on each of cpus at SCHED_IDLE priority until until reaches EOF (the
 // coordinator closes the pipe, or dies). It writes "ready\n" to ready once every spinner is in
@@ -55,6 +53,11 @@ func KeepAwake(cpus []int, until io.Reader, ready io.Writer) error {
 		return errors.New("keep-awake: no CPUs given")
 	}
 	runtime.GOMAXPROCS(len(cpus) + 1)
+	rq, err := openRunQueue("/proc/loadavg", len(cpus))
+	if err != nil {
+		return err
+	}
+	defer rq.close()
 	var quit atomic.Bool
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -71,9 +74,7 @@ func KeepAwake(cpus []int, until io.Reader, ready io.Writer) error {
 				return
 			}
 			errs <- nil
-			for !quit.Load() {
-				spinPause()
-			}
+			rq.spin(&quit)
 		}()
 	}
 	for range cpus {
@@ -86,6 +87,104 @@ func KeepAwake(cpus []int, until io.Reader, ready io.Writer) error {
 	}
 	_, _ = io.Copy(io.Discard, until)
 	return nil
+}
+
+// A CPU that always has a runnable task never looks for waiting threads to pull from a busier
+// CPU, as an idle one does; the periodic balancer was seen to leave a CPU running only its
+// spinner for 600 ms while the other had the simulator's threads and a worker queued on it. So
+// a spinner looks at the machine's run queues every spinWindow and, when more threads are
+// runnable than there are CPUs to run them, sleeps for crowdedNap: its CPU goes idle and pulls.
+const (
+	spinWindow = 100 * time.Microsecond
+	crowdedNap = 2 * time.Millisecond
+)
+
+// runQueue reads how many threads are runnable on the whole machine (/proc/loadavg).
+type runQueue struct {
+	f        *os.File
+	cpus     int          // online CPUs
+	spinners int32        // spinners in this process
+	napping  atomic.Int32 // spinners asleep in crowdedNap
+}
+
+func openRunQueue(path string, spinners int) (*runQueue, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("keep-awake: %w", err)
+	}
+	rq := &runQueue{f: f, cpus: runtime.NumCPU(), spinners: int32(spinners)}
+	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+		if n, ok := countCPUList(string(b)); ok {
+			rq.cpus = n
+		}
+	}
+	if _, err := rq.runnable(make([]byte, 128)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("keep-awake: %s: %w", path, err)
+	}
+	return rq, nil
+}
+
+func (rq *runQueue) close() { rq.f.Close() }
+
+// runnable returns the fourth field's numerator of /proc/loadavg ("0.50 0.40 0.30 3/345 123"):
+// the threads running or waiting for a CPU right now.
+func (rq *runQueue) runnable(buf []byte) (int, error) {
+	n, err := rq.f.ReadAt(buf, 0)
+	if n == 0 {
+		return 0, err
+	}
+	f := strings.Fields(string(buf[:n]))
+	if len(f) < 4 {
+		return 0, fmt.Errorf("unexpected %q", buf[:n])
+	}
+	r, _, _ := strings.Cut(f[3], "/")
+	return strconv.Atoi(r)
+}
+
+// spin keeps the calling (idle-priority, pinned) thread busy until quit, napping while threads
+// wait for a CPU elsewhere. Its own CPU is free whenever it runs, so more runnable threads
+// (not counting running spinners) than the other CPUs can hold means one of them is waiting.
+func (rq *runQueue) spin(quit *atomic.Bool) {
+	buf := make([]byte, 128)
+	nap := unix.NsecToTimespec(int64(crowdedNap))
+	for !quit.Load() {
+		for end := time.Now().Add(spinWindow); time.Now().Before(end); {
+			spinPause()
+		}
+		r, err := rq.runnable(buf)
+		if err != nil || !crowded(r, int(rq.spinners-rq.napping.Load()), rq.cpus) {
+			continue
+		}
+		rq.napping.Add(1)
+		_ = unix.Nanosleep(&nap, nil)
+		rq.napping.Add(-1)
+	}
+}
+
+// crowded reports whether a thread waits for a CPU, seen from a spinner that is running (so
+// its own CPU is free): runnable threads on the machine, less the running spinners, are more
+// than the other CPUs can hold.
+func crowded(runnable, spinning, cpus int) bool { return runnable-spinning > cpus-1 }
+
+// countCPUList counts the CPUs in a kernel CPU list ("0-3,6\n" is 5).
+func countCPUList(s string) (int, bool) {
+	n := 0
+	for _, r := range strings.Split(strings.TrimSpace(s), ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0, false
+		}
+		z := a
+		if isRange {
+			if z, err = strconv.Atoi(hi); err != nil || z < a {
+				return 0, false
+			}
+		}
+		n += z - a + 1
+	}
+	return n, n > 0
 }
 
 // idleOn pins the calling thread to cpu and gives it the SCHED_IDLE policy (allowed without

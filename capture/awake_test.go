@@ -218,3 +218,51 @@ func TestRunKeepsPinnedCPUsAwake(t *testing.T) {
 		})
 	}
 }
+
+func TestCountCPUList(t *testing.T) {
+	for in, want := range map[string]int{"0\n": 1, "0-1\n": 2, "0-3,6": 5, "0-3,8-11\n": 8} {
+		if n, ok := countCPUList(in); !ok || n != want {
+			t.Errorf("countCPUList(%q) = %d, %v; want %d", in, n, ok, want)
+		}
+	}
+	for _, in := range []string{"", "x", "3-1", "0-"} {
+		if n, ok := countCPUList(in); ok {
+			t.Errorf("countCPUList(%q) = %d, ok; want not ok", in, n)
+		}
+	}
+}
+
+func TestCrowded(t *testing.T) {
+	// Two CPUs, both spinners running: only they are runnable (2), or one more thread, which the
+	// other CPU holds (3): nobody waits. A fourth runnable thread waits for a CPU.
+	for _, c := range []struct {
+		runnable, spinning, cpus int
+		want                     bool
+	}{{2, 2, 2, false}, {3, 2, 2, false}, {4, 2, 2, true}, {2, 1, 2, false}, {3, 1, 2, true}, {1, 1, 1, false}, {2, 1, 1, true}} {
+		if got := crowded(c.runnable, c.spinning, c.cpus); got != c.want {
+			t.Errorf("crowded(runnable %d, spinning %d, cpus %d) = %v; want %v", c.runnable, c.spinning, c.cpus, got, c.want)
+		}
+	}
+}
+
+func TestRunQueueReadsLoadavg(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "loadavg")
+	if err := os.WriteFile(path, []byte("0.50 0.40 0.30 3/345 12345\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rq, err := openRunQueue(path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rq.close()
+	if n, err := rq.runnable(make([]byte, 128)); err != nil || n != 3 {
+		t.Errorf("runnable = %d, %v; want 3", n, err)
+	}
+	bad := filepath.Join(t.TempDir(), "loadavg")
+	if err := os.WriteFile(bad, []byte("0.50 0.40\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openRunQueue(bad, 1); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("openRunQueue(%s) = %v; want an error naming the file", bad, err)
+	}
+}
