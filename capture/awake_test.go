@@ -42,13 +42,7 @@ func idleThreads(t *testing.T, pid int) map[int][]int {
 		if unix.SchedGetaffinity(tid, &set) != nil {
 			continue
 		}
-		var cpus []int
-		for c := 0; c < len(set)*64; c++ {
-			if set.IsSet(c) {
-				cpus = append(cpus, c)
-			}
-		}
-		out[tid] = cpus
+		out[tid] = cpuList(&set)
 	}
 	return out
 }

@@ -19,11 +19,7 @@ func AllowedCPUs() (cpus []int, usable int, err error) {
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil, 0, fmt.Errorf("read affinity mask: %w", err)
 	}
-	for c := 0; c < len(set)*64; c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
+	cpus = cpuList(&set)
 	usable = len(cpus)
 	if q, ok := cgroupQuota(); ok && q < usable {
 		usable = q
@@ -32,6 +28,17 @@ func AllowedCPUs() (cpus []int, usable int, err error) {
 		usable = 1
 	}
 	return cpus, usable, nil
+}
+
+// cpuList returns the CPUs in set, in order.
+func cpuList(set *unix.CPUSet) []int {
+	var cpus []int
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
 }
 
 // cgroupQuota reads this process's cgroup v2 cpu.max and returns ceil(quota/period).

@@ -39,7 +39,7 @@ type call struct {
 
 	// The writer sets sent or werr, then publishes them with wstate.
 	wstate atomic.Int32
-	sent   int64 // when the last byte was written
+	sent   int64 // when the write that took the last byte began (unix ns)
 	werr   error
 	keep   bool         // set by the reader: the connection can carry another request
 	parts  atomic.Int32 // writer and reader not yet finished; the last one calls complete
@@ -210,11 +210,9 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 			}
 			continue
 		}
-		if p.open.Add(1) <= int32(c.cfg.MaxConns) {
-			t0 := time.Now()
-			pc, err := c.dialPlain(cl.ctx, p)
+		t0 := time.Now()
+		if pc, err := c.dialWithin(cl.ctx, p); pc != nil || err != nil {
 			if err != nil {
-				p.open.Add(-1)
 				c.fail(cl.ctx, cl.res, ErrConnect, err)
 				if cl.ctx.Err() != nil {
 					cl.res.Req.ErrorKind = ErrCancelled
@@ -228,7 +226,6 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 			}
 			continue
 		}
-		p.open.Add(-1)
 		// At the cap: wait for a connection to go idle or close. A signal can be taken by
 		// another waiter, so look again now and then.
 		t := time.NewTimer(watchTick)
@@ -245,7 +242,22 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 	}
 }
 
-// dialPlain opens a connection, starts its reader and registers it with the watchdog.
+// dialWithin dials a new connection to p if that keeps p within MaxConns; it returns nil, nil
+// when p is at its cap.
+func (c *Client) dialWithin(ctx context.Context, p *plainPool) (*plainConn, error) {
+	if p.open.Add(1) > int32(c.cfg.MaxConns) {
+		p.open.Add(-1)
+		return nil, nil
+	}
+	pc, err := c.dialPlain(ctx, p)
+	if err != nil {
+		p.open.Add(-1)
+	}
+	return pc, err
+}
+
+// dialPlain opens a connection, starts its reader and registers it with the watchdog; the caller
+// has counted it in p.open (dialWithin).
 func (c *Client) dialPlain(ctx context.Context, p *plainPool) (*plainConn, error) {
 	nc, err := c.dialer.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
@@ -669,13 +681,11 @@ func (c *Client) warmOnePlain(ctx context.Context, base string) error {
 			return fmt.Errorf("warm %s: %w", base, err)
 		}
 		if pc == nil {
-			if ep.pool.open.Add(1) > int32(c.cfg.MaxConns) {
-				ep.pool.open.Add(-1)
-				return fmt.Errorf("warm %s: more connections than the pool's %d", base, c.cfg.MaxConns)
-			}
-			if pc, err = c.dialPlain(ctx, ep.pool); err != nil {
-				ep.pool.open.Add(-1)
+			if pc, err = c.dialWithin(ctx, ep.pool); err != nil {
 				return fmt.Errorf("warm %s: %w", base+path, err)
+			}
+			if pc == nil {
+				return fmt.Errorf("warm %s: more connections than the pool's %d", base, c.cfg.MaxConns)
 			}
 		}
 		var res Result
@@ -707,15 +717,10 @@ func (c *Client) topUp(p *plainPool, n int) {
 			return
 		default:
 		}
-		if p.open.Add(1) > int32(c.cfg.MaxConns) {
-			p.open.Add(-1)
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pc, err := c.dialPlain(ctx, p)
+		pc, err := c.dialWithin(ctx, p)
 		cancel()
-		if err != nil {
-			p.open.Add(-1)
+		if pc == nil || err != nil {
 			return
 		}
 		p.put(pc)
