@@ -49,6 +49,8 @@ type aggregator struct {
 	w            *warner
 	tok          tokenizer.Tokenizer
 	slo          replay.SLO
+	bias         replay.Bias // with defaults
+	allow        int64       // bias.stamp_allowance in ns
 	startNs      int64
 	stages       map[int32]*stageAcc
 	spill        string
@@ -105,7 +107,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	defer os.RemoveAll(spill)
 
 	m0 := runs[0].manifest
-	a := &aggregator{cfg: cfg, log: log, w: w, slo: runs[0].config.SLO, startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill}
+	bias := runs[0].config.Bias.WithDefaults()
+	a := &aggregator{cfg: cfg, log: log, w: w, slo: runs[0].config.SLO, bias: bias, allow: int64(bias.StampAllowance),
+		startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill}
 	if a.tok, err = tokenizer.Load(runs[0].config.Tokenizer); err != nil {
 		if werr := w.warn(filepath.Join(runs[0].dir, schemas.ManifestName), "tokenizer: %v; output tokens without usage are counted as content events", err); werr != nil {
 			return nil, werr
@@ -242,7 +246,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 		if acc.info.Warmup && !cfg.IncludeWarmup {
 			continue
 		}
-		st, err := acc.row(workers[i], &done)
+		st, err := acc.row(workers[i], &done, a.bias)
 		if err != nil {
 			return nil, err
 		}

@@ -193,10 +193,10 @@ func TestStageMetrics(t *testing.T) {
 		{"completed", s.Completed, int64(5)},
 		{"errors", s.Errors, int64(1)},
 		{"errors_by_kind", s.ErrorsByKind, `{"http_status":1}`},
-		{"ttft", s.TTFT, schemas.Dist{Count: 4, P50: 10 * ms, P90: 50 * ms, P95: 50 * ms, P99: 50 * ms, P999: 50 * ms, Max: 50 * ms, Mean: 89 * ms / 4}},
-		{"itl", s.ITL, schemas.Dist{Count: 4, P50: 10 * ms, P90: 20 * ms, P95: 20 * ms, P99: 20 * ms, P999: 20 * ms, Max: 20 * ms, Mean: 12_500_000}},
-		{"itl_token_weighted", s.ITLWeighted, schemas.Dist{Count: 5, P50: 10 * ms, P90: 20 * ms, P95: 20 * ms, P99: 20 * ms, P999: 20 * ms, Max: 20 * ms, Mean: 10 * ms}},
-		{"read_lag", s.ReadLag, schemas.Dist{Count: 8, P50: 200_000, P90: 200_000, P95: 200_000, P99: 200_000, P999: 200_000, Max: 200_000, Mean: 175_000}},
+		{"ttft", point(s.TTFT), schemas.Dist{Count: 4, P50: 10 * ms, P90: 50 * ms, P95: 50 * ms, P99: 50 * ms, P999: 50 * ms, Max: 50 * ms, Mean: 89 * ms / 4}},
+		{"itl", point(s.ITL), schemas.Dist{Count: 4, P50: 10 * ms, P90: 20 * ms, P95: 20 * ms, P99: 20 * ms, P999: 20 * ms, Max: 20 * ms, Mean: 12_500_000}},
+		{"itl_token_weighted", point(s.ITLWeighted), schemas.Dist{Count: 5, P50: 10 * ms, P90: 20 * ms, P95: 20 * ms, P99: 20 * ms, P999: 20 * ms, Max: 20 * ms, Mean: 10 * ms}},
+		{"read_lag", point(s.ReadLag), schemas.Dist{Count: 8, P50: 200_000, P90: 200_000, P95: 200_000, P99: 200_000, P999: 200_000, Max: 200_000, Mean: 175_000}},
 		{"send_lag.max", s.SendLag.Max, 2 * ms},
 		{"output_tokens", s.OutputTokens.Count, int64(5)},
 		{"start_ns", s.StartNs, t0},
@@ -215,8 +215,19 @@ func TestStageMetrics(t *testing.T) {
 		{"worker_rho", s.WorkerRho, "[0.2]"},
 		{"workers_for_rho_half", s.WorkersForRhoHalf, int32(1)},
 		{"gc_pause_ns", s.GCPauseNs, int64(3000)},
+		// Planned at 0, 100, ..., 500 ms: the schedule's rate is 5/0.5 s; sends span 0.499 s
+		// (seq 1 left 1 ms late): fidelity 1.002, within 2%. Lateness p99 2 ms (seq 4) is under
+		// a tenth of the planned gap (10 ms): the load was delivered.
+		{"planned_rate", round3(s.PlannedRate), round3(10)},
 		{"rate_fidelity", round3(s.RateFidelity), round3(5 / 0.499 / 10)},
-		{"client_bound", s.ClientBound, true},                     // send lag p99 2 ms (seq 4); fidelity 1.002 is fine
+		{"load_delivered", s.LoadDelivered, true},
+		// Seqs 3, 5 and 6 have user times only: their events arrived somewhere in
+		// [S, rx_user_ns], so TTFT's p50 bound is [0, 10 ms] and E2E's p50 [0, 31 ms]: E2E lower
+		// ends 0, 0, 0, 40.98, 50.98 ms (seqs 1 and 2 exact, less the 20 µs stamp allowance),
+		// upper ends 5, 21, 31, 41, 51 ms.
+		{"client_bound", s.ClientBound, true},
+		{"uncertainty", fmt.Sprint(s.UncertaintyFigure, " ", s.UncertaintyNs), "e2e p50 31000000"},
+		{"e2e p99 bound", fmt.Sprint(s.E2E.P99Lo, " ", s.E2E.P99Hi), fmt.Sprint(51*ms-20_000, " ", 51*ms)},
 		{"decomposition_source", s.DecompositionSource, "server"}, // 2 server, 2 fit: the tie goes to the preferred source
 		{"prefill_per_token_ns", s.PrefillPerTokenNs, float64(25*ms) / 110},
 	}
@@ -225,8 +236,8 @@ func TestStageMetrics(t *testing.T) {
 			t.Errorf("stage 0 %s = %v; want %v", tt.name, tt.got, tt.want)
 		}
 	}
-	if s.ClientBoundReason != "send lag p99 2.000 ms > 1 ms" {
-		t.Errorf("client_bound_reason = %q; want only the send lag", s.ClientBoundReason)
+	if !strings.HasPrefix(s.ClientBoundReason, "ttft p50 bound [0.000 ms, 10.000 ms] is 10.000 ms wide > 0.500 ms; ") {
+		t.Errorf("client_bound_reason = %q; want the TTFT p50 bound first", s.ClientBoundReason)
 	}
 	ts, err := schemas.ReadFile[schemas.Timeseries](filepath.Join(dir, "metrics", "timeseries.parquet"))
 	if err != nil {

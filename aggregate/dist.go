@@ -3,6 +3,7 @@ package aggregate
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -56,6 +57,43 @@ type dist struct {
 
 func newDist(dir string, weighted bool) *dist {
 	return &dist{dir: dir, weighted: weighted, min: math.MaxInt64, max: math.MinInt64}
+}
+
+// bounded is a dist of values that carry the client's error, with the dists of their lower and
+// upper ends: its percentile bounds are the same percentiles of those (see schemas.Dist).
+type bounded struct {
+	*dist
+	lo, hi *dist
+}
+
+func newBounded(dir string, weighted bool) bounded {
+	return bounded{newDist(dir, weighted), newDist(dir, weighted), newDist(dir, weighted)}
+}
+
+// addB adds value v with its interval [lo, hi] and weight w.
+func (b bounded) addB(v, lo, hi, w int64) {
+	b.addW(v, w)
+	b.lo.addW(lo, w)
+	b.hi.addW(hi, w)
+}
+
+// finish returns the distribution with its percentile bounds.
+func (b bounded) finish() (schemas.Dist, error) {
+	out, err := b.dist.finish()
+	lo, err1 := b.lo.finish()
+	hi, err2 := b.hi.finish()
+	if err = errors.Join(err, err1, err2); err != nil {
+		return out, err
+	}
+	out.P50Lo, out.P90Lo, out.P99Lo = lo.P50, lo.P90, lo.P99
+	out.P50Hi, out.P90Hi, out.P99Hi = hi.P50, hi.P90, hi.P99
+	return out, nil
+}
+
+func (b bounded) close() {
+	b.dist.close()
+	b.lo.close()
+	b.hi.close()
 }
 
 func (d *dist) add(v int64) { d.addW(v, 1) }
@@ -204,6 +242,9 @@ func (d *dist) finish() (schemas.Dist, error) {
 		}
 	}
 	out.P50, out.P90, out.P95, out.P99, out.P999 = res[0], res[1], res[2], res[3], res[4]
+	// Values without client error: the bounds are the percentiles themselves.
+	out.P50Lo, out.P90Lo, out.P99Lo = out.P50, out.P90, out.P99
+	out.P50Hi, out.P90Hi, out.P99Hi = out.P50, out.P90, out.P99
 	return out, nil
 }
 

@@ -14,9 +14,10 @@ var requestCols = []string{
 	"seq", "stage", "worker", "shard", "warmup", "conversation", "turn", "input_tokens",
 	"planned_ns", "sent_ns", "done_ns", "status", "error_kind", "usage_prompt_tokens",
 	"usage_completion_tokens", "server_queue_ns", "server_prefill_ns", "server_decode_ns", "output_text",
+	"sent_end_ns", "send_start_ns", "connect_ns",
 }
 
-var chunkCols = []string{"seq", "index", "rx_kernel_ns", "rx_user_ns", "quality", "kind", "tokens"}
+var chunkCols = []string{"seq", "index", "rx_kernel_ns", "rx_user_ns", "quality", "kind", "tokens", "rx_after_ns"}
 
 // partReader joins one part's requests and chunks. Its buffers are reused from part to part.
 type partReader struct {
@@ -67,6 +68,7 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 		seq, stage, worker, shard := get64(0), get32(1), get32(2), get32(3)
 		conv, turn, inTok, planned, sent, done, status := get64(5), get32(6), get32(7), get64(8), get64(9), get64(10), get32(11)
 		uPrompt, uOut, sq, sp, sd := get32(13), get32(14), get64(15), get64(16), get64(17)
+		sentEnd, sendStart, connect := get64(19), get64(20), get64(21)
 		if e != nil {
 			return e
 		}
@@ -88,6 +90,17 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 				warmup: warm.Value(i), conversation: conv.Value(i), turn: turn.Value(i),
 				inputSched: inTok.Value(i), plannedNs: planned.Value(i) + off, sentNs: sent.Value(i) + off,
 				status: status.Value(i), textTokens: -1, lastIndex: -1, evTokensOK: true,
+				sendStartNs: sendStart.Value(i) + off, connectNs: -1,
+			}
+			if sent.Value(i) == 0 {
+				s.unsent, s.sentNs = true, s.sendStartNs // never written: the timeline uses its start
+			}
+			s.sentEndNs = s.sentNs
+			if !sentEnd.IsNull(i) {
+				s.sentEndNs = max(sentEnd.Value(i)+off, s.sentNs)
+			}
+			if !connect.IsNull(i) {
+				s.connectNs = connect.Value(i)
 			}
 			if !done.IsNull(i) {
 				s.doneNs, s.hasDone = done.Value(i)+off, true
@@ -179,6 +192,10 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 		if e != nil {
 			return e
 		}
+		after, e := i64(p.chunks, "rx_after_ns", cols[7])
+		if e != nil {
+			return e
+		}
 		for i := range n {
 			j, ok := pr.index[seq.Value(i)]
 			if !ok {
@@ -205,27 +222,34 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 				s.hasKernel = true
 			}
 			s.lastEvNs = max(s.lastEvNs, t)
-			switch qual(i) {
-			case "exact":
+			q := qual(i)
+			switch q {
+			case schemas.QualityExact:
 				s.quality[qExact]++
-			case "upper_bound":
+			case schemas.QualityUpperBound:
 				s.quality[qUpper]++
-			case "user":
+			case schemas.QualityUser:
 				s.quality[qUser]++
-			case "approx":
+			case schemas.QualityApprox:
 				s.quality[qApprox]++
 			}
 			acc := s.acc
 			if acc != nil {
 				acc.events++
-				if qual(i) == "exact" {
+				if q == schemas.QualityExact {
 					acc.exact++
 				}
 				if hasK {
 					acc.readLag.add(u - k)
 				}
 			}
-			if kind(i) != "content" {
+			var aft int64
+			if v, ok := optI64(after, i); ok {
+				aft = v + off
+			}
+			content := kind(i) == "content"
+			gap, hasGap := s.addEvent(s.eventSpan(t, q, hasK, aft, a.allow), content)
+			if !content {
 				continue
 			}
 			tok, hasTok := optI32(tokens, i)
@@ -238,13 +262,14 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 			if s.content == 0 {
 				s.firstNs = t
 			} else {
-				gap := t - s.lastNs
+				g := t - s.lastNs
 				s.gaps++
-				s.gapSum += gap
-				s.gapMax = max(s.gapMax, gap)
-				if acc != nil && s.ok() {
-					acc.itl.add(gap)
-					acc.itlW.addW(gap/int64(tok), int64(tok))
+				s.gapSum += g
+				s.gapMax = max(s.gapMax, g)
+				if acc != nil && s.ok() && hasGap {
+					w := int64(tok)
+					acc.itl.addB(g, gap.lo, gap.hi, 1)
+					acc.itlW.addB(g/w, gap.lo/w, gap.hi/w, w)
 				}
 			}
 			s.lastNs = t

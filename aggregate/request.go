@@ -26,6 +26,10 @@ type reqState struct {
 	inputSched   int32
 	plannedNs    int64
 	sentNs       int64
+	sentEndNs    int64 // end of the write that took the last byte; sentNs when unknown
+	unsent       bool  // the request was never written (sentNs is then its send start)
+	sendStartNs  int64 // when the worker began the request
+	connectNs    int64 // TCP connect duration; -1 when the connection was reused
 	doneNs       int64
 	hasDone      bool
 	status       int32
@@ -54,8 +58,13 @@ type reqState struct {
 	gapMax     int64
 	readLagMax int64
 	hasKernel  bool
-	quality    [4]int32
-	acc        *stageAcc // nil when the request is left out of stage metrics (warmup)
+	// Intervals holding the true arrival times (see eventSpan): of the first and the latest
+	// content event, of the latest event of any kind (the final one once the stream ended),
+	// and the largest gap ends.
+	first, last, latest span
+	gapLoMax, gapHiMax  int64
+	quality             [4]int32
+	acc                 *stageAcc // nil when the request is left out of stage metrics (warmup)
 }
 
 // ok reports a successful request: HTTP 200, no error kind and a stream that ended.
@@ -73,6 +82,58 @@ func (s *reqState) endNs() int64 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// span is an interval [lo, hi] of CLOCK_REALTIME ns that surely holds a true time.
+type span struct{ lo, hi int64 }
+
+// eventSpan returns the interval holding the arrival of an event whose time is t (rx_kernel_ns
+// when kernel, else rx_user_ns), quality q and rx_after_ns after (0 when null); allow is the
+// stamp allowance. The arrival is when the segment carrying the event's last byte entered this
+// host's network stack, where software receive timestamps are taken.
+//
+//   - Upper end: t. A kernel timestamp is taken on the segment's way in (exact), or on a later
+//     segment coalesced into the same buffer, whose time overwrote the earlier one's
+//     (tcp_try_coalesce: upper_bound); a user time is taken after the read returned.
+//   - Lower end, the latest of: t − allow for an exact event (the stamp itself may trail the
+//     arrival at the NIC by its interrupt moderation); rx_after_ns, when a read on the
+//     connection found the socket empty, so the event's byte came later; S, since no answer
+//     comes before the request's last byte left; and the lower end of the previous event of
+//     the response, since a TCP stream is read in order.
+func (s *reqState) eventSpan(t int64, q string, kernel bool, after, allow int64) span {
+	lo := max(s.sentNs, after, s.latest.lo)
+	if q == schemas.QualityExact && kernel {
+		lo = max(lo, t-allow)
+	}
+	return span{lo: min(lo, t), hi: t}
+}
+
+// doneSpan is the interval of E: the final event's; a response without events ended at a user
+// time.
+func (s *reqState) doneSpan() span {
+	if s.lastIndex < 0 {
+		return span{lo: s.sentNs, hi: s.doneNs}
+	}
+	return s.latest
+}
+
+// addEvent records the interval of the request's next event; content events also update the
+// first and last content spans and the gap bounds, and return the gap's interval.
+func (s *reqState) addEvent(sp span, content bool) (gap span, hasGap bool) {
+	s.latest = sp
+	if !content {
+		return span{}, false
+	}
+	if s.content == 0 {
+		s.first = sp
+	} else {
+		// The true gap b − a with a in [a.lo, a.hi], b in [b.lo, b.hi], b >= a (in order).
+		gap = span{lo: max(sp.lo-s.last.hi, 0), hi: sp.hi - s.last.lo}
+		hasGap = true
+		s.gapLoMax, s.gapHiMax = max(s.gapLoMax, gap.lo), max(s.gapHiMax, gap.hi)
+	}
+	s.last = sp
+	return gap, hasGap
+}
 
 // metric derives the request's row of metrics/requests.parquet from its state. Definitions
 // (S = sent_ns, P = planned_ns, E = done_ns, t_j = rx_kernel_ns of event j when present, else
@@ -124,24 +185,37 @@ func (s *reqState) metric(slo replay.SLO) schemas.MetricRequest {
 		n, m.TokensSource = s.content, "chunks"
 	}
 	m.OutputTokens = ptr(n)
+	// Intervals: a difference b − a lies in [b.lo − a.hi, b.hi − a.lo], the request's send time
+	// in [S, sent_end]; integer division by N is monotone, so it keeps the ends in order.
 	if s.content > 0 {
 		m.TTFTNs = ptr(s.firstNs - s.sentNs)
+		m.TTFTLoNs, m.TTFTHiNs = ptr(max(s.first.lo-s.sentEndNs, 0)), ptr(s.first.hi-s.sentNs)
 		m.TTFTFromPlannedNs = ptr(s.firstNs - s.plannedNs)
 		if n > 1 {
-			m.TPOTNs = ptr((s.lastNs - s.firstNs) / int64(n-1))
+			d := int64(n - 1)
+			m.TPOTNs = ptr((s.lastNs - s.firstNs) / d)
+			m.TPOTLoNs, m.TPOTHiNs = ptr(max(s.last.lo-s.first.hi, 0)/d), ptr((s.last.hi-s.first.lo)/d)
 		}
 	}
 	if s.gaps > 0 {
 		m.ITLMeanNs = ptr(s.gapSum / int64(s.gaps))
 		m.ITLMaxNs = ptr(s.gapMax)
+		m.ITLMaxLoNs, m.ITLMaxHiNs = ptr(s.gapLoMax), ptr(s.gapHiMax)
 	}
 	if s.hasDone {
+		done := s.doneSpan()
 		m.E2ENs = ptr(s.doneNs - s.sentNs)
+		m.E2ELoNs, m.E2EHiNs = ptr(max(done.lo-s.sentEndNs, 0)), ptr(done.hi-s.sentNs)
 		m.E2EFromPlannedNs = ptr(s.doneNs - s.plannedNs)
 		if n > 0 {
 			m.NTPOTNs = ptr(*m.E2ENs / int64(n))
+			m.NTPOTLoNs, m.NTPOTHiNs = ptr(*m.E2ELoNs/int64(n)), ptr(*m.E2EHiNs/int64(n))
 			m.NTPOTFromPlannedNs = ptr(*m.E2EFromPlannedNs / int64(n))
 		}
+	}
+	m.PacerLagNs = s.sendStartNs - s.plannedNs
+	if s.connectNs >= 0 {
+		m.ConnectNs = ptr(s.connectNs)
 	}
 	if s.hasKernel {
 		m.ReadLagMaxNs = ptr(s.readLagMax)

@@ -8,8 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
 
+	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -40,9 +40,16 @@ type stageAcc struct {
 	busyNs                            int64 // sum over requests of (end − S): in-flight integral
 	events, exact                     int64
 
-	ttft, tpot, itl, itlW, e2e, ntpot, ttftP, e2eP *dist
-	queue, prefill, decode, inD, outD, sendLag     *dist
-	readLag                                        *dist
+	// Latencies carry the client's error: bounded. Tokens, prefill (an estimate, not a
+	// measurement), read lag and connect times are plain.
+	ttft, tpot, itl, itlW, e2e, ntpot, ttftP, e2eP bounded
+	queue, decode, sendLag                         bounded
+	prefill, inD, outD, readLag, connect           *dist
+
+	// planned send times, for the schedule's own rate; lateness split by who waited
+	firstPlanned, lastPlanned int64
+	lateNs, pacerLateNs       int64 // sums over requests of max(0, S − P) and of max(0, min(pacer lag, S − P))
+	connectLateNs             int64 // sum of connect durations of late requests (a part of lateNs − pacerLateNs)
 
 	fit     []fitPoint
 	fitSeen int64
@@ -62,19 +69,27 @@ type fitPoint struct{ in, ttft int64 }
 
 func newStageAcc(info schemas.StageInfo, startNs int64, spill string) *stageAcc {
 	nd := func() *dist { return newDist(spill, false) }
+	nb := func() bounded { return newBounded(spill, false) }
 	return &stageAcc{
 		info: info, startNs: startNs, errKinds: map[string]int64{}, sources: map[string]int64{},
 		firstSent: math.MaxInt64, lastSent: math.MinInt64, endNs: math.MinInt64,
 		firstDone: math.MaxInt64, lastDone: math.MinInt64,
-		ttft: nd(), tpot: nd(), itl: nd(), itlW: newDist(spill, true), e2e: nd(), ntpot: nd(),
-		ttftP: nd(), e2eP: nd(), queue: nd(), prefill: nd(), decode: nd(), inD: nd(), outD: nd(),
-		sendLag: nd(), readLag: nd(),
+		firstPlanned: math.MaxInt64, lastPlanned: math.MinInt64,
+		ttft: nb(), tpot: nb(), itl: nb(), itlW: newBounded(spill, true), e2e: nb(), ntpot: nb(),
+		ttftP: nb(), e2eP: nb(), queue: nb(), decode: nb(), sendLag: nb(),
+		prefill: nd(), inD: nd(), outD: nd(), readLag: nd(), connect: nd(),
 		rng: rand.New(rand.NewPCG(uint64(info.Index), 0x77697265)),
 	}
 }
 
-func (a *stageAcc) dists() []*dist {
-	return []*dist{a.ttft, a.tpot, a.itl, a.itlW, a.e2e, a.ntpot, a.ttftP, a.e2eP, a.queue, a.prefill, a.decode, a.inD, a.outD, a.sendLag, a.readLag}
+// finisher is a dist or a bounded dist.
+type finisher interface {
+	finish() (schemas.Dist, error)
+	close()
+}
+
+func (a *stageAcc) dists() []finisher {
+	return []finisher{a.ttft, a.tpot, a.itl, a.itlW, a.e2e, a.ntpot, a.ttftP, a.e2eP, a.queue, a.prefill, a.decode, a.inD, a.outD, a.sendLag, a.readLag, a.connect}
 }
 
 func (a *stageAcc) close() {
@@ -99,12 +114,14 @@ func (a *stageAcc) bucket(t int64) *tsBucket {
 // addRequest adds a finished request (pass 1) to the stage.
 func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 	a.requests++
-	a.firstSent = min(a.firstSent, s.sentNs)
-	a.lastSent = max(a.lastSent, s.sentNs)
+	if !s.unsent {
+		a.firstSent = min(a.firstSent, s.sentNs)
+		a.lastSent = max(a.lastSent, s.sentNs)
+	}
 	end := s.endNs()
 	a.endNs = max(a.endNs, end)
 	a.busyNs += max(end-s.sentNs, 0)
-	a.sendLag.add(m.SendLagNs)
+	a.addLateness(s, m)
 	a.bucket(s.sentNs).sends++
 	eb := a.bucket(end)
 	eb.ends++
@@ -142,12 +159,23 @@ func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 		eb.outTok += out
 	}
 	for _, p := range []struct {
-		v *int64
-		d *dist
-	}{{m.TTFTNs, a.ttft}, {m.TPOTNs, a.tpot}, {m.E2ENs, a.e2e}, {m.NTPOTNs, a.ntpot}, {m.TTFTFromPlannedNs, a.ttftP}, {m.E2EFromPlannedNs, a.e2eP}} {
+		v, lo, hi *int64
+		d         bounded
+	}{
+		{m.TTFTNs, m.TTFTLoNs, m.TTFTHiNs, a.ttft}, {m.TPOTNs, m.TPOTLoNs, m.TPOTHiNs, a.tpot},
+		{m.E2ENs, m.E2ELoNs, m.E2EHiNs, a.e2e}, {m.NTPOTNs, m.NTPOTLoNs, m.NTPOTHiNs, a.ntpot},
+	} {
 		if p.v != nil {
-			p.d.add(*p.v)
+			p.d.addB(*p.v, *p.lo, *p.hi, 1)
 		}
+	}
+	// From the planned time P (exact, from the schedule) the interval is the arrival's.
+	if m.TTFTFromPlannedNs != nil {
+		a.ttftP.addB(*m.TTFTFromPlannedNs, s.first.lo-s.plannedNs, s.first.hi-s.plannedNs, 1)
+	}
+	if m.E2EFromPlannedNs != nil {
+		d := s.doneSpan()
+		a.e2eP.addB(*m.E2EFromPlannedNs, d.lo-s.plannedNs, d.hi-s.plannedNs, 1)
 	}
 	if m.TTFTNs != nil {
 		fb := a.bucket(s.firstNs)
@@ -167,9 +195,13 @@ func (a *stageAcc) addDecomposition(m *schemas.MetricRequest) {
 	if !m.OK || m.QueueNs == nil {
 		return
 	}
-	a.queue.add(*m.QueueNs)
-	a.prefill.add(*m.PrefillNs)
-	a.decode.add(*m.DecodeNs)
+	// The prefill estimate is taken as given: the queue's interval is TTFT's less it. Decode =
+	// E2E − TTFT lies in [e2e_lo − ttft_hi, e2e_hi − ttft_lo] (wider than E − t_first's own by
+	// the write's duration on each side).
+	p := *m.PrefillNs
+	a.queue.addB(*m.QueueNs, max(*m.TTFTLoNs-p, 0), max(*m.TTFTHiNs-p, 0), 1)
+	a.prefill.add(p)
+	a.decode.addB(*m.DecodeNs, max(*m.E2ELoNs-*m.TTFTHiNs, 0), *m.E2EHiNs-*m.TTFTLoNs, 1)
 	a.sources[m.DecompositionSource]++
 	if m.DecompositionSource == SourceServer {
 		a.srvPrefill += *m.PrefillNs
@@ -184,17 +216,8 @@ type workerStats struct {
 	gcNs          int64
 }
 
-// limits of the client-bias checks.
-const (
-	minFidelity   = 0.99
-	maxSendLagP99 = int64(1e6)
-	maxReadLagP99 = int64(1e6)
-	maxRho        = 0.7
-	targetRho     = 0.5
-)
-
 // row computes the stage's row of metrics/stages.parquet.
-func (a *stageAcc) row(workers []workerStats, done *completions) (schemas.Stage, error) {
+func (a *stageAcc) row(workers []workerStats, done *completions, bias replay.Bias) (schemas.Stage, error) {
 	st := schemas.Stage{
 		Stage: a.info.Index, Name: a.info.Name, Mode: a.info.Mode, TargetRate: a.info.Rate,
 		Concurrency: a.info.Concurrency, StartNs: a.startNs, Requests: a.requests,
@@ -241,13 +264,13 @@ func (a *stageAcc) row(workers []workerStats, done *completions) (schemas.Stage,
 	}
 	var err error
 	for _, p := range []struct {
-		d   *dist
+		d   finisher
 		out *schemas.Dist
 	}{
 		{a.ttft, &st.TTFT}, {a.tpot, &st.TPOT}, {a.itl, &st.ITL}, {a.itlW, &st.ITLWeighted},
 		{a.e2e, &st.E2E}, {a.ntpot, &st.NTPOT}, {a.ttftP, &st.TTFTFromPlanned}, {a.e2eP, &st.E2EFromPlanned},
 		{a.queue, &st.Queue}, {a.prefill, &st.Prefill}, {a.decode, &st.Decode}, {a.inD, &st.InputTokens},
-		{a.outD, &st.OutputTokens}, {a.sendLag, &st.SendLag}, {a.readLag, &st.ReadLag},
+		{a.outD, &st.OutputTokens}, {a.sendLag, &st.SendLag}, {a.readLag, &st.ReadLag}, {a.connect, &st.Connect},
 	} {
 		if *p.out, err = p.d.finish(); err != nil {
 			return st, fmt.Errorf("stage %d: %w", a.info.Index, err)
@@ -255,10 +278,6 @@ func (a *stageAcc) row(workers []workerStats, done *completions) (schemas.Stage,
 	}
 	st.DecompositionSource = majority(a.sources)
 	st.PrefillPerTokenNs = a.prefillPerTok
-	st.RateFidelity = 1
-	if a.info.Mode != "closed" && a.info.Rate > 0 {
-		st.RateFidelity = st.AchievedRate / a.info.Rate
-	}
 	if a.events > 0 {
 		st.ExactShare = float64(a.exact) / float64(a.events)
 	}
@@ -274,21 +293,9 @@ func (a *stageAcc) row(workers []workerStats, done *completions) (schemas.Stage,
 	st.WorkerRho = string(b)
 	st.Workers = int32(len(workers))
 	st.WorkersForRhoHalf = int32(math.Ceil(rhoSum / targetRho))
-	var why []string
-	if a.info.Mode != "closed" && a.info.Rate > 0 && a.requests > 1 && st.RateFidelity < minFidelity {
-		why = append(why, fmt.Sprintf("rate fidelity %.3f < %.2f", st.RateFidelity, minFidelity))
-	}
-	if st.SendLag.Count > 0 && st.SendLag.P99 > maxSendLagP99 {
-		why = append(why, fmt.Sprintf("send lag p99 %.3f ms > 1 ms", float64(st.SendLag.P99)/1e6))
-	}
-	if st.ReadLag.Count > 0 && st.ReadLag.P99 > maxReadLagP99 {
-		why = append(why, fmt.Sprintf("read lag p99 %.3f ms > 1 ms", float64(st.ReadLag.P99)/1e6))
-	}
-	if st.WorkerRhoMax > maxRho {
-		why = append(why, fmt.Sprintf("worker rho %.2f > %.1f (%d workers would bring it under %.1f)", st.WorkerRhoMax, maxRho, st.WorkersForRhoHalf, targetRho))
-	}
-	st.ClientBound = len(why) > 0
-	st.ClientBoundReason = strings.Join(why, "; ")
+	a.planned(&st)
+	judgeLatency(&st, bias)
+	a.judgeLoad(&st)
 	return st, nil
 }
 

@@ -19,6 +19,7 @@ type Config struct {
 	Workload  Workload       `yaml:"workload" json:"workload"`
 	Tokenizer string         `yaml:"tokenizer" json:"tokenizer,omitempty"`
 	SLO       SLO            `yaml:"slo" json:"slo"`
+	Bias      Bias           `yaml:"bias" json:"bias"`
 	Capture   CaptureOptions `yaml:"capture" json:"capture"`
 }
 
@@ -46,6 +47,43 @@ type SLO struct {
 	ITL   Duration `yaml:"itl" json:"itl,omitempty"` // limit on each request's largest inter-chunk gap
 	NTPOT Duration `yaml:"ntpot" json:"ntpot,omitempty"`
 	E2E   Duration `yaml:"e2e" json:"e2e,omitempty"`
+}
+
+// Bias sets how aggregate judges the client's own measurement error. Zero fields take the
+// defaults of WithDefaults.
+type Bias struct {
+	// Tolerance and ToleranceShare: a stage is client-bound when the bound of one of its judged
+	// latency percentiles (p50, p90, p99 of TTFT, TPOT, ITL, E2E, NTPOT) is wider than
+	// max(Tolerance, ToleranceShare × the percentile). Defaults 500us and 0.01: half a
+	// millisecond is below what any LLM serving decision turns on, 1% below run-to-run noise.
+	Tolerance      Duration `yaml:"tolerance" json:"tolerance,omitempty"`
+	ToleranceShare float64  `yaml:"tolerance_share" json:"tolerance_share,omitempty"`
+	// StampAllowance is how long before its kernel receive timestamp an exact event may have
+	// reached the host: the software timestamp is taken when the packet enters the network stack,
+	// after the NIC's interrupt moderation (loopback: none). Default 20us; on a real NIC set it to
+	// the adapter's rx-usecs (ethtool -c) plus a few µs. calibrate reports the loopback figure.
+	StampAllowance Duration `yaml:"stamp_allowance" json:"stamp_allowance,omitempty"`
+}
+
+// Default bias settings.
+const (
+	DefaultTolerance      = Duration(500 * time.Microsecond)
+	DefaultToleranceShare = 0.01
+	DefaultStampAllowance = Duration(20 * time.Microsecond)
+)
+
+// WithDefaults returns b with its zero fields set to the defaults.
+func (b Bias) WithDefaults() Bias {
+	if b.Tolerance == 0 {
+		b.Tolerance = DefaultTolerance
+	}
+	if b.ToleranceShare == 0 {
+		b.ToleranceShare = DefaultToleranceShare
+	}
+	if b.StampAllowance == 0 {
+		b.StampAllowance = DefaultStampAllowance
+	}
+	return b
 }
 
 // CaptureOptions are read by capture from the manifest; capture's flags override them.

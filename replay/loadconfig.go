@@ -351,6 +351,9 @@ func (c *Config) validate(v *validator) {
 			v.errf("slo."+d.name, "must be >= 0")
 		}
 	}
+	if b := c.Bias; b.Tolerance < 0 || b.ToleranceShare < 0 || b.StampAllowance < 0 {
+		v.errf("bias", "values must be >= 0")
+	}
 	cp := c.Capture
 	if cp.Workers < 0 || cp.Connections < 0 || cp.Shards < 0 || cp.MaxInflight < 0 || cp.PartRows < 0 || cp.PartInterval < 0 || cp.DrainTimeout < 0 {
 		v.errf("capture", "values must be >= 0")

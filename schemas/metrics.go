@@ -3,6 +3,13 @@ package schemas
 // MetricRequest is one row of metrics/requests.parquet: one request with every derived metric.
 // t_j is chunk j's rx_kernel_ns when present, else rx_user_ns; S = sent_ns, P = planned_ns,
 // E = done_ns; I = input_tokens, N = output_tokens.
+//
+// Every latency also has an interval [*_lo_ns, *_hi_ns] that surely holds its true value, from
+// an interval for each time it uses (see the Bounds section of SCHEMAS.md): event j arrived in
+// [lo_j, hi_j] (exact: [rx_kernel_ns − stamp allowance, rx_kernel_ns]; upper_bound:
+// [max(rx_after_ns, S), rx_kernel_ns]; user: [max(rx_after_ns, S), rx_user_ns]); the request
+// left in [S, sent_end_ns]. A difference b − a of two such times lies in [lo_b − hi_a,
+// hi_b − lo_a]; a quotient by N in the quotient of the ends (integer division is monotone).
 type MetricRequest struct {
 	Seq                 int64  `parquet:"seq,delta" doc:"request number in the run"`
 	Stage               int32  `parquet:"stage" doc:"stage index"`
@@ -12,7 +19,7 @@ type MetricRequest struct {
 	Conversation        int64  `parquet:"conversation" doc:"conversation id; -1 when none"`
 	Turn                int32  `parquet:"turn" doc:"turn inside the conversation"`
 	PlannedNs           int64  `parquet:"planned_ns" doc:"planned send time P"`
-	SentNs              int64  `parquet:"sent_ns" doc:"send time S: when the write call that took the request's last byte began (https: when net/http reports the request written)"`
+	SentNs              int64  `parquet:"sent_ns" doc:"send time S: when the write call that took the request's last byte began (https: when net/http reports the headers written); for a request never written (e.g. the connect failed), when the worker began it"`
 	DoneNs              *int64 `parquet:"done_ns,optional" doc:"arrival of the final event, E; null when the stream did not end"`
 	Status              int32  `parquet:"status" doc:"HTTP status; 0 when none"`
 	ErrorKind           string `parquet:"error_kind,dict" doc:"empty on success, else the capture error kind"`
@@ -22,15 +29,27 @@ type MetricRequest struct {
 	TokensSource        string `parquet:"tokens_source,dict" doc:"usage, tokenizer or chunks: where output_tokens came from"`
 	Chunks              int32  `parquet:"chunks" doc:"content-bearing events"`
 	TTFTNs              *int64 `parquet:"ttft_ns,optional" doc:"t(first content-bearing chunk, reasoning included) - S"`
+	TTFTLoNs            *int64 `parquet:"ttft_lo_ns,optional" doc:"lower end of TTFT's interval: lo(first content event) - sent_end_ns"`
+	TTFTHiNs            *int64 `parquet:"ttft_hi_ns,optional" doc:"upper end: hi(first content event) - S"`
 	E2ENs               *int64 `parquet:"e2e_ns,optional" doc:"E - S"`
+	E2ELoNs             *int64 `parquet:"e2e_lo_ns,optional" doc:"lower end of E2E's interval: lo(final event) - sent_end_ns"`
+	E2EHiNs             *int64 `parquet:"e2e_hi_ns,optional" doc:"upper end: hi(final event) - S"`
 	TPOTNs              *int64 `parquet:"tpot_ns,optional" doc:"(t_last - t_first) / (N - 1) for N > 1; null otherwise"`
+	TPOTLoNs            *int64 `parquet:"tpot_lo_ns,optional" doc:"lower end of TPOT's interval: max(0, lo(last) - hi(first)) / (N - 1)"`
+	TPOTHiNs            *int64 `parquet:"tpot_hi_ns,optional" doc:"upper end: (hi(last) - lo(first)) / (N - 1)"`
 	ITLMeanNs           *int64 `parquet:"itl_mean_ns,optional" doc:"mean gap between consecutive content chunks; null with fewer than two"`
 	ITLMaxNs            *int64 `parquet:"itl_max_ns,optional" doc:"largest gap between consecutive content chunks (stalls)"`
+	ITLMaxLoNs          *int64 `parquet:"itl_max_lo_ns,optional" doc:"lower end of itl_max's interval: the largest gap lower end, max over j of max(0, lo_j - hi_(j-1))"`
+	ITLMaxHiNs          *int64 `parquet:"itl_max_hi_ns,optional" doc:"upper end: the largest gap upper end, max over j of hi_j - lo_(j-1)"`
 	NTPOTNs             *int64 `parquet:"ntpot_ns,optional" doc:"E2E / N for N > 0; null (never 0) when N = 0"`
+	NTPOTLoNs           *int64 `parquet:"ntpot_lo_ns,optional" doc:"e2e_lo_ns / N for N > 0"`
+	NTPOTHiNs           *int64 `parquet:"ntpot_hi_ns,optional" doc:"e2e_hi_ns / N for N > 0"`
 	TTFTFromPlannedNs   *int64 `parquet:"ttft_from_planned_ns,optional" doc:"t(first content chunk) - P: coordinated-omission-free TTFT"`
 	E2EFromPlannedNs    *int64 `parquet:"e2e_from_planned_ns,optional" doc:"E - P"`
 	NTPOTFromPlannedNs  *int64 `parquet:"ntpot_from_planned_ns,optional" doc:"(E - P) / N for N > 0"`
-	SendLagNs           int64  `parquet:"send_lag_ns" doc:"S - P"`
+	SendLagNs           int64  `parquet:"send_lag_ns" doc:"S - P: lateness against the schedule"`
+	PacerLagNs          int64  `parquet:"pacer_lag_ns" doc:"send_start_ns - P: how late the worker began the request (its pacer and CPU: the client's part of the lateness)"`
+	ConnectNs           *int64 `parquet:"connect_ns,optional" doc:"duration of the TCP connect when the request needed a new connection (the server's accept path when it is long); null when reused"`
 	ReadLagMaxNs        *int64 `parquet:"read_lag_max_ns,optional" doc:"largest rx_user_ns - rx_kernel_ns over the request's events; null without kernel times"`
 	ExactChunks         int32  `parquet:"exact_chunks" doc:"events with quality exact"`
 	UpperBoundChunks    int32  `parquet:"upper_bound_chunks" doc:"events with quality upper_bound"`
@@ -49,12 +68,25 @@ type MetricRequest struct {
 // nanoseconds (tokens for the token distributions). Latency distributions are over the stage's
 // ok requests; send lag over every request; read lag over every event with a kernel time.
 // Count is the number of values; with Count = 0 every other field is 0.
+//
+// Bounds: each value x_i has an interval [l_i, h_i] holding its true value (see MetricRequest).
+// The true p-quantile lies in [p_lo, p_hi], the same nearest-rank quantile of the l_i and of the
+// h_i: l_i <= x_i for every i means that at least as many l values as x values lie at or below
+// any t, so the k-th smallest l is at most the k-th smallest x; the same argument gives the
+// k-th smallest x at most the k-th smallest h. Ties and weights (same weight for l_i, x_i, h_i)
+// do not change the argument.
 type Dist struct {
 	Count int64 `parquet:"count" doc:"number of values"`
 	P50   int64 `parquet:"p50" doc:"50th percentile (nearest rank: value at rank ceil(0.5*count))"`
+	P50Lo int64 `parquet:"p50_lo" doc:"lower bound of the true p50: the p50 of the values' lower ends (= p50 where the values carry no client error)"`
+	P50Hi int64 `parquet:"p50_hi" doc:"upper bound of the true p50: the p50 of the values' upper ends"`
 	P90   int64 `parquet:"p90" doc:"90th percentile"`
+	P90Lo int64 `parquet:"p90_lo" doc:"lower bound of the true p90"`
+	P90Hi int64 `parquet:"p90_hi" doc:"upper bound of the true p90"`
 	P95   int64 `parquet:"p95" doc:"95th percentile"`
 	P99   int64 `parquet:"p99" doc:"99th percentile"`
+	P99Lo int64 `parquet:"p99_lo" doc:"lower bound of the true p99"`
+	P99Hi int64 `parquet:"p99_hi" doc:"upper bound of the true p99"`
 	P999  int64 `parquet:"p999" doc:"99.9th percentile"`
 	Max   int64 `parquet:"max" doc:"maximum"`
 	Mean  int64 `parquet:"mean" doc:"arithmetic mean, rounded"`
@@ -98,17 +130,24 @@ type Stage struct {
 	OutputTokens        Dist    `parquet:"output_tokens" doc:"output length distribution (tokens, not ns)"`
 	SendLag             Dist    `parquet:"send_lag_ns" doc:"send lag S - P"`
 	ReadLag             Dist    `parquet:"read_lag_ns" doc:"read lag rx_user_ns - rx_kernel_ns, one value per event with a kernel time"`
+	Connect             Dist    `parquet:"connect_ns" doc:"TCP connect durations of the requests that opened a connection"`
 	PrefillPerTokenNs   float64 `parquet:"prefill_per_token_ns" doc:"T_prefill per input token used by the decomposition"`
 	DecompositionSource string  `parquet:"decomposition_source,dict" doc:"server, histograms, fit or empty"`
-	RateFidelity        float64 `parquet:"rate_fidelity" doc:"achieved_rate / target_rate (open loop); 1 for closed loop. achieved_rate = (sends - 1) / (last S - first S)"`
+	PlannedRate         float64 `parquet:"planned_rate" doc:"the schedule's own send rate: (planned sends - 1) / (last P - first P); a Poisson or trace stage's sample differs from target_rate"`
+	RateFidelity        float64 `parquet:"rate_fidelity" doc:"achieved_rate / planned_rate (open loop); 1 for closed loop. achieved_rate = (sends - 1) / (last S - first S)"`
 	ExactShare          float64 `parquet:"exact_share" doc:"share of events with an exact kernel timestamp"`
 	WorkerRhoMax        float64 `parquet:"worker_rho_max" doc:"largest worker utilisation: (user + sys CPU time) / wall time"`
 	WorkerRho           string  `parquet:"worker_rho" doc:"JSON array of per-worker utilisation, by worker index"`
 	GCPauseNs           int64   `parquet:"gc_pause_ns" doc:"total GC pause of all workers in the stage"`
 	Workers             int32   `parquet:"workers" doc:"worker processes that took part"`
-	ClientBound         bool    `parquet:"client_bound" doc:"fidelity < 0.99, send lag p99 > 1 ms, read lag p99 > 1 ms or worker rho > 0.7"`
-	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"which checks failed, human readable; empty when not client-bound"`
-	WorkersForRhoHalf   int32   `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load: ceil(sum of the workers' rho / 0.5)"`
+	UncertaintyNs       int64   `parquet:"uncertainty_ns" doc:"the widest bound (p_hi - p_lo) of any judged percentile: p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT"`
+	UncertaintyFigure   string  `parquet:"uncertainty_figure" doc:"which percentile that is, e.g. ttft p99; empty without latencies"`
+	ClientBound         bool    `parquet:"client_bound" doc:"latency uncertainty verdict: some judged percentile's bound is wider than max(bias.tolerance, bias.tolerance_share × the percentile)"`
+	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"the figures whose bounds are too wide, with their widths; empty when not client-bound"`
+	LoadDelivered       bool    `parquet:"load_delivered" doc:"load verdict: sends followed the planned schedule: rate_fidelity within 2% of 1 (open loop) and send lag p99 <= max(1 ms, a tenth of the mean planned gap 1/planned_rate) (closed loop: 1 ms)"`
+	LoadReason          string  `parquet:"load_reason" doc:"why not, with the figures and who waited: the client (pacer_lag_ns: its pacer and CPU) or the server (connect_ns: accepting connections); empty when delivered"`
+	LateShareClient     float64 `parquet:"late_share_client" doc:"of the stage's total lateness (the sum of max(0, S - P) over its sent requests), the share spent before the worker began the request (pacer_lag_ns); the rest was waiting for a connection, connecting and writing"`
+	WorkersForRhoHalf   int32   `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load: ceil(sum of the workers' rho / 0.5); advice only where the load verdict blames the client's CPU"`
 	Saturated           bool    `parquet:"saturated" doc:"the run's saturation stage: of the non-warmup stages ordered by offered load, the first after the least-loaded where steady completions fall below 90% of steady sends (open loop) or grow less than 10% over the previous stage (closed loop), or TTFT p50 exceeds twice the least-loaded stage's and by more than 1 ms"`
 }
 

@@ -13,7 +13,8 @@ type RawRequest struct {
 	InputTokens     int32  `parquet:"input_tokens" doc:"scheduled prompt tokens (configured tokenizer)"`
 	MaxTokens       int32  `parquet:"max_tokens" doc:"max_tokens sent"`
 	PlannedNs       int64  `parquet:"planned_ns" doc:"time the schedule said to send it (CLOCK_REALTIME)"`
-	SentNs          int64  `parquet:"sent_ns" doc:"when the write call that took the request's last byte began (https: when net/http reports the request written)"`
+	SentNs          int64  `parquet:"sent_ns" doc:"when the write call that took the request's last byte began (https: when net/http reports the headers written, before the flush that carries the body)"`
+	SentEndNs       *int64 `parquet:"sent_end_ns,optional" doc:"when that write call returned (https: when net/http reports the request written): the request's last byte left between sent_ns and sent_end_ns; null when the request was not written"`
 	SendStartNs     int64  `parquet:"send_start_ns" doc:"time the client began the request (before dialing or writing)"`
 	InflightDelay   bool   `parquet:"inflight_delayed" doc:"the send waited on the per-worker in-flight cap"`
 	ConnReused      bool   `parquet:"conn_reused" doc:"the request went over a kept-alive connection"`
@@ -38,6 +39,14 @@ type RawRequest struct {
 	OutputText      string `parquet:"output_text" doc:"generated text, only with capture --keep-text; else empty"`
 }
 
+// Timestamp qualities of RawChunk.Quality.
+const (
+	QualityExact      = "exact"       // kernel time of the segment that carried the event's last byte
+	QualityUpperBound = "upper_bound" // kernel time of a later segment coalesced into the same read
+	QualityUser       = "user"        // no kernel time: time.Now() right after the socket read
+	QualityApprox     = "approx"      // TLS: time.Now() after the body read that decoded the event
+)
+
 // RawChunk is one row of raw/chunks-wNN-PPPP.parquet: one streamed SSE event with its arrival
 // times. t = rx_kernel_ns when present, else rx_user_ns.
 type RawChunk struct {
@@ -45,6 +54,7 @@ type RawChunk struct {
 	Index          int32  `parquet:"index" doc:"event number inside the response, from 0"`
 	RxKernelNs     *int64 `parquet:"rx_kernel_ns,optional" doc:"kernel receive timestamp of the read that delivered the event's last byte; null when the socket gives none"`
 	RxUserNs       int64  `parquet:"rx_user_ns" doc:"time.Now() right after that read returned, before parsing"`
+	RxAfterNs      *int64 `parquet:"rx_after_ns,optional" doc:"the event's last byte became readable after this time: the latest earlier read on the connection that emptied the socket (returned less than its buffer), at the later of its kernel time and the start of its read call; null when no earlier read emptied it"`
 	Quality        string `parquet:"quality,dict" doc:"exact (kernel time of the newest segment), upper_bound (coalesced: the kernel time of a later segment), user (no kernel time), approx (TLS or HTTP/2: read-granular)"`
 	Kind           string `parquet:"kind,dict" doc:"content (carries content or reasoning text), empty (no text: role or tool header), usage, done ([DONE]), error (error object mid-stream)"`
 	Bytes          int32  `parquet:"bytes" doc:"size of the event on the wire in bytes"`

@@ -39,12 +39,12 @@ const (
 	KindError   = "error"   // an error object
 )
 
-// Timestamp qualities recorded in RawChunk.Quality.
+// Timestamp qualities recorded in RawChunk.Quality (defined in schemas, the file contract).
 const (
-	QualityExact      = "exact"       // kernel time of the segment that carried the event's last byte
-	QualityUpperBound = "upper_bound" // kernel time of a later segment coalesced into the same read
-	QualityUser       = "user"        // no kernel time: time.Now() right after the socket read
-	QualityApprox     = "approx"      // TLS: time.Now() after the body read that decoded the event
+	QualityExact      = schemas.QualityExact
+	QualityUpperBound = schemas.QualityUpperBound
+	QualityUser       = schemas.QualityUser
+	QualityApprox     = schemas.QualityApprox
 )
 
 // maxErrorBody bounds how much of an error response body is kept as the message.
@@ -261,6 +261,7 @@ type reqState struct {
 	body   bytes.Reader
 	p      *ptrs   // this request's optional request fields (fresh per Do: rows may outlive it)
 	kern   []int64 // per chunk: kernel time, 0 = none
+	aft    []int64 // per chunk: rx_after_ns, 0 = none
 	tok    []int32 // per chunk: tokens, -1 = not said
 	srv    []int64 // server send times from x-sim, per content chunk
 }
@@ -268,7 +269,7 @@ type reqState struct {
 // ptrs backs the optional (pointer) fields of one request's rows. It is allocated per Do, so
 // rows copied out of a Result stay valid after the next Do.
 type ptrs struct {
-	ints [7]int64
+	ints [8]int64
 	i32  [3]int32
 }
 
@@ -281,6 +282,7 @@ const (
 	slotQueue
 	slotPrefill
 	slotDecode
+	slotSentEnd
 )
 
 func (s *reqState) init() {
@@ -303,6 +305,7 @@ type traceState struct {
 	connectNs int64 // -1 when no connect happened for this request
 	tlsNs     int64
 	sentNs    int64
+	sentEndNs int64
 }
 
 func newTrace() (*traceState, *httptrace.ClientTrace) {
@@ -341,10 +344,18 @@ func newTrace() (*traceState, *httptrace.ClientTrace) {
 			}
 			t.mu.Unlock()
 		},
-		WroteRequest: func(httptrace.WroteRequestInfo) {
+		// net/http buffers the headers and flushes them with the body, so the request's last
+		// byte left between WroteHeaders and WroteRequest.
+		WroteHeaders: func() {
 			now := time.Now().UnixNano()
 			t.mu.Lock()
 			t.sentNs = now
+			t.mu.Unlock()
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			now := time.Now().UnixNano()
+			t.mu.Lock()
+			t.sentEndNs = now
 			t.mu.Unlock()
 		},
 	}
@@ -368,7 +379,7 @@ func (res *Result) reset() {
 	res.Text = ""
 	s.dec.Reset()
 	s.text, s.sim = s.text[:0], s.sim[:0]
-	s.kern, s.tok, s.srv = s.kern[:0], s.tok[:0], s.srv[:0]
+	s.kern, s.aft, s.tok, s.srv = s.kern[:0], s.aft[:0], s.tok[:0], s.srv[:0]
 	s.conn, s.resp, s.cursor = nil, 0, 0
 	s.p = new(ptrs)
 }
@@ -481,6 +492,9 @@ func (c *Client) traced(res *Result, ts *traceState) {
 		res.Req.TLSNs = s.int64p(slotTLS, ts.tlsNs)
 	}
 	res.Req.SentNs = ts.sentNs
+	if ts.sentEndNs != 0 {
+		res.Req.SentEndNs = s.int64p(slotSentEnd, ts.sentEndNs)
+	}
 	if res.Req.SentNs == 0 && res.Req.HeadersNs != nil {
 		res.Req.SentNs = *res.Req.HeadersNs // the server answered before the body was written
 	}
@@ -528,27 +542,30 @@ func classify(parent, rctx context.Context, err error) string {
 	return ErrReset
 }
 
-// stamp returns the arrival times of the event ending at body offset end.
-func (s *reqState) stamp(end int64, cr bool, userNow int64, approx bool) (kernel, user int64, quality string) {
+// stamp returns the arrival times of the event ending at body offset end, and after, a time
+// before which its last byte had surely not become readable (0 when unknown).
+func (s *reqState) stamp(end int64, cr bool, userNow int64, approx bool) (kernel, user, after int64, quality string) {
 	if s.conn == nil {
 		if approx {
-			return 0, userNow, QualityApprox
+			return 0, userNow, 0, QualityApprox
 		}
-		return 0, userNow, QualityUser
+		return 0, userNow, 0, QualityUser
 	}
 	rec, ok := s.conn.lookup(s.resp, end, &s.cursor)
 	if !ok {
-		return 0, userNow, QualityUser
+		return 0, userNow, 0, QualityUser
 	}
 	if rec.kernel == 0 {
-		return 0, rec.user, QualityUser
+		return 0, rec.user, rec.after, QualityUser
 	}
-	// The kernel keeps the newest segment's time: exact only when the read ends with this event.
+	// The kernel keeps the newest segment's time: exact only when the read ends with this event
+	// and did not fill the buffer (a full read may have left part of a newer, coalesced segment
+	// queued, whose time the read reports).
 	tail := rec.bodyEnd - end
-	if tail == 0 || (cr && tail == 1) {
-		return rec.kernel, rec.user, QualityExact
+	if !rec.full && (tail == 0 || (cr && tail == 1)) {
+		return rec.kernel, rec.user, rec.after, QualityExact
 	}
-	return rec.kernel, rec.user, QualityUpperBound
+	return rec.kernel, rec.user, rec.after, QualityUpperBound
 }
 
 // stream reads an SSE body. Every event's times come from the socket read that delivered its
@@ -573,12 +590,13 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 				}
 				continue
 			}
-			kernel, user, q := s.stamp(ev.End, ev.CR, userNow, approx)
+			kernel, user, after, q := s.stamp(ev.End, ev.CR, userNow, approx)
 			ch := c.event(ctx, res, ev, kernel)
 			if c.cfg.StampAfterDecode {
-				user, kernel, q = time.Now().UnixNano(), 0, QualityUser
+				user, kernel, after, q = time.Now().UnixNano(), 0, 0, QualityUser
 				s.kern[len(s.kern)-1] = 0
 			}
+			s.aft[len(s.aft)-1] = after
 			ch.Seq, ch.Index = r.Seq, int32(len(res.Chunks)-1)
 			ch.RxUserNs, ch.Quality, ch.Bytes = user, q, int32(ev.End-ev.Start)
 			if ch.Kind == KindDone {
@@ -620,6 +638,7 @@ func (c *Client) event(ctx context.Context, res *Result, ev *Event, kernel int64
 	res.Chunks = append(res.Chunks, schemas.RawChunk{})
 	ch := &res.Chunks[len(res.Chunks)-1]
 	s.kern = append(s.kern, kernel)
+	s.aft = append(s.aft, 0)
 	s.tok = append(s.tok, -1)
 	if string(ev.Data) == "[DONE]" {
 		ch.Kind = KindDone
@@ -680,7 +699,7 @@ func (c *Client) finish(res *Result) {
 	if n == 0 {
 		return
 	}
-	ints := make([]int64, 2*n)
+	ints := make([]int64, 3*n)
 	toks := make([]int32, n)
 	content := 0
 	for i := range res.Chunks {
@@ -688,6 +707,10 @@ func (c *Client) finish(res *Result) {
 		if s.kern[i] != 0 {
 			ints[i] = s.kern[i]
 			ch.RxKernelNs = &ints[i]
+		}
+		if s.aft[i] != 0 {
+			ints[2*n+i] = s.aft[i]
+			ch.RxAfterNs = &ints[2*n+i]
 		}
 		if s.tok[i] >= 0 {
 			toks[i] = s.tok[i]
@@ -749,9 +772,10 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 	s.sim = body[:0]
 	userNow := time.Now().UnixNano()
 	end := int64(len(body))
-	kernel, user, q := s.stamp(end, false, userNow, resp.tls)
+	kernel, user, after, q := s.stamp(end, false, userNow, resp.tls)
 	ev := Event{Start: 0, End: end, Data: body}
 	ch := c.event(ctx, res, &ev, kernel)
+	s.aft[0] = after
 	ch.Seq, ch.Index = r.Seq, 0
 	ch.RxUserNs, ch.Quality, ch.Bytes = user, q, int32(end)
 	res.Req.Chunks = 1

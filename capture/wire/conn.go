@@ -14,6 +14,7 @@ type readRecord struct {
 	bodyEnd int64 // body offset of that response at the end of the read
 	kernel  int64 // kernel receive time (CLOCK_REALTIME ns); 0 when none
 	user    int64 // time.Now() right after the read returned
+	after   int64 // the data of this read became readable after this time (Conn.empty before it); 0 when unknown
 	n       int32 // bytes read
 	full    bool  // the read filled the caller's buffer (more data may have been queued)
 	headers bool  // a final response's headers completed in this read
@@ -33,9 +34,14 @@ type Conn struct {
 	stats    *counters
 	sys      sysConn // platform read path
 
-	mu    sync.Mutex
-	fr    Framing
-	next  int64 // seq of the next read
+	mu   sync.Mutex
+	fr   Framing
+	next int64 // seq of the next read
+	// empty is a time at which the socket's receive queue was surely empty: of the latest read
+	// that returned less than its buffer (tcp_recvmsg returns early only once the queue is
+	// empty), the later of its kernel time and the start of its call. Bytes a later read returns
+	// became readable after it.
+	empty int64
 	ring  [ringSize]readRecord
 	hdr   readRecord // the read that completed the latest final response's headers
 	hdrOK bool
@@ -47,6 +53,7 @@ type counters struct {
 
 // Read reads from the socket with its timestamps and records the read.
 func (c *Conn) Read(p []byte) (int, error) {
+	start := time.Now().UnixNano()
 	n, kernel, err := c.sys.read(c, p)
 	user := time.Now().UnixNano()
 	if n <= 0 {
@@ -57,7 +64,10 @@ func (c *Conn) Read(p []byte) (int, error) {
 	c.mu.Lock()
 	c.next++
 	r := &c.ring[c.next%ringSize]
-	*r = readRecord{seq: c.next, kernel: kernel, user: user, n: int32(n), full: n == len(p)}
+	*r = readRecord{seq: c.next, kernel: kernel, user: user, after: c.empty, n: int32(n), full: n == len(p)}
+	if !r.full {
+		c.empty = max(kernel, start)
+	}
 	if c.track {
 		r.headers = c.fr.Feed(p[:n])
 		r.resp, r.bodyEnd = c.fr.Response(), c.fr.BodyOffset()

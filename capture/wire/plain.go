@@ -38,12 +38,13 @@ type call struct {
 	deadline int64 // unix ns; 0 = none
 
 	// The writer sets sent or werr, then publishes them with wstate.
-	wstate atomic.Int32
-	sent   int64 // when the write that took the last byte began (unix ns)
-	werr   error
-	keep   bool         // set by the reader: the connection can carry another request
-	parts  atomic.Int32 // writer and reader not yet finished; the last one calls complete
-	ended  atomic.Bool  // the reader has read the whole response
+	wstate  atomic.Int32
+	sent    int64 // when the write that took the last byte began (unix ns)
+	sentEnd int64 // when that write returned: the last byte left in [sent, sentEnd]
+	werr    error
+	keep    bool         // set by the reader: the connection can carry another request
+	parts   atomic.Int32 // writer and reader not yet finished; the last one calls complete
+	ended   atomic.Bool  // the reader has read the whole response
 }
 
 // call.wstate values.
@@ -126,13 +127,14 @@ type plainConn struct {
 	killed bool        // the watchdog set a past read deadline; guarded by mu
 
 	// Written only by the connection's current owner (the goroutine sending on it).
-	head    []byte
-	w0, w1  []byte // unwritten parts of head and body
-	park    bool   // writeFn waits for the socket on EAGAIN instead of returning
-	blocked bool   // writeFn returned on EAGAIN with bytes left
-	wErrno  syscall.Errno
-	wfn     func(fd uintptr) bool
-	wlast   int64 // when the write call that took the request's last byte began (unix ns)
+	head     []byte
+	w0, w1   []byte // unwritten parts of head and body
+	park     bool   // writeFn waits for the socket on EAGAIN instead of returning
+	blocked  bool   // writeFn returned on EAGAIN with bytes left
+	wErrno   syscall.Errno
+	wfn      func(fd uintptr) bool
+	wlast    int64 // when the write call that took the request's last byte began (unix ns)
+	wlastEnd int64 // when it returned
 }
 
 // endpointFor parses and caches rawURL.
@@ -299,7 +301,7 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 	err := pc.rc.Write(pc.wfn)
 	switch {
 	case err == nil && pc.wErrno == 0 && !pc.blocked:
-		cl.sent = pc.wlast
+		cl.sent, cl.sentEnd = pc.wlast, pc.wlastEnd
 		cl.wstate.Store(written)
 		pc.finished(cl, true)
 	case err == nil && pc.wErrno == 0:
@@ -339,6 +341,7 @@ func (pc *plainConn) complete(cl *call) {
 	res := cl.res
 	if cl.wstate.Load() == written {
 		res.Req.SentNs = cl.sent
+		res.Req.SentEndNs = res.st.int64p(slotSentEnd, cl.sentEnd)
 	}
 	if res.Req.SentNs == 0 && res.Req.HeadersNs != nil {
 		res.Req.SentNs = *res.Req.HeadersNs // the server answered before the request was written
@@ -369,7 +372,7 @@ func (pc *plainConn) finishWrite(cl *call) {
 		pc.writeFailed(cl, err, false)
 		return
 	}
-	cl.sent = pc.wlast
+	cl.sent, cl.sentEnd = pc.wlast, pc.wlastEnd
 	cl.wstate.Store(written)
 	pc.finished(cl, false)
 }
@@ -409,7 +412,7 @@ func (pc *plainConn) writeFn(fd uintptr) bool {
 		k := min(n, len(pc.w0))
 		pc.w0 = pc.w0[k:]
 		pc.w1 = pc.w1[n-k:]
-		pc.wlast = t
+		pc.wlast, pc.wlastEnd = t, time.Now().UnixNano()
 	}
 	return true
 }

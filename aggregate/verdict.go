@@ -1,0 +1,151 @@
+package aggregate
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// The load verdict's limits.
+const (
+	// maxRateError is how far achieved/planned may stray from 1: beyond run-to-run noise of a
+	// pacer that is on time (the first and the last send's lateness alone move it).
+	maxRateError = 0.02
+	// minLateLimit and lateGapShare: lateness matters to the arrival process the server sees once
+	// its p99 exceeds a tenth of the mean planned gap between sends (requests then start to
+	// bunch and swap places), and never below 1 ms, under which no LLM server's behaviour turns.
+	minLateLimit = int64(time.Millisecond)
+	lateGapShare = 0.1
+	// Advice (more workers) only when the client is blamed and a worker's utilisation is high.
+	maxRho    = 0.7
+	targetRho = 0.5
+)
+
+// addLateness adds a request's lateness S − P (in [S − P, sent_end − P]) and splits it into
+// the pacer's part (send_start − P, the worker's pacer and CPU) and the rest (waiting for a
+// connection, connecting, writing), with connect durations. Requests never written count for
+// the planned rate only.
+func (a *stageAcc) addLateness(s *reqState, m *schemas.MetricRequest) {
+	a.firstPlanned = min(a.firstPlanned, s.plannedNs)
+	a.lastPlanned = max(a.lastPlanned, s.plannedNs)
+	if s.connectNs >= 0 {
+		a.connect.add(s.connectNs)
+	}
+	if s.unsent {
+		return
+	}
+	lag := m.SendLagNs
+	a.sendLag.addB(lag, lag, s.sentEndNs-s.plannedNs, 1)
+	late := max(lag, 0)
+	pacer := min(max(m.PacerLagNs, 0), late)
+	a.lateNs += late
+	a.pacerLateNs += pacer
+	if s.connectNs > 0 {
+		a.connectLateNs += min(s.connectNs, late-pacer)
+	}
+}
+
+// planned sets planned_rate, the schedule's own rate over the stage's planned send times, and
+// rate_fidelity = achieved_rate / planned_rate (open loop; 1 otherwise).
+func (a *stageAcc) planned(st *schemas.Stage) {
+	st.RateFidelity = 1
+	if a.requests > 1 && a.lastPlanned > a.firstPlanned {
+		st.PlannedRate = float64(a.requests-1) / (float64(a.lastPlanned-a.firstPlanned) / 1e9)
+	}
+	if a.info.Mode != "closed" && st.PlannedRate > 0 && st.AchievedRate > 0 {
+		st.RateFidelity = st.AchievedRate / st.PlannedRate
+	}
+}
+
+// judged are the latency distributions whose percentile bounds make the uncertainty verdict.
+func judged(st *schemas.Stage) []struct {
+	name string
+	d    *schemas.Dist
+} {
+	return []struct {
+		name string
+		d    *schemas.Dist
+	}{{"ttft", &st.TTFT}, {"tpot", &st.TPOT}, {"itl", &st.ITL}, {"e2e", &st.E2E}, {"ntpot", &st.NTPOT}}
+}
+
+// judgeLatency sets the latency-uncertainty verdict: uncertainty_ns is the widest bound of any
+// judged percentile, and the stage is client-bound when some bound is wider than
+// max(tolerance, tolerance_share × the percentile).
+func judgeLatency(st *schemas.Stage, bias replay.Bias) {
+	var why []string
+	for _, j := range judged(st) {
+		if j.d.Count == 0 {
+			continue
+		}
+		for _, p := range []struct {
+			name      string
+			v, lo, hi int64
+		}{{"p50", j.d.P50, j.d.P50Lo, j.d.P50Hi}, {"p90", j.d.P90, j.d.P90Lo, j.d.P90Hi}, {"p99", j.d.P99, j.d.P99Lo, j.d.P99Hi}} {
+			w := p.hi - p.lo
+			if w > st.UncertaintyNs || st.UncertaintyFigure == "" {
+				st.UncertaintyNs, st.UncertaintyFigure = w, j.name+" "+p.name
+			}
+			tol := max(int64(bias.Tolerance), int64(math.Round(bias.ToleranceShare*float64(p.v))))
+			if w > tol {
+				why = append(why, fmt.Sprintf("%s %s bound [%s, %s] is %s wide > %s", j.name, p.name, fmtMs(p.lo), fmtMs(p.hi), fmtMs(w), fmtMs(tol)))
+			}
+		}
+	}
+	st.ClientBound = len(why) > 0
+	st.ClientBoundReason = strings.Join(why, "; ")
+}
+
+// lateLimit is the send lag p99 above which lateness distorts the planned arrival process.
+func lateLimit(st *schemas.Stage) int64 {
+	if st.Mode == "closed" || st.PlannedRate <= 0 {
+		return minLateLimit
+	}
+	return max(minLateLimit, int64(lateGapShare*1e9/st.PlannedRate))
+}
+
+// judgeLoad sets the load verdict: were the sends made as the schedule planned them, and when
+// not, who waited (see schemas.Stage.LoadDelivered).
+func (a *stageAcc) judgeLoad(st *schemas.Stage) {
+	if a.lateNs > 0 {
+		st.LateShareClient = float64(a.pacerLateNs) / float64(a.lateNs)
+	}
+	var why []string
+	if st.Mode != "closed" && a.requests > 1 && math.Abs(st.RateFidelity-1) > maxRateError {
+		why = append(why, fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity %.3f)", st.AchievedRate, st.PlannedRate, st.RateFidelity))
+	}
+	if limit := lateLimit(st); st.SendLag.Count > 0 && st.SendLag.P99 > limit {
+		why = append(why, fmt.Sprintf("send lag p99 %s > %s", fmtMs(st.SendLag.P99), fmtMs(limit)))
+	}
+	st.LoadDelivered = len(why) == 0
+	if st.LoadDelivered {
+		return
+	}
+	why = append(why, a.blame(st))
+	st.LoadReason = strings.Join(why, "; ")
+}
+
+// blame says who waited: the client when most of the lateness came before the worker began
+// the request (its pacer or CPU), the server when most of the rest was connecting.
+func (a *stageAcc) blame(st *schemas.Stage) string {
+	rest := a.lateNs - a.pacerLateNs
+	switch {
+	case st.LateShareClient >= 0.5:
+		s := fmt.Sprintf("the client: %.0f%% of the lateness was before the worker began the request (pacer and CPU)", 100*st.LateShareClient)
+		if st.WorkerRhoMax > maxRho {
+			s += fmt.Sprintf("; worker utilisation %.2f: %d workers would bring it under %.1f", st.WorkerRhoMax, st.WorkersForRhoHalf, targetRho)
+		}
+		return s
+	case rest > 0 && a.connectLateNs*2 >= rest:
+		return fmt.Sprintf("the server was not accepting connections fast enough: %.0f%% of the lateness was connecting (connect p99 %s over %d new connections)",
+			100*float64(a.connectLateNs)/float64(a.lateNs), fmtMs(st.Connect.P99), st.Connect.Count)
+	default:
+		return fmt.Sprintf("waiting for a connection or writing: %.0f%% of the lateness came after the worker began the request", 100*(1-st.LateShareClient))
+	}
+}
+
+// fmtMs formats ns as milliseconds with µs resolution.
+func fmtMs(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }
