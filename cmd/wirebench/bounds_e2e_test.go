@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// transitAllowance is how long before the kernel's receive stamp the simulator may have taken
+// its own send stamp: its write system call and the loopback path. The coverage checks compare
+// the simulator's send time with [ttft_lo_ns - transitAllowance, ttft_hi_ns]; README's
+// "Trusting the numbers" quotes it.
+const transitAllowance = 200 * time.Microsecond
+
+// coverage is what one run's bounds did against the simulator's ground truth.
+type coverage struct {
+	requests, covered int
+	misses            []string
+	stage             schemas.Stage
+}
+
+// boundsCoverage aggregates run and checks, for every ok request, that the simulator's send time
+// of its first content event, as a TTFT from sent_ns, lies in [ttft_lo - transit, ttft_hi].
+func boundsCoverage(t *testing.T, run string) coverage {
+	t.Helper()
+	if _, stderr, err := wirebench(t, 60*time.Second, "aggregate", run); err != nil {
+		t.Fatalf("aggregate: %v\n%s", err, stderr)
+	}
+	_, _, chunks := rawFiles(t, run)
+	first := map[int64]schemas.RawChunk{}
+	for _, c := range chunks {
+		if c.Kind != "content" || c.ServerSentNs == nil {
+			continue
+		}
+		if f, ok := first[c.Seq]; !ok || c.Index < f.Index {
+			first[c.Seq] = c
+		}
+	}
+	rows, err := schemas.ReadFile[schemas.MetricRequest](filepath.Join(run, "metrics", "requests.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cv coverage
+	for _, r := range rows {
+		c, ok := first[r.Seq]
+		if !r.OK || !ok || r.TTFTLoNs == nil {
+			continue
+		}
+		cv.requests++
+		truth := *c.ServerSentNs - r.SentNs
+		if lo, hi := *r.TTFTLoNs-int64(transitAllowance), *r.TTFTHiNs; truth >= lo && truth <= hi {
+			cv.covered++
+		} else if len(cv.misses) < 5 {
+			cv.misses = append(cv.misses, fmt.Sprintf("seq %d: truth %d not in [%d - %v, %d] (ttft %d, %s)", r.Seq, truth, *r.TTFTLoNs, transitAllowance, *r.TTFTHiNs, *r.TTFTNs, c.Quality))
+		}
+	}
+	stages, err := schemas.ReadFile[schemas.Stage](filepath.Join(run, "metrics", "stages.parquet"))
+	if err != nil || len(stages) != 1 {
+		t.Fatalf("stages.parquet: %d rows, %v; want 1", len(stages), err)
+	}
+	cv.stage = stages[0]
+	return cv
+}
+
+func (cv coverage) String() string {
+	s := cv.stage
+	return fmt.Sprintf("%d of %d covered; exact share %.3f; uncertainty %v (%s); ttft p99 [%v, %v]; client_bound %v %s; load_delivered %v %s",
+		cv.covered, cv.requests, s.ExactShare, time.Duration(s.UncertaintyNs), s.UncertaintyFigure,
+		time.Duration(s.TTFT.P99Lo), time.Duration(s.TTFT.P99Hi), s.ClientBound, s.ClientBoundReason, s.LoadDelivered, s.LoadReason)
+}
+
+// TestBoundsCoverGroundTruth runs capture against the simulator at rising rates: at least
+// 99.9% of requests' TTFT intervals hold the simulator's own send time, and a client that is
+// not starved is not client-bound.
+func TestBoundsCoverGroundTruth(t *testing.T) {
+	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
+	for _, tt := range []struct {
+		rate float64
+		dur  time.Duration
+	}{{20, 5 * time.Second}, {500, 4 * time.Second}, {2000, 3 * time.Second}} {
+		t.Run(fmt.Sprint(tt.rate), func(t *testing.T) {
+			run := captureRun(t, url, capture.ConstantStage{Rate: tt.rate, Duration: tt.dur, InputTokens: 16, MaxTokens: 16})
+			if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet"); err != nil {
+				t.Fatalf("capture: %v\n%s", err, stderr)
+			}
+			cv := boundsCoverage(t, run)
+			t.Logf("rate %g: %v", tt.rate, cv)
+			if cv.requests < int(tt.rate*tt.dur.Seconds())*99/100 {
+				t.Errorf("%d ok requests with a first content event; want about %g", cv.requests, tt.rate*tt.dur.Seconds())
+			}
+			if cv.covered*1000 < cv.requests*999 {
+				t.Errorf("coverage %d of %d < 99.9%%: %s", cv.covered, cv.requests, strings.Join(cv.misses, "; "))
+			}
+			if cv.stage.ClientBound {
+				t.Errorf("client_bound without a starved client: %s", cv.stage.ClientBoundReason)
+			}
+		})
+	}
+}
+
+// TestBoundsWidenWhenClientStarved starves the one worker (GOMAXPROCS 1, a CPU hog on its CPU,
+// the simulator on the other CPU): events queue unread and coalesce, the bounds widen and still
+// hold the truth, and the stage is client-bound.
+func TestBoundsWidenWhenClientStarved(t *testing.T) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil || set.Count() < 2 || !set.IsSet(0) || !set.IsSet(1) {
+		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", set, err)
+	}
+	var errb syncBuffer
+	url, stop, err := capture.StartSim(binary, []string{"sim", "--listen", "127.0.0.1:0", "--ttft", "20ms", "--itl", "5ms"}, 1, &errb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, errb.String())
+	}
+	t.Cleanup(stop)
+	run := captureRun(t, url, capture.ConstantStage{Rate: 500, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 16})
+	var quit atomic.Bool
+	hogs := 3
+	done := make(chan struct{}, hogs)
+	for range hogs {
+		go hog(0, &quit, done)
+	}
+	_, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--workers", "1", "--gomaxprocs", "1")
+	quit.Store(true)
+	for range hogs {
+		<-done
+	}
+	if err != nil {
+		t.Fatalf("capture: %v\n%s", err, stderr)
+	}
+	ws, err := schemas.ReadFile[schemas.Worker](filepath.Join(run, "raw", "workers.parquet"))
+	if err != nil || len(ws) == 0 || ws[0].CPU != 0 {
+		t.Fatalf("workers.parquet: %+v, %v; want the worker on CPU 0, beside the hog", ws, err)
+	}
+	cv := boundsCoverage(t, run)
+	t.Logf("starved: %v", cv)
+	if cv.covered*1000 < cv.requests*999 {
+		t.Errorf("coverage %d of %d < 99.9%%: %s", cv.covered, cv.requests, strings.Join(cv.misses, "; "))
+	}
+	if !cv.stage.ClientBound || cv.stage.UncertaintyNs <= int64(500*time.Microsecond) {
+		t.Errorf("starved client: client_bound %v, uncertainty %v; want client-bound with a bound wider than 0.5 ms", cv.stage.ClientBound, time.Duration(cv.stage.UncertaintyNs))
+	}
+}
+
+// hog spins on cpu until quit, then signals done.
+func hog(cpu int, quit *atomic.Bool, done chan<- struct{}) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	_ = unix.SchedSetaffinity(0, &set)
+	for !quit.Load() {
+	}
+	done <- struct{}{}
+}
