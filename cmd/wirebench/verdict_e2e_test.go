@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -162,4 +164,55 @@ func hog(cpu int, quit *atomic.Bool, done chan<- struct{}) {
 	for !quit.Load() {
 	}
 	done <- struct{}{}
+}
+
+// TestPoissonSentAsPlannedIsDelivered plans a Poisson stage whose sample rate is at least 5%
+// off its nominal rate and sends it: the load verdict compares sends with the schedule, so the
+// stage is delivered with fidelity about 1, and not client-bound.
+func TestPoissonSentAsPlannedIsDelivered(t *testing.T) {
+	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
+	const rate, dur = 40, 5 * time.Second
+	var run string
+	var planned float64
+	for seed := 1; seed <= 40 && run == ""; seed++ {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint(seed))
+		cfg := filepath.Join(t.TempDir(), "poisson.yaml")
+		body := fmt.Sprintf("name: poisson\nseed: %d\ntarget: {url: %q, api: completions, model: sim, ignore_eos: true}\n"+
+			"load:\n  stages:\n    - {rate: %d, duration: %s, arrival: poisson}\n"+
+			"workload:\n  synthetic: {input: {kind: fixed, value: 16}, output: {kind: fixed, value: 32}}\ntokenizer: whitespace\n", seed, url, rate, dur)
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, err := wirebench(t, 30*time.Second, "replay", cfg, "-o", dir); err != nil {
+			t.Fatalf("replay: %v\n%s", err, stderr)
+		}
+		sched, err := schemas.ReadFile[schemas.ScheduleRequest](filepath.Join(dir, "schedule", "requests.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, last := sched[0].PlannedOffsetNs, sched[0].PlannedOffsetNs
+		for _, r := range sched {
+			first, last = min(first, r.PlannedOffsetNs), max(last, r.PlannedOffsetNs)
+		}
+		planned = float64(len(sched)-1) / (float64(last-first) / 1e9)
+		if math.Abs(planned/rate-1) >= 0.05 {
+			run = dir
+		}
+	}
+	if run == "" {
+		t.Fatal("no seed in 1..40 plans a Poisson sample 5% off its rate")
+	}
+	if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet"); err != nil {
+		t.Fatalf("capture: %v\n%s", err, stderr)
+	}
+	cv := boundsCoverage(t, run)
+	s := cv.stage
+	t.Logf("nominal %d/s, planned %.2f/s: %v; fidelity %.4f", rate, planned, cv, s.RateFidelity)
+	if math.Abs(s.PlannedRate-planned) > 1e-6*planned {
+		t.Errorf("planned_rate %.4f; want the schedule's %.4f", s.PlannedRate, planned)
+	}
+	if !s.LoadDelivered || math.Abs(s.RateFidelity-1) > 0.02 || s.ClientBound {
+		t.Errorf("load_delivered %v (%s), fidelity %.4f, client_bound %v (%s); want delivered, fidelity within 2%%, not client-bound",
+			s.LoadDelivered, s.LoadReason, s.RateFidelity, s.ClientBound, s.ClientBoundReason)
+	}
 }
