@@ -18,29 +18,33 @@ import (
 // Calibration is the result of `wirebench calibrate`, written to DIR/calibration.json. Every
 // time is in nanoseconds, every rate in requests per second.
 type Calibration struct {
-	Host          string   `json:"host"`
-	CPUs          int      `json:"cpus"`             // CPUs this process may use
-	SharedCPUs    bool     `json:"shared_cpus"`      // client and simulator ran on the same CPUs
-	SimCPU        int      `json:"sim_cpu"`          // CPU the simulator was pinned to; -1 = not pinned
-	WorkerCPUs    []int    `json:"worker_cpus"`      // CPUs the workers were pinned to
-	LoadAvg       string   `json:"load_avg"`         // /proc/loadavg when the calibration started
-	Workers       int      `json:"workers"`          // worker processes
-	GOMAXPROCS    int      `json:"gomaxprocs"`       // per worker
-	SingleProcess bool     `json:"single_process"`   // the naive client: one worker, GOMAXPROCS 1, user-space stamps after decoding
-	Kernel        bool     `json:"kernel_timestamp"` // SO_TIMESTAMPING on
-	InputTokens   int      `json:"input_tokens"`
-	OutputTokens  int      `json:"output_tokens"`
-	SimTTFTNs     int64    `json:"sim_ttft_ns"`
-	SimITLNs      int64    `json:"sim_itl_ns"`
-	SimStampLead  int64    `json:"sim_stamp_lead_ns"` // known delay the simulator added between its stamp and the write
-	StageNs       int64    `json:"stage_ns"`          // length of each rate stage
-	Rates         []Rate   `json:"rates"`             // one per rate, in increasing order
-	FaithfulRate  float64  `json:"faithful_rate"`     // highest rate held faithfully, every lower rate too; 0 = none
-	FaithfulRule  string   `json:"faithful_rule"`
-	Fit           Fit      `json:"fit"`
-	ForRate       float64  `json:"for_rate"`         // the rate WorkersForRate is for
-	WorkersFor    int      `json:"workers_for_rate"` // workers that keep ρ at 0.5 at ForRate; 0 = not reachable
-	Notes         []string `json:"notes,omitempty"`
+	Host          string  `json:"host"`
+	CPUs          int     `json:"cpus"`             // CPUs this process may use
+	SharedCPUs    bool    `json:"shared_cpus"`      // client and simulator ran on the same CPUs
+	SimCPU        int     `json:"sim_cpu"`          // CPU the simulator was pinned to; -1 = not pinned
+	WorkerCPUs    []int   `json:"worker_cpus"`      // CPUs the workers were pinned to
+	LoadAvg       string  `json:"load_avg"`         // /proc/loadavg when the calibration started
+	Workers       int     `json:"workers"`          // worker processes
+	GOMAXPROCS    int     `json:"gomaxprocs"`       // per worker
+	SingleProcess bool    `json:"single_process"`   // the naive client: one worker, GOMAXPROCS 1, user-space stamps after decoding
+	Kernel        bool    `json:"kernel_timestamp"` // SO_TIMESTAMPING on
+	InputTokens   int     `json:"input_tokens"`
+	OutputTokens  int     `json:"output_tokens"`
+	SimTTFTNs     int64   `json:"sim_ttft_ns"`
+	SimITLNs      int64   `json:"sim_itl_ns"`
+	SimStampLead  int64   `json:"sim_stamp_lead_ns"` // known delay the simulator added between its stamp and the write
+	StageNs       int64   `json:"stage_ns"`          // length of each rate stage
+	Rates         []Rate  `json:"rates"`             // one per rate, in increasing order
+	FaithfulRate  float64 `json:"faithful_rate"`     // highest rate held faithfully, every lower rate too; 0 = none
+	FaithfulRule  string  `json:"faithful_rule"`
+	Fit           Fit     `json:"fit"`
+	// StampTransit is rx_kernel_ns − the simulator's send stamp over exact content events: how
+	// long the loopback path takes from the simulator's write to the kernel's receive stamp. Its
+	// tail bounds aggregate's stamp allowance (bias.stamp_allowance) on loopback.
+	StampTransit Quant    `json:"stamp_transit_ns"`
+	ForRate      float64  `json:"for_rate"`         // the rate WorkersForRate is for
+	WorkersFor   int      `json:"workers_for_rate"` // workers that keep ρ at 0.5 at ForRate; 0 = not reachable
+	Notes        []string `json:"notes,omitempty"`
 }
 
 // Rate is one stage of the calibration sweep.
@@ -69,6 +73,13 @@ type Rate struct {
 	Tokens       int64   `json:"tokens"`             // output tokens received (usage, else content chunks)
 	Faithful     bool    `json:"faithful"`
 	Why          string  `json:"why,omitempty"` // why not faithful
+	// BoundsCoverage is the share of ok requests whose TTFT interval from aggregate, widened by
+	// TransitAllowance below, holds the simulator's send time of the first content event (as a
+	// TTFT from sent_ns). TTFTBound is the width ttft_hi_ns − ttft_lo_ns per request.
+	BoundsCoverage float64 `json:"bounds_coverage"`
+	TTFTBound      Quant   `json:"ttft_bound_ns"`
+	Uncertainty    int64   `json:"uncertainty_ns"` // the stage's widest percentile bound (stages.parquet)
+	ClientBound    bool    `json:"client_bound"`   // the stage's latency-uncertainty verdict
 }
 
 // Quant is a distribution summary: N values, median, 99th percentile (nearest rank).
@@ -93,6 +104,11 @@ type Fit struct {
 	Points      int     `json:"points"`             // stages used
 	Method      string  `json:"method"`
 }
+
+// TransitAllowance is how long before the kernel's receive stamp the simulator may have taken
+// its own send stamp (its write system call and the loopback path); coverage checks of the
+// bounds against the simulator's stamps allow it below each interval.
+const TransitAllowance = 200 * time.Microsecond
 
 // Faithful-rate thresholds.
 const (
@@ -453,22 +469,25 @@ func (c *Calibration) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "client: %s; sim: fixed ttft %v, itl %v, %d input / %d output tokens, stages of %v\n\n",
 		mode, time.Duration(c.SimTTFTNs), time.Duration(c.SimITLNs), c.InputTokens, c.OutputTokens, time.Duration(c.StageNs))
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rate/s\tachieved\tfidelity\tsend lag p50\tp99\tread lag p99\tTTFT err p50\tp99\tchunk err p50\tp99\tITL err p50\t|p99|\texact\tworker ρ\tCPU/req\tCPU/token\tfaithful\t")
+	fmt.Fprintln(tw, "rate/s\tachieved\tfidelity\tsend lag p50\tp99\tread lag p99\tTTFT err p50\tp99\tchunk err p50\tp99\tITL err p50\t|p99|\texact\tTTFT bound p50\tp99\tcovered\tuncertainty\tworker ρ\tCPU/req\tCPU/token\tfaithful\t")
 	for _, r := range c.Rates {
 		ok := "yes"
 		if !r.Faithful {
 			ok = "NO"
 		}
-		fmt.Fprintf(tw, "%g\t%.1f\t%.2f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%.3f\t%.1fµs\t%.1fµs\t%s\t\n",
+		fmt.Fprintf(tw, "%g\t%.1f\t%.2f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%.2f%%\t%s\t%.3f\t%.1fµs\t%.1fµs\t%s\t\n",
 			r.TargetRate, r.AchievedRate, r.Fidelity*100, fmtNs(float64(r.SendLag.P50)), fmtNs(float64(r.SendLag.P99)),
 			fmtNs(float64(r.ReadLag.P99)), fmtNs(float64(r.TTFTErr.P50)), fmtNs(float64(r.TTFTErr.P99)),
 			fmtNs(float64(r.ChunkErr.P50)), fmtNs(float64(r.ChunkErr.P99)), fmtNs(float64(r.ITLErr.P50)), fmtNs(float64(r.ITLErr.P99)),
-			r.ExactShare*100, r.WorkerRhoMax, r.CPUPerReqNs/1e3, r.CPUPerTokNs/1e3, ok)
+			r.ExactShare*100, fmtNs(float64(r.TTFTBound.P50)), fmtNs(float64(r.TTFTBound.P99)), r.BoundsCoverage*100,
+			fmtNs(float64(r.Uncertainty)), r.WorkerRhoMax, r.CPUPerReqNs/1e3, r.CPUPerTokNs/1e3, ok)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "bounds: covered = share of TTFT intervals holding the simulator's send time (less %v of transit); loopback transit, simulator stamp to kernel stamp, p50 %s p99 %s over %d exact events\n",
+		TransitAllowance, fmtNs(float64(c.StampTransit.P50)), fmtNs(float64(c.StampTransit.P99)), c.StampTransit.N)
 	for _, r := range c.Rates {
 		if !r.Faithful {
 			fmt.Fprintf(w, "not faithful at %g/s: %s\n", r.TargetRate, r.Why)

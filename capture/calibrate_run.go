@@ -161,6 +161,11 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Cal
 			cal.Rates = append(cal.Rates, r)
 		}
 	}
+	if aggErr == nil {
+		if err := cal.addBounds(cfg.Dir, d); err != nil {
+			aggErr = err
+		}
+	}
 	cal.FaithfulRate = faithfulRate(cal.Rates)
 	cal.Fit = fitCPU(cal.Rates, cal.Workers)
 	cal.WorkersFor = cal.Fit.WorkersFor(cfg.ForRate)

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/wirebench/wirebench/aggregate"
+	"github.com/wirebench/wirebench/report"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // AggregateCmd derives per-request, per-stage and per-100 ms metrics from raw shards.
@@ -26,16 +28,32 @@ func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	level, sentence := report.Trust(sum.Stages)
+	fmt.Printf("trust %s: %s\n", level, sentence)
 	for _, s := range sum.Stages {
-		mark := ""
-		if s.Saturated {
-			mark += " SATURATED"
-		}
-		if s.ClientBound {
-			mark += " CLIENT-BOUND (" + s.ClientBoundReason + ")"
-		}
-		fmt.Printf("stage %d %s: %d requests, %d ok, %.1f req/s, ttft p50 %.3f ms p99 %.3f ms, output %.0f tok/s%s\n",
-			s.Stage, s.Name, s.Requests, s.Completed, s.CompletionRate, float64(s.TTFT.P50)/1e6, float64(s.TTFT.P99)/1e6, s.OutputTPS, mark)
+		fmt.Printf("stage %d %s: %d requests, %d ok, %.1f req/s, ttft p50 %s, p99 %s, output %.0f tok/s%s\n",
+			s.Stage, s.Name, s.Requests, s.Completed, s.CompletionRate, msBound(s.TTFT.P50, s.TTFT.P50Lo, s.TTFT.P50Hi),
+			msBound(s.TTFT.P99, s.TTFT.P99Lo, s.TTFT.P99Hi), s.OutputTPS, stageMarks(&s))
 	}
 	return nil
+}
+
+// msBound formats a percentile and its bound in milliseconds: "12.345 ms [12.301, 12.345]".
+func msBound(v, lo, hi int64) string {
+	return fmt.Sprintf("%.3f ms [%.3f, %.3f]", float64(v)/1e6, float64(lo)/1e6, float64(hi)/1e6)
+}
+
+// stageMarks marks the saturation stage and the failed verdicts, with their reasons.
+func stageMarks(s *schemas.Stage) string {
+	mark := ""
+	if s.Saturated {
+		mark += " SATURATED"
+	}
+	if s.ClientBound {
+		mark += " CLIENT-BOUND (" + s.ClientBoundReason + ")"
+	}
+	if !s.LoadDelivered {
+		mark += " LOAD NOT DELIVERED (" + s.LoadReason + ")"
+	}
+	return mark
 }

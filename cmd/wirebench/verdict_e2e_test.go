@@ -19,66 +19,39 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// transitAllowance is how long before the kernel's receive stamp the simulator may have taken
-// its own send stamp: its write system call and the loopback path. The coverage checks compare
-// the simulator's send time with [ttft_lo_ns - transitAllowance, ttft_hi_ns]; README's
-// "Trusting the numbers" quotes it.
-const transitAllowance = 200 * time.Microsecond
-
 // coverage is what one run's bounds did against the simulator's ground truth.
 type coverage struct {
-	requests, covered int
-	misses            []string
-	stage             schemas.Stage
+	capture.TTFTCoverage
+	stage schemas.Stage
 }
 
-// boundsCoverage aggregates run and checks, for every ok request, that the simulator's send time
-// of its first content event, as a TTFT from sent_ns, lies in [ttft_lo - transit, ttft_hi].
+// boundsCoverage aggregates run (one stage) and checks its TTFT intervals against the
+// simulator's send times (capture.CoverTTFT).
 func boundsCoverage(t *testing.T, run string) coverage {
 	t.Helper()
 	if _, stderr, err := wirebench(t, 60*time.Second, "aggregate", run); err != nil {
 		t.Fatalf("aggregate: %v\n%s", err, stderr)
 	}
 	_, _, chunks := rawFiles(t, run)
-	first := map[int64]schemas.RawChunk{}
-	for _, c := range chunks {
-		if c.Kind != "content" || c.ServerSentNs == nil {
-			continue
-		}
-		if f, ok := first[c.Seq]; !ok || c.Index < f.Index {
-			first[c.Seq] = c
-		}
-	}
 	rows, err := schemas.ReadFile[schemas.MetricRequest](filepath.Join(run, "metrics", "requests.parquet"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var cv coverage
-	for _, r := range rows {
-		c, ok := first[r.Seq]
-		if !r.OK || !ok || r.TTFTLoNs == nil {
-			continue
-		}
-		cv.requests++
-		truth := *c.ServerSentNs - r.SentNs
-		if lo, hi := *r.TTFTLoNs-int64(transitAllowance), *r.TTFTHiNs; truth >= lo && truth <= hi {
-			cv.covered++
-		} else if len(cv.misses) < 5 {
-			cv.misses = append(cv.misses, fmt.Sprintf("seq %d: truth %d not in [%d - %v, %d] (ttft %d, %s)", r.Seq, truth, *r.TTFTLoNs, transitAllowance, *r.TTFTHiNs, *r.TTFTNs, c.Quality))
-		}
 	}
 	stages, err := schemas.ReadFile[schemas.Stage](filepath.Join(run, "metrics", "stages.parquet"))
 	if err != nil || len(stages) != 1 {
 		t.Fatalf("stages.parquet: %d rows, %v; want 1", len(stages), err)
 	}
-	cv.stage = stages[0]
+	cv := coverage{stage: stages[0]}
+	if c := capture.CoverTTFT(rows, chunks)[stages[0].Stage]; c != nil {
+		cv.TTFTCoverage = *c
+	}
 	return cv
 }
 
 func (cv coverage) String() string {
 	s := cv.stage
 	return fmt.Sprintf("%d of %d covered; exact share %.3f; uncertainty %v (%s); ttft p99 [%v, %v]; client_bound %v %s; load_delivered %v %s",
-		cv.covered, cv.requests, s.ExactShare, time.Duration(s.UncertaintyNs), s.UncertaintyFigure,
+		cv.Covered, cv.Requests, s.ExactShare, time.Duration(s.UncertaintyNs), s.UncertaintyFigure,
 		time.Duration(s.TTFT.P99Lo), time.Duration(s.TTFT.P99Hi), s.ClientBound, s.ClientBoundReason, s.LoadDelivered, s.LoadReason)
 }
 
@@ -98,11 +71,11 @@ func TestBoundsCoverGroundTruth(t *testing.T) {
 			}
 			cv := boundsCoverage(t, run)
 			t.Logf("rate %g: %v", tt.rate, cv)
-			if cv.requests < int(tt.rate*tt.dur.Seconds())*99/100 {
-				t.Errorf("%d ok requests with a first content event; want about %g", cv.requests, tt.rate*tt.dur.Seconds())
+			if cv.Requests < int(tt.rate*tt.dur.Seconds())*99/100 {
+				t.Errorf("%d ok requests with a first content event; want about %g", cv.Requests, tt.rate*tt.dur.Seconds())
 			}
-			if cv.covered*1000 < cv.requests*999 {
-				t.Errorf("coverage %d of %d < 99.9%%: %s", cv.covered, cv.requests, strings.Join(cv.misses, "; "))
+			if cv.Covered*1000 < cv.Requests*999 {
+				t.Errorf("coverage %d of %d < 99.9%%: %s", cv.Covered, cv.Requests, strings.Join(cv.Misses, "; "))
 			}
 			if cv.stage.ClientBound {
 				t.Errorf("client_bound without a starved client: %s", cv.stage.ClientBoundReason)
@@ -146,8 +119,8 @@ func TestBoundsWidenWhenClientStarved(t *testing.T) {
 	}
 	cv := boundsCoverage(t, run)
 	t.Logf("starved: %v", cv)
-	if cv.covered*1000 < cv.requests*999 {
-		t.Errorf("coverage %d of %d < 99.9%%: %s", cv.covered, cv.requests, strings.Join(cv.misses, "; "))
+	if cv.Covered*1000 < cv.Requests*999 {
+		t.Errorf("coverage %d of %d < 99.9%%: %s", cv.Covered, cv.Requests, strings.Join(cv.Misses, "; "))
 	}
 	if !cv.stage.ClientBound || cv.stage.UncertaintyNs <= int64(500*time.Microsecond) {
 		t.Errorf("starved client: client_bound %v, uncertainty %v; want client-bound with a bound wider than 0.5 ms", cv.stage.ClientBound, time.Duration(cv.stage.UncertaintyNs))
