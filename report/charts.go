@@ -67,11 +67,13 @@ var palette = []color.Color{
 }
 
 var (
-	red       = rgb(0xd62728)
-	okBlue    = rgb(0x4e79a7)
-	grey      = rgb(0x888888)
-	pctColors = []color.Color{rgb(0x4e79a7), rgb(0xf28e2b), rgb(0xe15759)} // p50, p90, p99
-	pctDashes = [][]vg.Length{{vg.Points(2), vg.Points(2)}, {vg.Points(6), vg.Points(3)}, nil}
+	red         = rgb(0xd62728)
+	amber       = rgb(0xf28e2b)
+	okBlue      = rgb(0x4e79a7)
+	grey        = rgb(0x888888)
+	levelColors = map[string]color.Color{Green: okBlue, Amber: amber, Red: red}
+	pctColors   = []color.Color{rgb(0x4e79a7), rgb(0xf28e2b), rgb(0xe15759)} // p50, p90, p99
+	pctDashes   = [][]vg.Length{{vg.Points(2), vg.Points(2)}, {vg.Points(6), vg.Points(3)}, nil}
 )
 
 func rgb(v uint32) color.Color {
@@ -85,14 +87,15 @@ func sans(size float64) font.Font {
 	return font.Font{Typeface: "Liberation", Variant: "Sans", Size: vg.Points(size)}
 }
 
-// ticks are gonum's default ticks labelled with the shortest exact decimal (5000, not 5000.00).
+// ticks are gonum's default ticks labelled with the shortest decimal of ten significant digits
+// (5000, not 5000.00; 1.2, not 1.2000000000000002).
 type ticks struct{}
 
 func (ticks) Ticks(lo, hi float64) []plot.Tick {
 	ts := plot.DefaultTicks{}.Ticks(lo, hi)
 	for i := range ts {
 		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 10, 64)
 		}
 	}
 	return ts
@@ -456,7 +459,7 @@ func addSeries(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashes
 	}
 }
 
-// bars is a bar chart with one colour per bar (client-bound stages red).
+// bars is a bar chart with one colour per bar (the stage's trust level).
 type bars struct {
 	vals   []float64
 	colors []color.Color
@@ -486,9 +489,11 @@ func (b *bars) DataRange() (xmin, xmax, ymin, ymax float64) {
 	return
 }
 
-// qualityChart draws the measurement-quality panel of one run: rate fidelity, send lag p99,
-// read lag p99, exact-timestamp share, worker utilisation and GC pause per stage, each with its
-// limit as a dashed line; client-bound stages are red.
+// qualityChart draws the measurement-quality panel of one run, per stage: the client's
+// uncertainty (the widest bound of a judged percentile), lateness p99 against the planned
+// schedule, achieved / planned rate and the client's share of the lateness (the load verdict),
+// then the exact-timestamp share and worker utilisation as diagnostics, limits dashed; bars
+// take the stage's trust level: red, amber, else blue.
 func qualityChart(idx int, r *run, multi bool) *chart {
 	suffix := ""
 	if multi {
@@ -499,20 +504,17 @@ func qualityChart(idx int, r *run, multi bool) *chart {
 		get   func(*schemas.Stage) float64
 		limit float64 // NaN: none
 	}{
-		{"rate fidelity (achieved / target)", func(s *schemas.Stage) float64 { return s.RateFidelity }, 0.99},
-		{"send lag p99 (ms)", func(s *schemas.Stage) float64 { return ms(s.SendLag.P99) }, 1},
-		{"read lag p99: user - kernel (ms)", func(s *schemas.Stage) float64 { return ms(s.ReadLag.P99) }, 1},
+		{"client uncertainty: widest p50/p90/p99 bound (ms)", func(s *schemas.Stage) float64 { return ms(s.UncertaintyNs) }, math.NaN()},
+		{"lateness: send lag p99 (ms)", func(s *schemas.Stage) float64 { return ms(s.SendLag.P99) }, math.NaN()},
+		{"rate fidelity (achieved / planned)", func(s *schemas.Stage) float64 { return s.RateFidelity }, 0.98},
+		{"client's share of the lateness (%)", func(s *schemas.Stage) float64 { return s.LateShareClient * 100 }, 50},
 		{"exact kernel timestamps (%)", func(s *schemas.Stage) float64 { return s.ExactShare * 100 }, math.NaN()},
 		{"worker utilisation ρ (max)", func(s *schemas.Stage) float64 { return s.WorkerRhoMax }, 0.7},
-		{"GC pause, all workers (ms)", func(s *schemas.Stage) float64 { return ms(s.GCPauseNs) }, math.NaN()},
 	}
 	names := stageNames(r)
 	colors := make([]color.Color, len(r.Stages))
 	for i := range r.Stages {
-		colors[i] = okBlue
-		if r.Stages[i].ClientBound {
-			colors[i] = red
-		}
+		colors[i] = levelColors[stageLevel(&r.Stages[i])]
 	}
 	w := vg.Points(math.Max(5, math.Min(26, 160/float64(len(r.Stages)+1))))
 	var plots [][]*plot.Plot
@@ -540,7 +542,7 @@ func qualityChart(idx int, r *run, multi bool) *chart {
 			p.Y.Max = 1
 		}
 		p.Y.Max *= 1.25
-		p.Legend.Left = false
+		p.Legend.Left, p.Legend.XOffs = false, -vg.Points(4)
 		if i%2 == 0 {
 			plots = append(plots, []*plot.Plot{p})
 		} else {
@@ -549,7 +551,7 @@ func qualityChart(idx int, r *run, multi bool) *chart {
 	}
 	return &chart{ID: fmt.Sprintf("quality-%d", idx+1), Section: "quality", Title: "Measurement quality" + suffix,
 		W: 9 * vg.Inch, H: 8 * vg.Inch,
-		Caption: "Bias checks per stage; red bars are client-bound stages, dashed red lines the limits.",
+		Caption: "The two verdicts per stage: the client's measurement uncertainty, and lateness and rate against the planned schedule (with the client's share of the lateness); exact timestamps and worker utilisation are diagnostics. Red bars: client-bound, or the client kept the load from being sent as planned; orange: the load was not sent as planned for a server or connection reason. Dashed red lines: rate fidelity 0.98, the client blamed from 50% of the lateness, advice from ρ 0.7.",
 		draw: func(dc draw.Canvas) {
 			t := draw.Tiles{Rows: 3, Cols: 2, PadX: vg.Points(14), PadY: vg.Points(10), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
 			cs := plot.Align(plots, t, dc)

@@ -88,31 +88,59 @@ func stageTitle(s *schemas.Stage) string {
 	return fmt.Sprintf("%d %q", s.Stage, s.Name)
 }
 
-// advice says what to do about a client-bound stage: how many workers bring the worker
-// utilisation under 0.5, and how many hosts when that is more than this host's CPUs. It is
-// empty for a stage the client kept up with.
+// fmtBound formats a percentile with its bound, as offsets from the value: "12.3ms [-41.0µs, +0]"
+// says the true percentile lies in [12.3ms − 41.0µs, 12.3ms]. A point bound (lo = hi = v)
+// is the value alone.
+func fmtBound(v, lo, hi int64) string {
+	if lo == v && hi == v {
+		return fmtDur(v)
+	}
+	return fmtDur(v) + " [" + signed(lo-v) + ", " + signed(hi-v) + "]"
+}
+
+// signed formats a duration with its sign: +0, -41.0µs, +3.00µs.
+func signed(ns int64) string {
+	if ns < 0 {
+		return fmtDur(ns)
+	}
+	return "+" + fmtDur(ns)
+}
+
+// advice says why a stage's figures need care, with the verdicts' reasons: client-bound (the
+// client's measurement error is wider than the tolerance) or the load not sent as planned.
+// Only where the load verdict blames the client's CPU does it say how many workers or hosts
+// would fix it. It is empty for a stage whose figures can be trusted.
 func advice(s *schemas.Stage, cpus int) string {
-	if !s.ClientBound {
-		return ""
-	}
 	var b strings.Builder
-	reason := s.ClientBoundReason
-	if reason == "" {
-		reason = "a bias check failed"
+	if s.ClientBound {
+		fmt.Fprintf(&b, "Stage %s is client-bound (%s): the client's own measurement error is wider than the tolerance, so its latencies are known only within their bounds.", stageTitle(s), orNone(s.ClientBoundReason))
+		if s.ReadLag.Count > 0 && s.ExactShare < 0.5 {
+			fmt.Fprintf(&b, " Only %s of events carry an exact kernel timestamp: the others came in the same read as a later event (upper bound: the server wrote them back to back, or the client read too slowly to see them one by one) or have no kernel time (TLS, or a kernel without SO_TIMESTAMPING).", fmtPct(s.ExactShare))
+		}
 	}
-	fmt.Fprintf(&b, "Stage %s is client-bound (%s): its latencies may include the client's own delay.", stageTitle(s), reason)
-	need := int(s.WorkersForRhoHalf)
-	switch {
-	case need > int(s.Workers) && cpus > 0 && need > cpus:
-		hosts := (need + cpus - 1) / cpus
-		fmt.Fprintf(&b, " It needs %d workers (now %d) to keep worker utilisation under 0.5, more than this host's %d CPUs: split the load over %d hosts with `wirebench capture --shard i/%d --start-at T`.", need, s.Workers, cpus, hosts, hosts)
-	case need > int(s.Workers):
-		fmt.Fprintf(&b, " Run it with --workers %d (now %d) to keep worker utilisation under 0.5, or split it over more hosts with `capture --shard`.", need, s.Workers)
-	default:
-		b.WriteString(" Worker utilisation is not the cause: check that other processes are not competing for these CPUs, or split the load over more hosts with `capture --shard`.")
-	}
-	if s.ReadLag.Count > 0 && s.ExactShare < 0.5 {
-		fmt.Fprintf(&b, " Only %s of events carry an exact kernel timestamp: the others came in the same read as a later event (upper bound: the server wrote them back to back, or the client read too slowly to see them one by one) or have no kernel time (TLS, or a kernel without SO_TIMESTAMPING).", fmtPct(s.ExactShare))
+	if !s.LoadDelivered {
+		if b.Len() > 0 {
+			fmt.Fprintf(&b, " Its load was not sent as planned (%s).", orNone(s.LoadReason))
+		} else {
+			fmt.Fprintf(&b, "Stage %s did not get its planned load (%s).", stageTitle(s), orNone(s.LoadReason))
+		}
+		b.WriteString(clientAdvice(s, cpus))
 	}
 	return b.String()
+}
+
+// clientAdvice is what to do when the load verdict blames the client: more workers or hosts
+// when its workers were busy (the CPU), else a look at what else runs on its CPUs.
+func clientAdvice(s *schemas.Stage, cpus int) string {
+	need := int(s.WorkersForRhoHalf)
+	switch {
+	case !clientLate(s):
+		return ""
+	case !cpuBound(s) || need <= int(s.Workers):
+		return fmt.Sprintf(" Its workers were not all busy (ρ max %.2f): check that other processes are not competing for these CPUs.", s.WorkerRhoMax)
+	case cpus > 0 && need > cpus:
+		hosts := (need + cpus - 1) / cpus
+		return fmt.Sprintf(" It needs %d workers (now %d) to keep worker utilisation under 0.5, more than this host's %d CPUs: split the load over %d hosts with `wirebench capture --shard i/%d --start-at T`.", need, s.Workers, cpus, hosts, hosts)
+	}
+	return fmt.Sprintf(" Run it with --workers %d (now %d) to keep worker utilisation under 0.5.", need, s.Workers)
 }

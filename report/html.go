@@ -11,10 +11,17 @@ import (
 type page struct {
 	Title    string
 	Profile  Profile
+	Trust    []pageTrust
 	Sections []pageSection
 	Advice   []string
 	Compare  []pageComparison
 	Runs     []pageRun
+}
+
+// pageTrust is one run's trust banner.
+type pageTrust struct {
+	Name string // the run label with several runs, else empty
+	TrustVerdict
 }
 
 type pageSection struct {
@@ -47,6 +54,11 @@ func indexHTML(p Profile, charts []*chart) ([]byte, error) {
 	labels := make([]string, len(p.Runs))
 	for i, r := range p.Runs {
 		labels[i] = r.Label
+		t := pageTrust{TrustVerdict: r.Trust}
+		if len(p.Runs) > 1 {
+			t.Name = r.Label + " "
+		}
+		pg.Trust = append(pg.Trust, t)
 		pg.Runs = append(pg.Runs, pageRun{RunProfile: r, Stages: stageTable(r), Quality: qualityTable(r)})
 		for _, s := range r.Stages {
 			if s.Quality.Advice != "" {
@@ -91,7 +103,7 @@ var pageTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"r
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bad: #d62728; --badbg: #fdecea; --note: #fff8c5; }
+:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bad: #d62728; --badbg: #fdecea; --warn: #9a6700; --warnbg: #fff1d6; --note: #fff8c5; }
 body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; color: var(--fg); margin: 0 auto; max-width: 1500px; padding: 16px 24px 48px; line-height: 1.4; }
 h1 { font-size: 1.6em; margin: 0.2em 0 0.4em; }
 h2 { font-size: 1.25em; border-bottom: 1px solid var(--line); padding-bottom: 4px; margin-top: 1.6em; }
@@ -108,23 +120,29 @@ table { border-collapse: collapse; font-size: 0.85em; margin: 6px 0 14px; }
 th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: right; white-space: nowrap; }
 th { background: #f6f8fa; }
 td:first-child, th:first-child { text-align: left; }
+td.wrap { white-space: normal; text-align: left; min-width: 18em; max-width: 32em; }
 tr.bad td { color: var(--bad); background: var(--badbg); font-weight: bold; }
+tr.warn td { color: var(--warn); background: var(--warnbg); }
 tr.note td { background: var(--note); }
 .advice { border-left: 4px solid var(--bad); background: var(--badbg); padding: 8px 14px; margin: 12px 0; }
 .advice li { margin: 4px 0; }
-.ok { border-left: 4px solid #2da44e; background: #dafbe1; padding: 8px 14px; margin: 12px 0; }
+.trust { border-left: 8px solid; padding: 10px 14px; margin: 10px 0; font-size: 1.05em; }
+.trust.green { border-color: #2da44e; background: #dafbe1; }
+.trust.amber { border-color: #bf8700; background: var(--warnbg); }
+.trust.red { border-color: var(--bad); background: var(--badbg); }
 .scroll { overflow-x: auto; }
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}<a href="#tables">Tables</a></nav>
+{{range .Trust}}<div class="trust {{.Level}}"><strong>{{.Name}}trust {{.Level}}:</strong> {{.Sentence}}</div>
+{{end}}<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}<a href="#tables">Tables</a></nav>
 <div class="scroll"><table id="runs">
 <tr><th>run</th><th>host</th><th>CPUs</th><th>status</th><th>max done/s</th><th>max out tok/s</th><th>max goodput/s</th><th>saturation</th><th>client-bound stages</th></tr>
-{{range .Profile.Runs}}<tr{{if .Headline.ClientBoundStages}} class="bad"{{end}}><td>{{.Label}}</td><td>{{.Host}}</td><td>{{.CPUs}}</td><td>{{.Status}}{{range .Missing}}<br>missing: {{.}}{{end}}</td><td>{{rate .Headline.MaxCompletionRate}}</td><td>{{rate .Headline.MaxOutputTPS}}</td><td>{{rate .Headline.MaxGoodputRate}}</td><td>{{with .Headline.SaturationStage}}stage {{.}}{{else}}not reached{{end}}{{if .Headline.SaturationStage}} at {{rate .Headline.SaturationRate}} done/s{{end}}</td><td>{{len .Headline.ClientBoundStages}}</td></tr>
+{{range .Profile.Runs}}<tr{{if eq .Trust.Level "red"}} class="bad"{{else if eq .Trust.Level "amber"}} class="warn"{{end}}><td>{{.Label}}</td><td>{{.Host}}</td><td>{{.CPUs}}</td><td>{{.Status}}{{range .Missing}}<br>missing: {{.}}{{end}}</td><td>{{rate .Headline.MaxCompletionRate}}</td><td>{{rate .Headline.MaxOutputTPS}}</td><td>{{rate .Headline.MaxGoodputRate}}</td><td>{{with .Headline.SaturationStage}}stage {{.}}{{else}}not reached{{end}}{{if .Headline.SaturationStage}} at {{rate .Headline.SaturationRate}} done/s{{end}}</td><td>{{len .Headline.ClientBoundStages}}</td></tr>
 {{end}}</table></div>
-{{if .Advice}}<div class="advice" id="advice"><strong>Client-bound stages: the client may have distorted these figures.</strong><ul>{{range .Advice}}<li>{{.}}</li>{{end}}</ul></div>
-{{else}}<div class="ok" id="advice">Every stage passed the bias checks (rate fidelity ≥ 0.99, send and read lag p99 ≤ 1 ms, worker utilisation ≤ 0.7): the figures are the server's, not the client's.</div>{{end}}
+{{if .Advice}}<div class="advice" id="advice"><strong>Stages to read with care: the client's measurement error or the load it sent may have shaped these figures.</strong><ul>{{range .Advice}}<li>{{.}}</li>{{end}}</ul></div>
+{{end}}
 {{range .Compare}}<h2>{{.Label}}</h2><p>Headline: {{.Headline}}.</p>{{template "table" .Table}}{{end}}
 {{range .Sections}}<h2 id="{{.ID}}">{{.Title}}</h2>
 <div class="charts">{{range .Charts}}<figure class="chart{{if .Wide}} wide{{end}}" id="chart-{{.ID}}" data-chart="{{.ID}}">{{.SVG}}<figcaption><strong>{{.Title}}.</strong> {{.Caption}}</figcaption></figure>
@@ -132,9 +150,9 @@ tr.note td { background: var(--note); }
 {{end}}
 <h2 id="tables">Tables</h2>
 {{range .Runs}}<h3>Stages of {{.Label}}</h3>{{template "table" .Stages}}<h3>Measurement quality of {{.Label}}</h3>{{template "table" .Quality}}{{end}}
-<p class="muted">Durations are exact nearest-rank percentiles over each stage's requests; rates are per second over each stage's window. Machine-readable: profile.json, stages.csv. Generated by wirebench report.</p>
+<p class="muted">Durations are exact nearest-rank percentiles over each stage's requests; a bracket after one is the client's measurement bound as offsets: 12.3ms [-41.0µs, +0] means the true percentile lies between 12.3ms − 41.0µs and 12.3ms. Rates are per second over each stage's window. Machine-readable: profile.json, stages.csv. Generated by wirebench report.</p>
 </body>
 </html>
 {{define "table"}}<div class="scroll"><table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr{{if .Bad}} class="bad"{{else if .Note}} class="note"{{end}}>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{range .Rows}}<tr{{with .Class}} class="{{.}}"{{end}}>{{range $i, $c := .Cells}}<td{{if $.Wraps $i}} class="wrap"{{end}}>{{$c}}</td>{{end}}</tr>
 {{end}}</table></div>{{end}}`))

@@ -14,6 +14,13 @@ func markdown(p Profile, charts []*chart) []byte {
 		labels[i] = "`" + r.Label + "`"
 	}
 	fmt.Fprintf(&b, "# wirebench report: %s\n\n", strings.Join(labels, " vs "))
+	for _, r := range p.Runs {
+		name := ""
+		if len(p.Runs) > 1 {
+			name = "`" + r.Label + "` "
+		}
+		fmt.Fprintf(&b, "%s **%strust %s:** %s\n\n", levelMark(r.Trust.Level), name, r.Trust.Level, mdCell(r.Trust.Sentence))
+	}
 	b.WriteString("| run | host | CPUs | status | max done/s | max out tok/s | max goodput/s | saturation | client-bound stages |\n")
 	b.WriteString("|---|---|---:|---|---:|---:|---:|---|---|\n")
 	for _, r := range p.Runs {
@@ -47,7 +54,7 @@ func markdown(p Profile, charts []*chart) []byte {
 		}
 	}
 	if len(advice) > 0 {
-		b.WriteString("\n> [!CAUTION]\n> **Client-bound stages**: the client may have distorted these figures.\n>\n")
+		b.WriteString("\n> [!CAUTION]\n> **Stages to read with care**: the client's measurement error or the load it sent may have shaped these figures.\n>\n")
 		for _, a := range advice {
 			b.WriteString("> - " + a + "\n")
 		}
@@ -76,7 +83,7 @@ func markdown(p Profile, charts []*chart) []byte {
 		fmt.Fprintf(&b, "\n### Measurement quality of `%s`\n\n", r.Label)
 		mdTable(&b, qualityTable(r))
 	}
-	b.WriteString("\nDurations are exact nearest-rank percentiles over each stage's requests. Full figures: `profile.json`, `stages.csv`; interactive page: `index.html`.\n")
+	b.WriteString("\nDurations are exact nearest-rank percentiles over each stage's requests; a bracket after one is the client's measurement bound as offsets: 12.3ms [-41.0µs, +0] means the true percentile lies between 12.3ms − 41.0µs and 12.3ms. Full figures: `profile.json`, `stages.csv`; interactive page: `index.html`.\n")
 	return []byte(b.String())
 }
 
@@ -106,8 +113,8 @@ func mdTable(b *strings.Builder, t table) {
 		b.WriteString("|")
 		for i, c := range r.Cells {
 			c = mdCell(c)
-			if r.Bad && i == 0 {
-				c = "⚠️ **" + c + "**"
+			if r.Level != "" && r.Level != Green && i == 0 {
+				c = levelMark(r.Level) + " **" + c + "**"
 			}
 			b.WriteString(" " + c + " |")
 		}

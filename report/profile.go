@@ -30,8 +30,15 @@ type RunProfile struct {
 	Tool     string         `json:"tool,omitempty"`   // wirebench version that captured the run
 	Status   string         `json:"status,omitempty"` // manifest status: complete, interrupted, failed
 	Missing  []string       `json:"missing,omitempty"`
+	Trust    TrustVerdict   `json:"trust"`
 	Headline Headline       `json:"headline"`
 	Stages   []StageProfile `json:"stages"`
+}
+
+// TrustVerdict says whether the run's figures can be trusted (see Trust).
+type TrustVerdict struct {
+	Level    string `json:"level"`    // green, amber or red
+	Sentence string `json:"sentence"` // the stages and reasons behind the level, with the numbers
 }
 
 // Headline holds the run's figures at a glance.
@@ -70,13 +77,20 @@ type StageProfile struct {
 	Quality        Quality          `json:"quality"`
 }
 
-// Dist is a latency distribution in nanoseconds (see schemas.Dist).
+// Dist is a latency distribution in nanoseconds (see schemas.Dist): the true p50, p90 and p99
+// lie in [lo, hi] (the client's measurement error; lo = hi = the value without one).
 type Dist struct {
 	Count int64 `json:"count"`
 	P50   int64 `json:"p50"`
+	P50Lo int64 `json:"p50_lo"`
+	P50Hi int64 `json:"p50_hi"`
 	P90   int64 `json:"p90"`
+	P90Lo int64 `json:"p90_lo"`
+	P90Hi int64 `json:"p90_hi"`
 	P95   int64 `json:"p95"`
 	P99   int64 `json:"p99"`
+	P99Lo int64 `json:"p99_lo"`
+	P99Hi int64 `json:"p99_hi"`
 	P999  int64 `json:"p999"`
 	Max   int64 `json:"max"`
 	Mean  int64 `json:"mean"`
@@ -91,17 +105,25 @@ type Breakdown struct {
 	Source            string  `json:"source"` // server, histograms, fit or empty
 }
 
-// Quality holds the stage's bias checks.
+// Quality holds the stage's two verdicts (latency uncertainty, load delivered), its trust
+// level and the diagnostics behind them (see schemas.Stage).
 type Quality struct {
-	RateFidelity      float64 `json:"rate_fidelity"`
+	Trust             string  `json:"trust"` // green, amber or red
+	PlannedRate       float64 `json:"planned_rate"`
+	RateFidelity      float64 `json:"rate_fidelity"` // achieved / planned
 	SendLagP99Ns      int64   `json:"send_lag_p99_ns"`
 	ReadLagP99Ns      int64   `json:"read_lag_p99_ns"`
 	ExactShare        float64 `json:"exact_share"`
 	WorkerRhoMax      float64 `json:"worker_rho_max"`
 	Workers           int32   `json:"workers"`
 	GCPauseNs         int64   `json:"gc_pause_ns"`
+	UncertaintyNs     int64   `json:"uncertainty_ns"`
+	UncertaintyFigure string  `json:"uncertainty_figure,omitempty"`
 	ClientBound       bool    `json:"client_bound"`
 	ClientBoundReason string  `json:"client_bound_reason,omitempty"`
+	LoadDelivered     bool    `json:"load_delivered"`
+	LoadReason        string  `json:"load_reason,omitempty"`
+	LateShareClient   float64 `json:"late_share_client"`
 	WorkersForRhoHalf int32   `json:"workers_for_rho_half"`
 	Advice            string  `json:"advice,omitempty"`
 }
@@ -140,14 +162,19 @@ var latencyColumns = []struct {
 	{"decode_ns", "decode", func(s *schemas.Stage) schemas.Dist { return s.Decode }},
 	{"send_lag_ns", "send lag", func(s *schemas.Stage) schemas.Dist { return s.SendLag }},
 	{"read_lag_ns", "read lag", func(s *schemas.Stage) schemas.Dist { return s.ReadLag }},
+	{"connect_ns", "TCP connect", func(s *schemas.Stage) schemas.Dist { return s.Connect }},
 }
 
 // profileLatencies are the five latencies of the profile charts.
 var profileLatencies = latencyColumns[:5]
 
 func toDist(d schemas.Dist) Dist {
-	return Dist{d.Count, d.P50, d.P90, d.P95, d.P99, d.P999, d.Max, d.Mean}
+	return Dist{d.Count, d.P50, d.P50Lo, d.P50Hi, d.P90, d.P90Lo, d.P90Hi, d.P95, d.P99, d.P99Lo, d.P99Hi, d.P999, d.Max, d.Mean}
 }
+
+// p50 and p99 format the percentile with its bound (fmtBound).
+func (d Dist) p50() string { return fmtBound(d.P50, d.P50Lo, d.P50Hi) }
+func (d Dist) p99() string { return fmtBound(d.P99, d.P99Lo, d.P99Hi) }
 
 // buildProfile turns the loaded runs into the profile; outDir makes run paths relative.
 func buildProfile(runs []*run, outDir string) Profile {
@@ -171,6 +198,7 @@ func runProfile(r *run, outDir string) RunProfile {
 		rp.Host, rp.CPUs, rp.Tool, rp.Status, rp.Missing = m.Host, m.CPUs, m.ToolVersion, m.Status, m.Missing
 		cpus = m.CPUs
 	}
+	rp.Trust.Level, rp.Trust.Sentence = Trust(r.Stages)
 	rp.Headline.ClientBoundStages = []int32{}
 	for i := range r.Stages {
 		s := &r.Stages[i]
@@ -212,9 +240,12 @@ func stageProfile(s *schemas.Stage, cpus int) StageProfile {
 			PrefillPerTokenNs: s.PrefillPerTokenNs, Source: s.DecompositionSource,
 		},
 		Quality: Quality{
-			RateFidelity: s.RateFidelity, SendLagP99Ns: s.SendLag.P99, ReadLagP99Ns: s.ReadLag.P99,
-			ExactShare: s.ExactShare, WorkerRhoMax: s.WorkerRhoMax, Workers: s.Workers, GCPauseNs: s.GCPauseNs,
+			Trust: stageLevel(s), PlannedRate: s.PlannedRate, RateFidelity: s.RateFidelity,
+			SendLagP99Ns: s.SendLag.P99, ReadLagP99Ns: s.ReadLag.P99, ExactShare: s.ExactShare,
+			WorkerRhoMax: s.WorkerRhoMax, Workers: s.Workers, GCPauseNs: s.GCPauseNs,
+			UncertaintyNs: s.UncertaintyNs, UncertaintyFigure: s.UncertaintyFigure,
 			ClientBound: s.ClientBound, ClientBoundReason: s.ClientBoundReason,
+			LoadDelivered: s.LoadDelivered, LoadReason: s.LoadReason, LateShareClient: s.LateShareClient,
 			WorkersForRhoHalf: s.WorkersForRhoHalf, Advice: advice(s, cpus),
 		},
 	}

@@ -67,7 +67,7 @@ func TestGolden(t *testing.T) {
 	}{
 		{"single", []fixtureRun{fixtureA}},       // one run with a client-bound stage
 		{"ab", []fixtureRun{fixtureA, fixtureB}}, // A/B comparison: ratios B / A
-		{"interrupted", []fixtureRun{{id: "run-c", capacity: 5, rates: []float64{2, 4, 6}, clientBound: -1, missing: []string{"worker 1: signal: killed"}}}},
+		{"interrupted", []fixtureRun{{id: "run-c", capacity: 5, rates: []float64{2, 4, 6}, clientBound: -1, serverLate: -1, missing: []string{"worker 1: signal: killed"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,10 +222,15 @@ func TestSummary(t *testing.T) {
 		sub  string
 		want int
 	}{
-		{`"r24"`, 3},                      // the stage line of both runs and the warning of run A
-		{"warning: Stage 7", 1},           // one client-bound stage, one warning
-		{"<- saturation", 2},              // one saturation stage per run
-		{"CLIENT-BOUND", 1},               // marked on its stage line
+		{`"r24"`, 4},                // the stage line of both runs, the trust line and the warning of run A
+		{"warning: Stage 7", 1},     // one client-bound stage, one warning
+		{"<- saturation", 2},        // one saturation stage per run
+		{"CLIENT-BOUND", 1},         // marked on its stage line
+		{"LOAD NOT DELIVERED", 2},   // A's client-bound stage, B's late stage
+		{"trust red: stage 7", 1},   // run A's trust line, before its stages
+		{"trust amber: stage 6", 1}, // run B's: the server was late
+		{`warning: Stage 6 "r20" did not get its planned load (send lag p99`, 1},
+		{"--workers", 0},                  // B's stage 6 blames the server: no worker advice
 		{"run-b vs run-a: max done/s", 1}, // the comparison line
 	}
 	for _, tt := range tests {

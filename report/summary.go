@@ -6,13 +6,16 @@ import (
 	"log/slog"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // Summary writes the terminal summary of the runs in the given directories: per run a header,
-// one line per stage with the headline figures (offered load, send and completion rates,
-// output tokens/s, TTFT and TPOT p50/p99, E2E p99, goodput, errors), the saturation stage
-// marked, and a warning line with advice for every client-bound stage. `wirebench run` and
-// `wirebench report` print it to stdout.
+// the trust line (Trust), one line per stage with the headline figures (offered load, send and
+// completion rates, output tokens/s, TTFT and TPOT p50/p99 and E2E p99 with their bounds,
+// goodput, errors), the saturation stage and the failed verdicts marked, and a warning line
+// for every stage whose figures need care. `wirebench run` and `wirebench report` print it to
+// stdout.
 func Summary(w io.Writer, runs ...string) error {
 	rs, err := loadRuns(runs, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -35,21 +38,17 @@ func writeSummary(w io.Writer, runs []*run) error {
 			}
 		}
 		b.WriteString("\n")
+		level, sentence := Trust(r.Stages)
+		fmt.Fprintf(&b, "trust %s: %s\n", level, sentence)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "stage\toffered\tsent/s\tdone/s\tout tok/s\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tE2E p99\tgoodput\terrors\t")
 		for j := range r.Stages {
 			s := &r.Stages[j]
-			note := ""
-			if s.Saturated {
-				note = "<- saturation"
-			}
-			if s.ClientBound {
-				note = strings.TrimSpace(note + " CLIENT-BOUND")
-			}
+			ttft, tpot := toDist(s.TTFT), toDist(s.TPOT)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
 				stageTitle(s), offered(s), fmtRate(s.AchievedRate), fmtRate(s.CompletionRate), fmtRate(s.OutputTPS),
-				fmtDur(s.TTFT.P50), fmtDur(s.TTFT.P99), fmtDur(s.TPOT.P50), fmtDur(s.TPOT.P99), fmtDur(s.E2E.P99),
-				fmtPct(s.GoodputShare), s.Errors, note)
+				ttft.p50(), ttft.p99(), tpot.p50(), tpot.p99(), toDist(s.E2E).p99(),
+				fmtPct(s.GoodputShare), s.Errors, stageNotes(s))
 		}
 		tw.Flush()
 		cpus := 0
@@ -73,4 +72,19 @@ func writeSummary(w io.Writer, runs []*run) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// stageNotes marks the saturation stage and the failed verdicts on a stage line.
+func stageNotes(s *schemas.Stage) string {
+	var notes []string
+	if s.Saturated {
+		notes = append(notes, "<- saturation")
+	}
+	if s.ClientBound {
+		notes = append(notes, "CLIENT-BOUND")
+	}
+	if !s.LoadDelivered {
+		notes = append(notes, "LOAD NOT DELIVERED")
+	}
+	return strings.Join(notes, " ")
 }

@@ -1,0 +1,127 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// Trust levels: can a run's figures be trusted?
+const (
+	Green = "green" // every judged bound within tolerance and the load sent as planned
+	Amber = "amber" // latencies trusted, but the load was not sent as planned for a server or connection reason
+	Red   = "red"   // some stage is client-bound, or the client itself kept the load from being sent as planned
+)
+
+// levelRank orders the levels from best to worst.
+var levelRank = map[string]int{Green: 0, Amber: 1, Red: 2}
+
+// clientLate reports whether the stage's load was not delivered and the load verdict blames
+// the client (its pacer or CPU).
+func clientLate(s *schemas.Stage) bool {
+	return !s.LoadDelivered && strings.Contains(s.LoadReason, "the client:")
+}
+
+// cpuBound reports whether the load verdict blames the client's CPU (busy workers): the only
+// case where more workers or hosts help.
+func cpuBound(s *schemas.Stage) bool {
+	return clientLate(s) && strings.Contains(s.LoadReason, "workers would bring it under")
+}
+
+// stageLevel is one stage's trust level.
+func stageLevel(s *schemas.Stage) string {
+	switch {
+	case s.ClientBound || clientLate(s):
+		return Red
+	case !s.LoadDelivered:
+		return Amber
+	}
+	return Green
+}
+
+// Trust says in one sentence whether the figures of a run's stages can be trusted: level is
+// red when a stage is client-bound or the client kept its load from being sent as planned,
+// amber when only the server or the connections did, else green. The sentence names the
+// stages and reasons behind a non-green level, then quotes the widest client uncertainty and
+// the worst p99 lateness against the schedule.
+func Trust(stages []schemas.Stage) (level, sentence string) {
+	if len(stages) == 0 {
+		return Amber, "no measured stage: nothing to judge."
+	}
+	level = Green
+	var why []string
+	for i := range stages {
+		s := &stages[i]
+		if l := stageLevel(s); levelRank[l] > levelRank[level] {
+			level = l
+		}
+		if s.ClientBound {
+			why = append(why, fmt.Sprintf("stage %s is client-bound (%s)", stageTitle(s), orNone(s.ClientBoundReason)))
+		}
+		if !s.LoadDelivered {
+			why = append(why, fmt.Sprintf("stage %s did not get its planned load (%s)", stageTitle(s), orNone(s.LoadReason)))
+		}
+	}
+	why = append(why, uncertaintyClause(stages), latenessClause(stages))
+	return level, strings.Join(why, "; ") + "."
+}
+
+// uncertaintyClause quotes the widest bound of any judged percentile over the stages.
+func uncertaintyClause(stages []schemas.Stage) string {
+	w, bound := -1, false
+	for i := range stages {
+		s := &stages[i]
+		bound = bound || s.ClientBound
+		if s.UncertaintyFigure != "" && (w < 0 || s.UncertaintyNs > stages[w].UncertaintyNs) {
+			w = i
+		}
+	}
+	if w < 0 {
+		return "no latency to judge"
+	}
+	s := &stages[w]
+	if bound {
+		return fmt.Sprintf("client uncertainty up to %s (%s of stage %s)", fmtDur(s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s))
+	}
+	return fmt.Sprintf("client uncertainty ≤ %s on every p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT (widest: %s of stage %s)",
+		fmtDur(s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s))
+}
+
+// latenessClause quotes the worst send lag p99 (lateness against the schedule) over the stages.
+func latenessClause(stages []schemas.Stage) string {
+	w, delivered := -1, true
+	for i := range stages {
+		s := &stages[i]
+		delivered = delivered && s.LoadDelivered
+		if s.SendLag.Count > 0 && (w < 0 || s.SendLag.P99 > stages[w].SendLag.P99) {
+			w = i
+		}
+	}
+	switch {
+	case w < 0:
+		return "no send to judge lateness by"
+	case delivered:
+		return fmt.Sprintf("load sent as planned, p99 lateness ≤ %s (stage %s)", fmtDur(stages[w].SendLag.P99), stageTitle(&stages[w]))
+	}
+	return fmt.Sprintf("p99 lateness up to %s (stage %s)", fmtDur(stages[w].SendLag.P99), stageTitle(&stages[w]))
+}
+
+// orNone stands in for an empty verdict reason.
+func orNone(reason string) string {
+	if reason == "" {
+		return "no reason recorded"
+	}
+	return reason
+}
+
+// levelMark is the coloured mark of a trust level in Markdown.
+func levelMark(level string) string {
+	switch level {
+	case Red:
+		return "🔴"
+	case Amber:
+		return "🟠"
+	}
+	return "🟢"
+}

@@ -1,0 +1,119 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// verdictStages returns two trusted stages, "a" and "b"; edit changes the second.
+func verdictStages(edit func(*schemas.Stage)) []schemas.Stage {
+	st := []schemas.Stage{
+		{Stage: 0, Name: "a", UncertaintyNs: 41_000, UncertaintyFigure: "ttft p99", LoadDelivered: true,
+			SendLag: schemas.Dist{Count: 10, P99: 300_000}, Workers: 2},
+		{Stage: 1, Name: "b", UncertaintyNs: 20_000, UncertaintyFigure: "itl p50", LoadDelivered: true,
+			SendLag: schemas.Dist{Count: 10, P99: 120_000}, Workers: 2},
+	}
+	if edit != nil {
+		edit(&st[1])
+	}
+	return st
+}
+
+// stageC is a third stage, "c", changed by edit.
+func stageC(edit func(*schemas.Stage)) schemas.Stage {
+	s := verdictStages(edit)[1]
+	s.Stage, s.Name = 2, "c"
+	return s
+}
+
+const (
+	trusted   = `client uncertainty ≤ 41.0µs on every p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT (widest: ttft p99 of stage 0 "a")`
+	serverWhy = "send lag p99 6.300 ms > 5.000 ms; the server was not accepting connections fast enough: 83% of the lateness was connecting (connect p99 12.000 ms over 40 new connections)"
+	connWhy   = "send lag p99 6.300 ms > 5.000 ms; waiting for a connection or writing: 70% of the lateness came after the worker began the request"
+	clientWhy = "sent at 22.32/s against 24/s planned (fidelity 0.930); the client: 91% of the lateness was before the worker began the request (pacer and CPU); worker utilisation 0.86: 4 workers would bring it under 0.5"
+	boundWhy  = "itl p99 bound [38.000 ms, 40.200 ms] is 2.200 ms wide > 0.500 ms"
+)
+
+func late(reason string) func(*schemas.Stage) {
+	return func(s *schemas.Stage) { s.LoadDelivered, s.LoadReason, s.SendLag.P99 = false, reason, 6_300_000 }
+}
+
+func clientBound(s *schemas.Stage) {
+	s.ClientBound, s.ClientBoundReason, s.UncertaintyNs, s.UncertaintyFigure = true, boundWhy, 2_200_000, "itl p99"
+}
+
+func TestTrust(t *testing.T) {
+	tests := []struct {
+		name                string
+		stages              []schemas.Stage
+		wantLevel, wantSent string
+	}{
+		{"green", verdictStages(nil), Green,
+			trusted + `; load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
+		{"amber: the server", verdictStages(late(serverWhy)), Amber,
+			`stage 1 "b" did not get its planned load (` + serverWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage 1 "b").`},
+		{"amber: connections", verdictStages(late(connWhy)), Amber,
+			`stage 1 "b" did not get its planned load (` + connWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage 1 "b").`},
+		{"red: client-bound", verdictStages(clientBound), Red,
+			`stage 1 "b" is client-bound (` + boundWhy + `); client uncertainty up to 2.20ms (itl p99 of stage 1 "b"); load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
+		{"red: the client was late", verdictStages(late(clientWhy)), Red,
+			`stage 1 "b" did not get its planned load (` + clientWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage 1 "b").`},
+		{"red over amber", append(verdictStages(late(serverWhy)), stageC(clientBound)), Red,
+			`stage 1 "b" did not get its planned load (` + serverWhy + `); stage 2 "c" is client-bound (` + boundWhy +
+				`); client uncertainty up to 2.20ms (itl p99 of stage 2 "c"); p99 lateness up to 6.30ms (stage 1 "b").`},
+		{"no latencies", []schemas.Stage{{Name: "x", LoadDelivered: true}}, Green, "no latency to judge; no send to judge lateness by."},
+		{"empty", nil, Amber, "no measured stage: nothing to judge."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			level, sentence := Trust(tt.stages)
+			if level != tt.wantLevel || sentence != tt.wantSent {
+				t.Errorf("Trust(%s) = %q, %q; want %q, %q", tt.name, level, sentence, tt.wantLevel, tt.wantSent)
+			}
+		})
+	}
+}
+
+func TestAdvice(t *testing.T) {
+	tests := []struct {
+		name      string
+		edit      func(*schemas.Stage)
+		cpus      int
+		want, not string // substrings the advice has and must not have
+	}{
+		{"trusted", nil, 2, "", "Stage"},
+		{"client-bound only", clientBound, 2, `Stage 1 "b" is client-bound (` + boundWhy + ")", "workers"},
+		{"the server", late(serverWhy), 2, `Stage 1 "b" did not get its planned load (` + serverWhy + ").", "--workers"},
+		{"connections", late(connWhy), 2, "did not get its planned load", "--workers"},
+		{"the client's CPU", func(s *schemas.Stage) { late(clientWhy)(s); s.WorkersForRhoHalf = 4 }, 8, "Run it with --workers 4 (now 2)", "hosts"},
+		{"the client's CPU, too few CPUs", func(s *schemas.Stage) { late(clientWhy)(s); s.WorkersForRhoHalf = 4 }, 2, "split the load over 2 hosts", "--workers"},
+		{"the client's pacer, idle workers", late(strings.Split(clientWhy, "; worker")[0]), 2, "other processes are not competing", "hosts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := verdictStages(tt.edit)[1]
+			got := advice(&s, tt.cpus)
+			if (tt.want == "" && got != "") || !strings.Contains(got, tt.want) || (tt.not != "" && strings.Contains(got, tt.not)) {
+				t.Errorf("advice(%s) = %q; want it to contain %q and not %q", tt.name, got, tt.want, tt.not)
+			}
+		})
+	}
+}
+
+func TestFmtBound(t *testing.T) {
+	tests := []struct {
+		v, lo, hi int64
+		want      string
+	}{
+		{12_345_000, 12_345_000, 12_345_000, "12.3ms"},
+		{12_345_000, 12_304_000, 12_345_000, "12.3ms [-41.0µs, +0]"},
+		{7_000_000, 6_999_700, 7_000_300, "7.00ms [-300ns, +300ns]"},
+	}
+	for _, tt := range tests {
+		if got := fmtBound(tt.v, tt.lo, tt.hi); got != tt.want {
+			t.Errorf("fmtBound(%d, %d, %d) = %q; want %q", tt.v, tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}
