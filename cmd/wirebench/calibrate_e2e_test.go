@@ -82,7 +82,9 @@ func TestCalibrateFindsStampLead(t *testing.T) {
 		// 3 ms between the stamp and the write: the stamps are no longer the truth, and the
 		// intervals (rightly) miss them.
 		{"3ms", 2 * ms, 4 * ms, 0, 0.5},
-		{"0s", -0.1 * ms, 1 * ms, 1, 1},
+		// Without the lead nearly every interval holds the stamp; on a loaded 2-CPU machine the
+		// simulator is now and then preempted between its stamp and its write (its own error).
+		{"0s", -0.1 * ms, 1 * ms, 0.9, 1},
 	} {
 		c, _, _ := calibrate(t, "--stamp-lead", tt.lead)
 		if c.SimStampLead != int64(mustDuration(t, tt.lead)) {

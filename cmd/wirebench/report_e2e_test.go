@@ -18,16 +18,21 @@ func writeMetrics(t *testing.T, dir, id string, speed float64) string {
 	for i, rate := range []float64{2, 4, 8} {
 		d := func(ns float64) schemas.Dist {
 			n := int64(ns)
-			return schemas.Dist{Count: 10, P50: n, P90: n * 3 / 2, P95: n * 7 / 4, P99: 2 * n, P999: 2 * n, Max: 3 * n, Mean: n}
+			// bounds 1% below and 0.5% above each percentile
+			return schemas.Dist{Count: 10, P50: n, P90: n * 3 / 2, P95: n * 7 / 4, P99: 2 * n, P999: 2 * n, Max: 3 * n, Mean: n,
+				P50Lo: n * 99 / 100, P50Hi: n * 201 / 200, P90Lo: n * 297 / 200, P90Hi: n * 603 / 400, P99Lo: n * 198 / 100, P99Hi: n * 201 / 100}
 		}
 		s := schemas.Stage{Stage: int32(i), Name: "s" + string(rune('a'+i)), Mode: "open", TargetRate: rate,
 			Requests: int64(rate * 5), Completed: int64(rate * 5), AchievedRate: rate, CompletionRate: rate * 0.99,
 			OutputTPS: rate * 100 * speed, GoodputShare: 1, GoodputRate: rate, RateFidelity: 1, ExactShare: 1,
 			TTFT: d(40e6 * rate / speed), TPOT: d(8e6 / speed), ITL: d(8e6 / speed), NTPOT: d(9e6 / speed), E2E: d(900e6 / speed),
 			Queue: d(5e6 * rate), Prefill: d(30e6), Decode: d(800e6), SendLag: d(50e3), ReadLag: d(10e3),
-			Workers: 2, WorkerRhoMax: 0.1 * rate, WorkersForRhoHalf: 1, Saturated: i == 1}
+			Workers: 2, WorkerRhoMax: 0.1 * rate, WorkersForRhoHalf: 1, Saturated: i == 1,
+			PlannedRate: rate, LoadDelivered: true, UncertaintyNs: int64(15e4 / speed), UncertaintyFigure: "e2e p99"}
 		if i == 2 {
-			s.ClientBound, s.ClientBoundReason, s.WorkerRhoMax, s.WorkersForRhoHalf = true, "worker rho 0.80 > 0.7", 0.8, 4
+			s.ClientBound, s.ClientBoundReason = true, "e2e p99 bound [1782 ms, 1809 ms] is 27 ms wide > 18 ms"
+			s.LoadDelivered, s.WorkerRhoMax, s.WorkersForRhoHalf = false, 0.8, 4
+			s.LoadReason = "send lag p99 2 ms > 1 ms; the client: 90% of the lateness was before the worker began the request (pacer and CPU); worker utilisation 0.80: 4 workers would bring it under 0.5"
 		}
 		stages = append(stages, s)
 	}
@@ -61,6 +66,7 @@ func TestReportCommand(t *testing.T) {
 		{"run a (host h, 2 CPUs, complete)", 1}, // header
 		{"<- saturation", 1},                    // stage 1
 		{"warning: Stage 2 \"sc\" is client-bound", 1},
+		{"trust red: stage 2 \"sc\" is client-bound (e2e p99 bound", 1}, // the verdict line
 		{"\n0 \"sa\"", 1}, // one line per stage
 	}
 	for _, tt := range tests {
