@@ -67,7 +67,7 @@ func TestReportCommand(t *testing.T) {
 		{"<- saturation", 1},                    // stage 1
 		{"warning: Stage 2 \"sc\" is client-bound", 1},
 		{"trust red: stage 2 \"sc\" is client-bound (e2e p99 bound", 1}, // the verdict line
-		{"\n0 \"sa\"", 1}, // one line per stage
+		{"\n0 \"sa\"", 1},                                               // one line per stage
 	}
 	for _, tt := range tests {
 		if got := strings.Count(out, tt.sub); got != tt.want {
