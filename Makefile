@@ -24,7 +24,7 @@ test: lint build
 test-duckdb:
 	$(GO) test -count=1 -tags duckdb -run DuckDB ./schemas ./aggregate
 
-# Speed and memory targets live here, not in timed unit tests. Figures in README.md.
+# Speed and memory targets live here, not in timed unit tests. Figures in docs/measurements.md.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./capture/wire ./replay/tokenizer ./schemas
 	$(GO) test -run '^$$' -bench 'ServerCPU|AppendChunk' -benchtime 20000x ./sim

@@ -24,7 +24,7 @@ import (
 //
 // An idle CPU halts, and a halted CPU is slow to wake: on a virtual machine its timer interrupt
 // arrives when the host gets round to running the vCPU again, on bare metal it first leaves a
-// sleep state. On the 2-vCPU VM of the README's figures a thread sleeping to absolute times
+// sleep state. On the 2-vCPU VM of docs/measurements.md a thread sleeping to absolute times
 // woke p99 1.4 ms late while the CPUs were otherwise idle, and 32 µs late with them kept busy;
 // the pacer's wake-ups (and the readers') inherit that lateness as send lag.
 //
@@ -43,7 +43,7 @@ import (
 // same holds one level up, where no guest can see it: a VM whose host caps its CPU time, or a
 // burstable instance spending CPU credits. So it is opt-in (--keep-awake), for clients with CPUs
 // of their own. (A first version without the nap below cut send lag p99 to 0.1-0.4 ms up to
-// 2,000 req/s on the README's VM but stalled for up to seconds at 5,000 req/s.)
+// 2,000 req/s on that VM but stalled for up to seconds at 5,000 req/s.)
 
 // KeepAwake spins on each of cpus at SCHED_IDLE priority until until reaches EOF (the
 // coordinator closes the pipe, or dies). It writes "ready\n" to ready once every spinner is in
