@@ -1,0 +1,211 @@
+package tap
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Ring geometry: 16 blocks of 1 MiB hold about 190,000 header-only packets; a block is handed
+// to the reader when full or after retireMs.
+const (
+	blockSize = 1 << 20
+	blockNr   = 16
+	frameSize = 2048
+	retireMs  = 20
+	snapLen   = 128 // IPv4 header (at most 60) + TCP header (at most 60)
+	// hdrLen is TPACKET_ALIGN(sizeof(struct tpacket3_hdr)): the sockaddr_ll follows it.
+	hdrLen = (int(unsafe.Sizeof(unix.Tpacket3Hdr{})) + 15) &^ 15
+)
+
+// Tap is an open packet tap on one target address and port (IPv4).
+type Tap struct {
+	fd    int
+	ring  []byte
+	block int // next block to read
+	stats Stats
+}
+
+// Open starts recording the TCP segments to and from target. It needs CAP_NET_RAW; without it,
+// or for an IPv6 target, the error wraps ErrUnsupported.
+func Open(target netip.AddrPort) (*Tap, error) {
+	if !target.Addr().Unmap().Is4() {
+		return nil, fmt.Errorf("%w: target %s is not IPv4", ErrUnsupported, target)
+	}
+	prog, err := filter(target)
+	if err != nil {
+		return nil, err
+	}
+	// ETH_P_ALL: outgoing copies are handed only to taps of every protocol.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		if err == unix.EPERM || err == unix.EACCES {
+			return nil, fmt.Errorf("%w: AF_PACKET socket: %v (needs CAP_NET_RAW)", ErrUnsupported, err)
+		}
+		return nil, fmt.Errorf("tap: AF_PACKET socket: %w", err)
+	}
+	t := &Tap{fd: fd}
+	if err := t.setup(prog); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Tap) setup(prog []unix.SockFilter) error {
+	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if err := unix.SetsockoptSockFprog(t.fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fp); err != nil {
+		return fmt.Errorf("tap: attach filter: %w", err)
+	}
+	if err := unix.SetsockoptInt(t.fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
+		return fmt.Errorf("tap: TPACKET_V3: %w", err)
+	}
+	req := unix.TpacketReq3{Block_size: blockSize, Block_nr: blockNr, Frame_size: frameSize,
+		Frame_nr: blockSize / frameSize * blockNr, Retire_blk_tov: retireMs}
+	if err := unix.SetsockoptTpacketReq3(t.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+		return fmt.Errorf("tap: ring: %w", err)
+	}
+	ring, err := unix.Mmap(t.fd, 0, blockSize*blockNr, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_LOCKED)
+	if err != nil {
+		if ring, err = unix.Mmap(t.fd, 0, blockSize*blockNr, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+			return fmt.Errorf("tap: mmap ring: %w", err)
+		}
+	}
+	t.ring = ring
+	return nil
+}
+
+// filter is the kernel's half of the tap: IPv4 TCP, not a fragment, and either an outgoing
+// segment to target or an incoming one from target; it keeps snapLen bytes (the headers).
+func filter(target netip.AddrPort) ([]unix.SockFilter, error) {
+	ip := binary.BigEndian.Uint32(target.Addr().Unmap().AsSlice())
+	port := uint32(target.Port())
+	const reject, accept = 18, 19
+	to := func(from, target int) uint8 { return uint8(target - from - 1) } // skip count
+	prog := []bpf.Instruction{
+		/* 0 */ bpf.LoadExtension{Num: bpf.ExtProto},
+		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.ETH_P_IP, SkipFalse: to(1, reject)},
+		/* 2 */ bpf.LoadAbsolute{Off: 9, Size: 1}, // IP protocol
+		/* 3 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_TCP, SkipFalse: to(3, reject)},
+		/* 4 */ bpf.LoadAbsolute{Off: 6, Size: 2}, // flags and fragment offset
+		/* 5 */ bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: 0x1fff, SkipTrue: to(5, reject)},
+		/* 6 */ bpf.LoadMemShift{Off: 0}, // X = IP header length
+		/* 7 */ bpf.LoadExtension{Num: bpf.ExtType},
+		/* 8 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.PACKET_OUTGOING, SkipFalse: to(8, 13)},
+		/* 9 */ bpf.LoadAbsolute{Off: 16, Size: 4}, // destination address
+		/* 10 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: ip, SkipFalse: to(10, reject)},
+		/* 11 */ bpf.LoadIndirect{Off: 2, Size: 2}, // destination port
+		/* 12 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: port, SkipTrue: to(12, accept), SkipFalse: to(12, reject)},
+		/* 13 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.PACKET_HOST, SkipFalse: to(13, reject)},
+		/* 14 */ bpf.LoadAbsolute{Off: 12, Size: 4}, // source address
+		/* 15 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: ip, SkipFalse: to(15, reject)},
+		/* 16 */ bpf.LoadIndirect{Off: 0, Size: 2}, // source port
+		/* 17 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: port, SkipTrue: to(17, accept), SkipFalse: to(17, reject)},
+		/* 18 */ bpf.RetConstant{Val: 0},
+		/* 19 */ bpf.RetConstant{Val: snapLen},
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return nil, fmt.Errorf("tap: assemble filter: %w", err)
+	}
+	out := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return out, nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// blockHdr returns block i's header.
+func (t *Tap) blockHdr(i int) *unix.TpacketHdrV1 {
+	return (*unix.TpacketHdrV1)(unsafe.Pointer(&t.ring[i*blockSize+int(unsafe.Offsetof(unix.TpacketBlockDesc{}.Hdr))]))
+}
+
+// Read appends the segments of every block the kernel has handed over to buf, waiting up to
+// timeoutMs for the first one (0: do not wait).
+func (t *Tap) Read(buf []Segment, timeoutMs int) ([]Segment, error) {
+	for {
+		h := t.blockHdr(t.block)
+		if atomic.LoadUint32(&h.Block_status)&unix.TP_STATUS_USER == 0 {
+			if timeoutMs == 0 {
+				return buf, nil
+			}
+			fds := []unix.PollFd{{Fd: int32(t.fd), Events: unix.POLLIN | unix.POLLERR}}
+			if _, err := unix.Poll(fds, timeoutMs); err != nil && err != unix.EINTR {
+				return buf, fmt.Errorf("tap: poll: %w", err)
+			}
+			timeoutMs = 0
+			continue
+		}
+		buf = t.parseBlock(buf, h)
+		atomic.StoreUint32(&h.Block_status, unix.TP_STATUS_KERNEL)
+		t.block = (t.block + 1) % blockNr
+	}
+}
+
+// parseBlock appends the block's segments.
+func (t *Tap) parseBlock(buf []Segment, h *unix.TpacketHdrV1) []Segment {
+	base := t.block * blockSize
+	off := int(h.Offset_to_first_pkt)
+	for range h.Num_pkts {
+		p := (*unix.Tpacket3Hdr)(unsafe.Pointer(&t.ring[base+off]))
+		frame := t.ring[base+off:]
+		pkttype := frame[hdrLen+10] // sockaddr_ll.sll_pkttype
+		if s, ok := parse(frame[p.Net:int(p.Net)+int(p.Snaplen)], pkttype); ok {
+			s.TsNs = int64(p.Sec)*1e9 + int64(p.Nsec)
+			buf = append(buf, s)
+			t.stats.Packets++
+		}
+		off += int(p.Next_offset)
+	}
+	return buf
+}
+
+// parse reads an IPv4 TCP packet's headers; pkttype says its direction.
+func parse(b []byte, pkttype byte) (Segment, bool) {
+	if len(b) < 20 || b[0]>>4 != 4 {
+		return Segment{}, false
+	}
+	ihl := int(b[0]&0xf) * 4
+	total := int(binary.BigEndian.Uint16(b[2:4]))
+	if len(b) < ihl+20 {
+		return Segment{}, false
+	}
+	tcp := b[ihl:]
+	doff := int(tcp[12]>>4) * 4
+	s := Segment{
+		Seq: binary.BigEndian.Uint32(tcp[4:8]), Ack: binary.BigEndian.Uint32(tcp[8:12]),
+		Len: uint32(max(total-ihl-doff, 0)), Flags: tcp[13],
+	}
+	if pkttype == unix.PACKET_OUTGOING {
+		s.Dir, s.LocalPort = Tx, binary.BigEndian.Uint16(tcp[0:2])
+	} else {
+		s.Dir, s.LocalPort = Rx, binary.BigEndian.Uint16(tcp[2:4])
+	}
+	return s, true
+}
+
+// Stats returns the packets parsed and the packets the kernel dropped (ring full) so far.
+func (t *Tap) Stats() (Stats, error) {
+	st, err := unix.GetsockoptTpacketStatsV3(t.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	if err != nil {
+		return t.stats, fmt.Errorf("tap: statistics: %w", err)
+	}
+	t.stats.Drops += uint64(st.Drops) // the kernel resets its counters on each read
+	return t.stats, nil
+}
+
+// Close stops the tap.
+func (t *Tap) Close() error {
+	if t.ring != nil {
+		_ = unix.Munmap(t.ring)
+		t.ring = nil
+	}
+	return unix.Close(t.fd)
+}
