@@ -32,10 +32,11 @@ func TestMain(m *testing.M) {
 
 // runChild serves a zero-latency simulator until stdin closes: through Serve (the fast
 // server), or through net/http with srv.Handler() (WIREBENCH_SIM_BENCH_CHILD_SERVER=net-http),
-// or a bare net/http handler writing a canned stream (..._SERVER=net-http-floor). A second
-// listener answers GET /_rusage (user+system CPU µs of this process).
+// or a bare net/http handler writing a canned stream (..._SERVER=net-http-floor);
+// WIREBENCH_SIM_BENCH_CHILD_COALESCE_TAIL=1 sets CoalesceTail. A second listener answers
+// GET /_rusage (user+system CPU µs of this process).
 func runChild() {
-	srv, err := New(Config{ShutdownGrace: 1}, nil)
+	srv, err := New(Config{ShutdownGrace: 1, CoalesceTail: os.Getenv(childEnv+"_COALESCE_TAIL") == "1"}, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -156,6 +157,8 @@ func BenchmarkServerCPU(b *testing.B) {
 		env    []string
 	}{
 		{"tokens=1", 1, nil}, {"tokens=64", 64, nil}, {"tokens=1024", 1024, nil},
+		// --coalesce-tail: the events ready at once in one write (here, the whole stream)
+		{"coalesce-tail/tokens=64", 64, []string{childEnv + "_COALESCE_TAIL=1"}},
 		// the simulator behind net/http (Handler) instead of its own server, for comparison
 		{"net-http/tokens=1", 1, []string{childEnv + "_SERVER=net-http"}},
 		{"net-http/tokens=64", 64, []string{childEnv + "_SERVER=net-http"}},

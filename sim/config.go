@@ -65,6 +65,12 @@ type Config struct {
 	// StampLead makes the writer take a chunk's send time, then wait StampLead before writing
 	// it: a known delay between the reported sent_ns and the wire (for calibration tests).
 	StampLead time.Duration
+	// CoalesceTail writes every event the engine has published since the previous write in
+	// one write, so the last content event goes out with the finish chunk, the usage chunk,
+	// the x-sim comment and data: [DONE] (the old behaviour, for tests of how a client bounds
+	// the arrival of events that share a read). Off: every SSE event has its own write, as
+	// vLLM and uvicorn do.
+	CoalesceTail bool
 
 	// Fault rates (probabilities 0..1 per request, summing to at most 1). The request header
 	// x-sim-fault forces one: 429, 500, 503, stall, drop, malformed, slow-headers.

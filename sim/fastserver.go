@@ -20,8 +20,8 @@ import (
 // on a 2-core machine (its background-read goroutine, per-request allocations, two writes),
 // the whole budget of the simulator, so the generation endpoints are served here directly:
 // one goroutine per connection, pooled buffers, a strict minimal parser (httpparse.go), and
-// every batch of SSE events written as one chunk with one write system call, framed in place
-// in front of the rendered events. Other requests (GET /metrics, /v1/models, /health,
+// every SSE event (with CoalesceTail: every batch of events) written as one chunk with one
+// write system call, framed in place in front of the rendered events. Other requests (GET /metrics, /v1/models, /health,
 // HTTP/1.0, unusual targets) go through the same http.Handler as Handler's, via a small
 // ResponseWriter (respWriter) that frames responses as net/http does.
 

@@ -101,23 +101,38 @@ func (rd *render) appendUsage(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendTail appends the final chunk (finish_reason), the usage chunk when asked, the x-sim
-// ground-truth comment and data: [DONE].
+// appendTail appends the whole tail of a stream, as one write carries it with CoalesceTail:
+// the final chunk, the usage chunk when asked, the x-sim comment and data: [DONE].
 func (rd *render) appendTail(b []byte, q *seq, sent []int64, usage bool) []byte {
+	b = rd.appendFinish(b)
+	if usage {
+		b = rd.appendUsageChunk(b)
+	}
+	b = appendXsim(b, q, sent)
+	return appendDone(b)
+}
+
+// appendFinish appends the final chunk: no content, finish_reason "length".
+func (rd *render) appendFinish(b []byte) []byte {
 	b = append(b, "data: "...)
 	b = append(b, rd.common...)
 	if rd.chat {
-		b = append(b, `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}`+"\n\n"...)
-	} else {
-		b = append(b, `"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length","stop_reason":null}]}`+"\n\n"...)
+		return append(b, `"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}`+"\n\n"...)
 	}
-	if usage {
-		b = append(b, "data: "...)
-		b = append(b, rd.common...)
-		b = append(b, `"choices":[],`...)
-		b = rd.appendUsage(b)
-		b = append(b, "}\n\n"...)
-	}
+	return append(b, `"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length","stop_reason":null}]}`+"\n\n"...)
+}
+
+// appendUsageChunk appends the usage chunk (stream_options.include_usage): no choices.
+func (rd *render) appendUsageChunk(b []byte) []byte {
+	b = append(b, "data: "...)
+	b = append(b, rd.common...)
+	b = append(b, `"choices":[],`...)
+	b = rd.appendUsage(b)
+	return append(b, "}\n\n"...)
+}
+
+// appendXsim appends the ground-truth comment: the engine's timings of q and the send stamps.
+func appendXsim(b []byte, q *seq, sent []int64) []byte {
 	b = append(b, `: x-sim {"queue_ns":`...)
 	b = strconv.AppendInt(b, q.admit-q.arrive, 10)
 	b = append(b, `,"prefill_ns":`...)
@@ -131,9 +146,11 @@ func (rd *render) appendTail(b []byte, q *seq, sent []int64, usage bool) []byte 
 		}
 		b = strconv.AppendInt(b, t, 10)
 	}
-	b = append(b, "]}\n\n"...)
-	return append(b, "data: [DONE]\n\n"...)
+	return append(b, "]}\n\n"...)
 }
+
+// appendDone appends the stream's last event.
+func appendDone(b []byte) []byte { return append(b, "data: [DONE]\n\n"...) }
 
 // appendFull appends the non-streaming response body.
 func (rd *render) appendFull(b []byte, n int) []byte {

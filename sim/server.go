@@ -580,8 +580,12 @@ func (p *httpPeer) release() {
 	}
 }
 
-// stream writes the SSE response: each write carries every chunk the engine has published
-// since the previous one, stamped with time.Now() just before the write.
+// stream writes the SSE response. By default every event goes out in its own write, back to
+// back, as from vLLM (uvicorn writes each event the application yields): the chat role chunk,
+// each content chunk, the final chunk, the usage chunk, the x-sim comment and data: [DONE].
+// With CoalesceTail each write carries every chunk the engine has published since the previous
+// one, and the write of the last content chunk the whole tail. A content chunk's send stamp is
+// time.Now() taken just before the write that carries it (then StampLead, then the write).
 func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) {
 	p.startStream(s.eagerHeaders) // eager: the client sees the headers at once, as from vLLM
 	n := q.nChunks
@@ -594,6 +598,7 @@ func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) {
 	case FaultMalformed:
 		mid = max(1, n/2)
 	}
+	w := streamWriter{s: s, p: p, q: q, rd: rd, sent: sent, mid: mid, malformed: fault == FaultMalformed, usage: usage}
 	written := 0
 	for written <= n {
 		avail := int(q.ready.Load())
@@ -620,35 +625,104 @@ func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) {
 		if split && written < mid && end > mid {
 			end = mid
 		}
-		b := p.streamBuf()
-		for j := written; j < end && j < n; j++ {
-			if j == mid && fault == FaultMalformed {
-				b = rd.appendBogus(b)
-			}
-			if j == 0 && rd.chat {
-				b = rd.appendRole(b)
-			}
-			start, cnt := chunkSpan(j, q.maxTokens, q.k)
-			b = rd.appendChunk(b, start, cnt, !(j == mid && fault == FaultMalformed))
+		var ok bool
+		if s.cfg.CoalesceTail {
+			ok = w.batch(written, end)
+		} else {
+			ok = w.events(written, end)
 		}
-		stamp := time.Now().UnixNano()
-		for j := written; j < end && j < n; j++ {
-			sent[j] = stamp
-		}
-		if end == n+1 {
-			if mid == n && fault == FaultMalformed {
-				b = rd.appendBogus(b)
-			}
-			b = rd.appendTail(b, q, sent, usage)
-		}
-		if s.cfg.StampLead > 0 && !p.sleep(s.cfg.StampLead) {
-			return
-		}
-		if err := p.streamWrite(b, end > n); err != nil {
+		if !ok {
 			return
 		}
 		written = end
 	}
+}
+
+// streamWriter writes the events of one stream: chunks [from, end) of q, and the tail when end
+// is past the last chunk.
+type streamWriter struct {
+	s         *Server
+	p         peer
+	q         *seq
+	rd        *render
+	sent      []int64
+	mid       int  // chunk index of the malformed fault (-1: none)
+	malformed bool // the malformed fault strikes at mid
+	usage     bool
+}
+
+// batch writes chunks [from, end), and the tail when end is past the last chunk, in one write
+// (CoalesceTail).
+func (w *streamWriter) batch(from, end int) bool {
+	n, rd := w.q.nChunks, w.rd
+	b := w.p.streamBuf()
+	for j := from; j < end && j < n; j++ {
+		if j == w.mid && w.malformed {
+			b = rd.appendBogus(b)
+		}
+		if j == 0 && rd.chat {
+			b = rd.appendRole(b)
+		}
+		start, cnt := chunkSpan(j, w.q.maxTokens, w.q.k)
+		b = rd.appendChunk(b, start, cnt, !(j == w.mid && w.malformed))
+	}
+	stamp := time.Now().UnixNano()
+	for j := from; j < end && j < n; j++ {
+		w.sent[j] = stamp
+	}
+	if end > n {
+		if w.mid == n && w.malformed {
+			b = rd.appendBogus(b)
+		}
+		b = rd.appendTail(b, w.q, w.sent, w.usage)
+	}
+	if lead := w.s.cfg.StampLead; lead > 0 && !w.p.sleep(lead) {
+		return false
+	}
+	return w.p.streamWrite(b, end > n) == nil
+}
+
+// events writes chunks [from, end), and the tail when end is past the last chunk, one event per
+// write.
+func (w *streamWriter) events(from, end int) bool {
+	n, rd, p := w.q.nChunks, w.rd, w.p
+	for j := from; j < end && j < n; j++ {
+		if j == w.mid && w.malformed {
+			if p.streamWrite(rd.appendBogus(p.streamBuf()), false) != nil {
+				return false
+			}
+		}
+		if j == 0 && rd.chat {
+			if p.streamWrite(rd.appendRole(p.streamBuf()), false) != nil {
+				return false
+			}
+		}
+		start, cnt := chunkSpan(j, w.q.maxTokens, w.q.k)
+		b := rd.appendChunk(p.streamBuf(), start, cnt, !(j == w.mid && w.malformed))
+		w.sent[j] = time.Now().UnixNano()
+		if lead := w.s.cfg.StampLead; lead > 0 && !p.sleep(lead) {
+			return false
+		}
+		if p.streamWrite(b, false) != nil {
+			return false
+		}
+	}
+	if end <= n {
+		return true
+	}
+	if w.mid == n && w.malformed && p.streamWrite(rd.appendBogus(p.streamBuf()), false) != nil {
+		return false
+	}
+	if p.streamWrite(rd.appendFinish(p.streamBuf()), false) != nil {
+		return false
+	}
+	if w.usage && p.streamWrite(rd.appendUsageChunk(p.streamBuf()), false) != nil {
+		return false
+	}
+	if p.streamWrite(appendXsim(p.streamBuf(), w.q, w.sent), false) != nil {
+		return false
+	}
+	return p.streamWrite(appendDone(p.streamBuf()), true) == nil
 }
 
 // complete writes a non-streaming response once the engine has finished the sequence.

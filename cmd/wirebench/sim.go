@@ -36,6 +36,7 @@ type SimCmd struct {
 	DefaultMaxTokens  int           `help:"Output tokens when a request sets no max_tokens." default:"256"`
 	MaxModelLen       int           `help:"Largest prompt + max_tokens; longer requests get 400 as in vLLM." default:"32768"`
 	StampLead         time.Duration `help:"Take each chunk's send time, then wait this long before writing it: a known delay between the reported sent_ns and the wire (calibration tests)." default:"0s"`
+	CoalesceTail      bool          `help:"Write the events ready at once in one write, the last content event with the finish and usage chunks, the x-sim comment and [DONE] (the old behaviour, for tests of upper-bound arrival times). Off: every SSE event has its own write, as from vLLM and uvicorn."`
 
 	Fault429         float64       `name:"fault-429" help:"Rate (0..1) of requests answered 429 before streaming." default:"0"`
 	Fault500         float64       `name:"fault-500" help:"Rate (0..1) of requests answered 500 before streaming." default:"0"`
@@ -72,7 +73,7 @@ func (c *SimCmd) config() sim.Config {
 		PrefillBase: c.PrefillBase, PrefillPerToken: c.PrefillPerToken, BlockSize: c.BlockSize,
 		PrefixCacheBlocks: c.PrefixCacheBlocks, ITL: c.ITL, BatchSlowdown: c.BatchSlowdown,
 		TokensPerChunk: c.TokensPerChunk, TTFT: c.TTFT, DefaultMaxTokens: c.DefaultMaxTokens,
-		MaxModelLen: c.MaxModelLen, StampLead: c.StampLead,
+		MaxModelLen: c.MaxModelLen, StampLead: c.StampLead, CoalesceTail: c.CoalesceTail,
 		Fault429: c.Fault429, Fault500: c.Fault500, Fault503: c.Fault503, FaultStall: c.FaultStall,
 		FaultDrop: c.FaultDrop, FaultMalformed: c.FaultMalformed, FaultSlowHeaders: c.FaultSlowHeaders,
 		FaultSeed: c.FaultSeed, Stall: c.Stall, SlowHeaders: c.SlowHeaders, ShutdownGrace: c.ShutdownGrace,

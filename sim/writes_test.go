@@ -1,0 +1,315 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// sysWrite is one Write call of the server on a connection: its bytes and when it began and
+// returned (time.Now().UnixNano(), the clock of the x-sim send stamps).
+type sysWrite struct {
+	b          []byte
+	start, end int64
+}
+
+// recConn records the server's writes on one connection.
+type recConn struct {
+	net.Conn
+	mu     sync.Mutex
+	writes []sysWrite
+}
+
+func (c *recConn) Write(b []byte) (int, error) {
+	start := time.Now().UnixNano()
+	n, err := c.Conn.Write(b)
+	end := time.Now().UnixNano()
+	c.mu.Lock()
+	c.writes = append(c.writes, sysWrite{b: bytes.Clone(b), start: start, end: end})
+	c.mu.Unlock()
+	return n, err
+}
+
+// recListener hands the server connections that record their writes.
+type recListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []*recConn
+}
+
+func (l *recListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	c := &recConn{Conn: nc}
+	l.mu.Lock()
+	l.conns = append(l.conns, c)
+	l.mu.Unlock()
+	return c, nil
+}
+
+// lastWrites returns the writes of the last accepted connection.
+func (l *recListener) lastWrites(t *testing.T) []sysWrite {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.conns) == 0 {
+		t.Fatal("no connection accepted")
+	}
+	c := l.conns[len(l.conns)-1]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]sysWrite(nil), c.writes...)
+}
+
+// startRecording serves cfg through the fast server (Serve) or through net/http with Handler,
+// on a listener whose connections record every write.
+func startRecording(t *testing.T, cfg Config, netHTTP bool) (*recListener, string) {
+	t.Helper()
+	srv, err := New(cfg, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := &recListener{Listener: ln}
+	if netHTTP {
+		hs := &http.Server{Handler: srv.Handler()}
+		go hs.Serve(rl)
+		t.Cleanup(func() { hs.Close(); srv.Close() })
+		return rl, ln.Addr().String()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, rl) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		srv.Close()
+	})
+	return rl, ln.Addr().String()
+}
+
+// writeEvents splits the recorded writes of one chunked SSE response into the SSE events each
+// write carried. The response head may share the first write with a chunk; every write must
+// carry whole HTTP chunks, and the terminating zero chunk must come last.
+func writeEvents(writes []sysWrite) ([][]event, error) {
+	out := make([][]event, len(writes))
+	head, ended := false, false
+	for i, w := range writes {
+		b := w.b
+		if ended {
+			return out, fmt.Errorf("write %d comes after the terminating chunk: %q", i, b)
+		}
+		if !head {
+			j := bytes.Index(b, []byte("\r\n\r\n"))
+			if j < 0 {
+				return out, fmt.Errorf("write %d: the response head is not in one write: %q", i, b)
+			}
+			if !bytes.Contains(b[:j], []byte("Transfer-Encoding: chunked")) {
+				return out, fmt.Errorf("response is not chunked: %q", b[:j])
+			}
+			head, b = true, b[j+4:]
+		}
+		var payload []byte
+		for len(b) > 0 {
+			j := bytes.Index(b, []byte("\r\n"))
+			if j < 0 {
+				return out, fmt.Errorf("write %d: an HTTP chunk's size line is cut: %q", i, b)
+			}
+			n, err := strconv.ParseInt(string(b[:j]), 16, 64)
+			if err != nil {
+				return out, fmt.Errorf("write %d: bad chunk size line %q", i, b[:j])
+			}
+			b = b[j+2:]
+			if n == 0 {
+				if string(b) != "\r\n" {
+					return out, fmt.Errorf("write %d: %q after the terminating chunk", i, b)
+				}
+				ended, b = true, nil
+				break
+			}
+			if int64(len(b)) < n+2 || string(b[n:n+2]) != "\r\n" {
+				return out, fmt.Errorf("write %d: an HTTP chunk of %d bytes does not end in this write", i, n)
+			}
+			payload, b = append(payload, b[:n]...), b[n+2:]
+		}
+		evs, err := parseSSE(payload)
+		if err != nil {
+			return out, fmt.Errorf("write %d does not carry whole SSE events: %v: %q", i, err, payload)
+		}
+		out[i] = evs
+	}
+	if !ended {
+		return out, errors.New("no terminating chunk")
+	}
+	return out, nil
+}
+
+// oneEventPerWrite is the check of the default: no write carries more than one SSE event.
+func oneEventPerWrite(perWrite [][]event) error {
+	for i, evs := range perWrite {
+		if len(evs) > 1 {
+			var names []string
+			for _, e := range evs {
+				names = append(names, eventName(e))
+			}
+			return fmt.Errorf("write %d of %d carries %d events: %s", i, len(perWrite), len(evs), strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// eventName names an event for messages: content, role, finish, usage, x-sim, [DONE].
+func eventName(e event) string {
+	switch {
+	case e.data == "[DONE]":
+		return "[DONE]"
+	case e.data == "":
+		return "x-sim"
+	}
+	var c struct {
+		Choices []struct {
+			Text  string `json:"text"`
+			Delta struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+			} `json:"delta"`
+			FinishReason *string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage any `json:"usage"`
+	}
+	json.Unmarshal([]byte(e.data), &c)
+	switch {
+	case c.Usage != nil:
+		return "usage"
+	case len(c.Choices) != 1:
+		return "?"
+	case c.Choices[0].FinishReason != nil:
+		return "finish"
+	case c.Choices[0].Text != "" || c.Choices[0].Delta.Content != "":
+		return "content"
+	case c.Choices[0].Delta.Role != "":
+		return "role"
+	}
+	return "?"
+}
+
+// TestEachEventOwnWrite: by default every SSE event of a stream (role, each content chunk,
+// finish, usage, x-sim, [DONE]) leaves in its own write system call and its own HTTP chunk, in
+// order, on both server paths, and each content chunk's sent_ns is taken after the previous
+// write returned and (StampLead) before its own write began. With CoalesceTail the last content
+// event shares its write with the whole tail, which the same check must catch.
+func TestEachEventOwnWrite(t *testing.T) {
+	configs := []struct {
+		name string
+		cfg  func(*Config)
+	}{
+		{"zero-latency", nil}, // every chunk ready at once: one write each all the same
+		{"fixed", func(c *Config) { c.TTFT, c.ITL = 2*time.Millisecond, time.Millisecond }},
+		{"stamp-lead", func(c *Config) { c.TTFT, c.ITL, c.StampLead = 2*time.Millisecond, time.Millisecond, time.Millisecond }},
+	}
+	requests := []struct {
+		name, path, body string
+		chat             bool
+		want             []string // the events, in order
+	}{
+		{"completions-usage", "/v1/completions", `{"model":"sim","prompt":"a b c","max_tokens":4,"stream":true,"stream_options":{"include_usage":true}}`, false,
+			[]string{"content", "content", "content", "content", "finish", "usage", "x-sim", "[DONE]"}},
+		{"chat", "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true}`, true,
+			[]string{"role", "content", "content", "content", "finish", "x-sim", "[DONE]"}},
+		// a target with a query string goes through the fast server's net/http-style fallback
+		{"fallback", "/v1/completions?x=1", `{"model":"sim","prompt":"a","max_tokens":2,"stream":true,"stream_options":{"include_usage":true}}`, false,
+			[]string{"content", "content", "finish", "usage", "x-sim", "[DONE]"}},
+	}
+	for _, server := range []string{"fast", "net-http"} {
+		for _, c := range configs {
+			for _, r := range requests {
+				for _, coalesce := range []bool{false, true} {
+					name := server + "/" + c.name + "/" + r.name
+					if coalesce {
+						name += "/coalesce-tail"
+					}
+					t.Run(name, func(t *testing.T) {
+						cfg := zeroConfig()
+						if c.cfg != nil {
+							c.cfg(&cfg)
+						}
+						cfg.CoalesceTail = coalesce
+						rl, addr := startRecording(t, cfg, server == "net-http")
+						w := rawPost(t, addr, r.path, r.body)
+						if w.status != 200 || !w.complete {
+							t.Fatalf("status %d, complete %v:\n%s", w.status, w.complete, w.body)
+						}
+						checkStream(t, w.body, r.chat)
+						evs, _ := parseSSE(w.body)
+						truth := groundTruth(t, evs)
+						writes := rl.lastWrites(t)
+						perWrite, err := writeEvents(writes)
+						if err != nil {
+							t.Fatal(err)
+						}
+						var got []string
+						var contentWrite []int // index of the write of each content chunk
+						for i, evs := range perWrite {
+							for _, e := range evs {
+								got = append(got, eventName(e))
+								if got[len(got)-1] == "content" {
+									contentWrite = append(contentWrite, i)
+								}
+							}
+						}
+						if strings.Join(got, " ") != strings.Join(r.want, " ") {
+							t.Fatalf("events %v; want %v", got, r.want)
+						}
+						err = oneEventPerWrite(perWrite)
+						if !coalesce && err != nil {
+							t.Errorf("every event should have its own write: %v", err)
+						}
+						if coalesce {
+							if err == nil {
+								t.Errorf("--coalesce-tail: every event had its own write; want the last content event with the tail")
+							}
+							last := perWrite[contentWrite[len(contentWrite)-1]]
+							if n := len(last); eventName(last[n-1]) != "[DONE]" || eventName(last[0]) != "content" && eventName(last[0]) != "role" {
+								var names []string
+								for _, e := range last {
+									names = append(names, eventName(e))
+								}
+								t.Errorf("--coalesce-tail: the last content event's write carries %v; want it to end with the tail and [DONE]", names)
+							}
+						}
+						// sent_ns: taken after the write before the chunk's own returned, and at
+						// least StampLead before that write began
+						if len(truth.SentNs) != len(contentWrite) {
+							t.Fatalf("%d sent_ns for %d content events", len(truth.SentNs), len(contentWrite))
+						}
+						for j, sent := range truth.SentNs {
+							wi := contentWrite[j]
+							if lead := writes[wi].start - sent; lead < int64(cfg.StampLead) {
+								t.Errorf("chunk %d: stamped %d ns before its write began; want at least the stamp lead %v", j, lead, cfg.StampLead)
+							}
+							if wi > 0 && sent < writes[wi-1].end {
+								t.Errorf("chunk %d: stamped %d ns before the previous write returned; want the stamp just before its own write", j, writes[wi-1].end-sent)
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
