@@ -136,6 +136,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	var done completions
 	lastLog := time.Now()
 	for _, r := range runs {
+		if r.tap, err = loadTap(ctx, r, w); err != nil {
+			pw.Abort()
+			return nil, err
+		}
 		for _, p := range r.parts {
 			states, err := pr.read(ctx, p)
 			if err == nil {

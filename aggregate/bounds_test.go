@@ -110,7 +110,7 @@ func TestEventSpan(t *testing.T) {
 		{"a stamp before the send keeps lo <= hi", 0, 900, schemas.QualityExact, true, 0, span{900, 900}},
 	}
 	for _, tt := range tests {
-		s := reqState{sentNs: S}
+		s := reqState{sentNs: S, sNs: S}
 		s.latest.lo = tt.prevLo
 		if got := s.eventSpan(tt.t, tt.q, tt.kernel, tt.after, allow); got != tt.want {
 			t.Errorf("%s: eventSpan(%d, %s, %v, %d) = %v; want %v", tt.name, tt.t, tt.q, tt.kernel, tt.after, got, tt.want)
@@ -122,7 +122,7 @@ func TestEventSpan(t *testing.T) {
 func TestRequestIntervals(t *testing.T) {
 	// Sent in [1000, 1100]; content events at [1980, 2000] (exact), [2000, 3000] (upper_bound,
 	// the previous read found the socket empty at 2000) and [3980, 4000]; final event [3980, 4000].
-	s := reqState{sentNs: 1000, sentEndNs: 1100, plannedNs: 900, sendStartNs: 950, connectNs: -1,
+	s := reqState{sentNs: 1000, sentEndNs: 1100, sNs: 1000, sEndNs: 1100, plannedNs: 900, sendStartNs: 950, connectNs: -1,
 		status: 200, hasDone: true, doneNs: 4000, lastIndex: 3, hasUOut: true, usageOut: 3}
 	for _, e := range []struct {
 		t   int64

@@ -40,6 +40,7 @@ type runDir struct {
 	config   replay.Config
 	offsetNs int64 // added to every timestamp of this host (clock_offset_ns)
 	parts    []*part
+	tap      *tapIndex // the packet tap's segments; nil without
 }
 
 var partRe = regexp.MustCompile(`^(requests|chunks)-w(\d+)-(\d+)\.parquet$`)

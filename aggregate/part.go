@@ -14,10 +14,10 @@ var requestCols = []string{
 	"seq", "stage", "worker", "shard", "warmup", "conversation", "turn", "input_tokens",
 	"planned_ns", "sent_ns", "done_ns", "status", "error_kind", "usage_prompt_tokens",
 	"usage_completion_tokens", "server_queue_ns", "server_prefill_ns", "server_decode_ns", "output_text",
-	"sent_end_ns", "send_start_ns", "connect_ns",
+	"sent_end_ns", "send_start_ns", "connect_ns", "local_port", "tx_stream_end",
 }
 
-var chunkCols = []string{"seq", "index", "rx_kernel_ns", "rx_user_ns", "quality", "kind", "tokens", "rx_after_ns"}
+var chunkCols = []string{"seq", "index", "rx_kernel_ns", "rx_user_ns", "quality", "kind", "tokens", "rx_after_ns", "rx_stream_end"}
 
 // partReader joins one part's requests and chunks. Its buffers are reused from part to part.
 type partReader struct {
@@ -68,7 +68,7 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 		seq, stage, worker, shard := get64(0), get32(1), get32(2), get32(3)
 		conv, turn, inTok, planned, sent, done, status := get64(5), get32(6), get32(7), get64(8), get64(9), get64(10), get32(11)
 		uPrompt, uOut, sq, sp, sd := get32(13), get32(14), get64(15), get64(16), get64(17)
-		sentEnd, sendStart, connect := get64(19), get64(20), get64(21)
+		sentEnd, sendStart, connect, port, txEnd := get64(19), get64(20), get64(21), get32(22), get64(23)
 		if e != nil {
 			return e
 		}
@@ -101,6 +101,15 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 			}
 			if !connect.IsNull(i) {
 				s.connectNs = connect.Value(i)
+			}
+			s.sNs, s.sEndNs = s.sentNs, s.sentEndNs
+			if tp := p.run.tap; tp != nil && !port.IsNull(i) && !s.unsent {
+				s.conn = tp.conn(port.Value(i), s.sentNs)
+			}
+			if s.conn != nil && !txEnd.IsNull(i) {
+				if ns, ok := at(s.conn.tx, txEnd.Value(i)); ok {
+					s.txTapNs, s.sNs, s.sEndNs = ns, ns, ns
+				}
 			}
 			if !done.IsNull(i) {
 				s.doneNs, s.hasDone = done.Value(i)+off, true
@@ -196,6 +205,10 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 		if e != nil {
 			return e
 		}
+		rxEnd, e := i64(p.chunks, "rx_stream_end", cols[8])
+		if e != nil {
+			return e
+		}
 		for i := range n {
 			j, ok := pr.index[seq.Value(i)]
 			if !ok {
@@ -221,9 +234,21 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 				}
 				s.hasKernel = true
 			}
-			s.lastEvNs = max(s.lastEvNs, t)
 			q := qual(i)
-			switch q {
+			if e, ok := optI64(rxEnd, i); ok && s.conn != nil {
+				if ns, ok := at(s.conn.rx, e); ok {
+					t, hasK, q = ns, true, schemas.QualityExact // the segment's own arrival
+					s.tapChunks++
+					if s.acc != nil {
+						s.acc.tapped++
+					}
+				}
+			}
+			s.lastEvNs = max(s.lastEvNs, t)
+			if s.hasDone {
+				s.doneNs = t // E: the final event's time
+			}
+			switch q { // with a tap time, exact
 			case schemas.QualityExact:
 				s.quality[qExact]++
 			case schemas.QualityUpperBound:

@@ -28,21 +28,28 @@ type reqState struct {
 	sentNs       int64
 	sentEndNs    int64 // end of the write that took the last byte; sentNs when unknown
 	unsent       bool  // the request was never written (sentNs is then its send start)
-	sendStartNs  int64 // when the worker began the request
-	connectNs    int64 // TCP connect duration; -1 when the connection was reused
-	doneNs       int64
-	hasDone      bool
-	status       int32
-	errorKind    string
-	usagePrompt  int32
-	hasUPrompt   bool
-	usageOut     int32
-	hasUOut      bool
-	textTokens   int32 // tokenizer count over output_text; -1 when not kept or not needed
-	srvQueue     int64
-	srvPrefill   int64
-	srvDecode    int64
-	hasSrv       bool
+	// S for the latencies and the interval [sNs, sEndNs] holding the request's departure: the
+	// tap time of the segment that carried its last byte when there is one, else
+	// [sentNs, sentEndNs].
+	sNs, sEndNs int64
+	txTapNs     int64    // 0 when none
+	conn        *tapConn // the connection the tap saw the request on; nil when none
+	tapChunks   int32    // events timed by the tap
+	sendStartNs int64    // when the worker began the request
+	connectNs   int64    // TCP connect duration; -1 when the connection was reused
+	doneNs      int64
+	hasDone     bool
+	status      int32
+	errorKind   string
+	usagePrompt int32
+	hasUPrompt  bool
+	usageOut    int32
+	hasUOut     bool
+	textTokens  int32 // tokenizer count over output_text; -1 when not kept or not needed
+	srvQueue    int64
+	srvPrefill  int64
+	srvDecode   int64
+	hasSrv      bool
 
 	// Running state over the request's events, in file (arrival) order.
 	lastIndex  int32
@@ -100,7 +107,7 @@ type span struct{ lo, hi int64 }
 //     comes before the request's last byte left; and the lower end of the previous event of
 //     the response, since a TCP stream is read in order.
 func (s *reqState) eventSpan(t int64, q string, kernel bool, after, allow int64) span {
-	lo := max(s.sentNs, after, s.latest.lo)
+	lo := max(s.sNs, after, s.latest.lo)
 	if q == schemas.QualityExact && kernel {
 		lo = max(lo, t-allow)
 	}
@@ -111,7 +118,7 @@ func (s *reqState) eventSpan(t int64, q string, kernel bool, after, allow int64)
 // time.
 func (s *reqState) doneSpan() span {
 	if s.lastIndex < 0 {
-		return span{lo: s.sentNs, hi: s.doneNs}
+		return span{lo: s.sNs, hi: s.doneNs}
 	}
 	return s.latest
 }
@@ -188,8 +195,8 @@ func (s *reqState) metric(slo replay.SLO) schemas.MetricRequest {
 	// Intervals: a difference b − a lies in [b.lo − a.hi, b.hi − a.lo], the request's send time
 	// in [S, sent_end]; integer division by N is monotone, so it keeps the ends in order.
 	if s.content > 0 {
-		m.TTFTNs = ptr(s.firstNs - s.sentNs)
-		m.TTFTLoNs, m.TTFTHiNs = ptr(max(s.first.lo-s.sentEndNs, 0)), ptr(s.first.hi-s.sentNs)
+		m.TTFTNs = ptr(s.firstNs - s.sNs)
+		m.TTFTLoNs, m.TTFTHiNs = ptr(max(s.first.lo-s.sEndNs, 0)), ptr(s.first.hi-s.sNs)
 		m.TTFTFromPlannedNs = ptr(s.firstNs - s.plannedNs)
 		if n > 1 {
 			d := int64(n - 1)
@@ -204,8 +211,8 @@ func (s *reqState) metric(slo replay.SLO) schemas.MetricRequest {
 	}
 	if s.hasDone {
 		done := s.doneSpan()
-		m.E2ENs = ptr(s.doneNs - s.sentNs)
-		m.E2ELoNs, m.E2EHiNs = ptr(max(done.lo-s.sentEndNs, 0)), ptr(done.hi-s.sentNs)
+		m.E2ENs = ptr(s.doneNs - s.sNs)
+		m.E2ELoNs, m.E2EHiNs = ptr(max(done.lo-s.sEndNs, 0)), ptr(done.hi-s.sNs)
 		m.E2EFromPlannedNs = ptr(s.doneNs - s.plannedNs)
 		if n > 0 {
 			m.NTPOTNs = ptr(*m.E2ENs / int64(n))
@@ -214,6 +221,10 @@ func (s *reqState) metric(slo replay.SLO) schemas.MetricRequest {
 		}
 	}
 	m.PacerLagNs = s.sendStartNs - s.plannedNs
+	m.TapChunks = s.tapChunks
+	if s.txTapNs != 0 {
+		m.TxTapNs = ptr(s.txTapNs)
+	}
 	if s.connectNs >= 0 {
 		m.ConnectNs = ptr(s.connectNs)
 	}

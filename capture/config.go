@@ -27,6 +27,7 @@ type Config struct {
 	GOMAXPROCS   int           // per worker; 0 = DefaultGOMAXPROCS
 	NoPin        bool          // do not pin workers to CPUs
 	KeepAwake    bool          // keep the workers' CPUs from halting while the capture runs (see awake.go)
+	Tap          string        // packet tap: auto (default: on where possible), on, off (see tap.go)
 	Quiet        bool          // no progress output
 	Progress     io.Writer     // where progress goes (stderr in the CLI); nil = no live bar, log lines only
 	Exe          string        // binary that runs `worker`; "" = os.Executable()

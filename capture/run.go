@@ -83,7 +83,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	}
 
 	c := &coord{cfg: cfg, log: log, m: m, mpath: mpath, msgs: make(chan workerMsg, 256), exits: make(chan workerExit, cfg.Workers)}
+	// The tap starts before any worker dials (its join needs each connection's handshake) and
+	// stops after the last worker has exited.
+	rec, tapStatus, err := startTap(cfg, log)
+	if err != nil {
+		return err
+	}
+	m.Tap = tapStatus
 	defer func() {
+		if rec != nil {
+			if terr := rec.finish(c.m); terr != nil && err == nil {
+				err = fmt.Errorf("packet tap: %w", terr)
+			}
+		}
 		c.finish(err)
 		if werr := c.m.Write(mpath); werr != nil && err == nil {
 			err = werr

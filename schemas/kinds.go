@@ -20,6 +20,7 @@ var Kinds = []Kind{
 	{"prompts", "schedule/prompts.parquet", "prompt bodies, deduplicated, referenced by prompt_id (replay)", reflect.TypeFor[Prompt]()},
 	{"raw-requests", "raw/requests-wNN-PPPP.parquet", "one row per request sent, per worker, rolled in parts (capture)", reflect.TypeFor[RawRequest]()},
 	{"raw-chunks", "raw/chunks-wNN-PPPP.parquet", "one row per streamed event, per worker, rolled in parts (capture)", reflect.TypeFor[RawChunk]()},
+	{"raw-segments", "raw/segments-PPPP.parquet", "one row per TCP segment of the run's connections, headers only, rolled in parts (capture --tap)", reflect.TypeFor[RawSegment]()},
 	{"workers", "raw/workers.parquet", "one row per worker per stage: CPU, GC, memory, reads (capture)", reflect.TypeFor[Worker]()},
 	{"server-metrics", "raw/server-metrics.parquet", "scraped server /metrics samples (capture, with target.metrics_url)", reflect.TypeFor[ServerMetric]()},
 	{"metric-requests", "metrics/requests.parquet", "one row per request with every derived metric (aggregate)", reflect.TypeFor[MetricRequest]()},

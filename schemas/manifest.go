@@ -38,6 +38,15 @@ type Manifest struct {
 	Workers       []WorkerStatus  `json:"workers,omitempty"`
 	Status        string          `json:"status"`
 	Missing       []string        `json:"missing,omitempty"` // what the run lacks: dead workers, unfinished parts
+	Tap           *TapStatus      `json:"tap,omitempty"`     // the packet tap of capture --tap
+}
+
+// TapStatus is what the packet tap did during capture.
+type TapStatus struct {
+	On      bool   `json:"on"`
+	Reason  string `json:"reason,omitempty"` // why it is off, or what it records
+	Packets int64  `json:"packets"`          // segments recorded
+	Drops   int64  `json:"drops"`            // packets the kernel dropped because the ring was full
 }
 
 // StageInfo describes one stage of the load plan.

@@ -28,7 +28,7 @@ type MetricRequest struct {
 	OutputTokens        *int32 `parquet:"output_tokens,optional" doc:"N: the server's usage completion_tokens, else the configured tokenizer over the text, else the number of content chunks"`
 	TokensSource        string `parquet:"tokens_source,dict" doc:"usage, tokenizer or chunks: where output_tokens came from"`
 	Chunks              int32  `parquet:"chunks" doc:"content-bearing events"`
-	TTFTNs              *int64 `parquet:"ttft_ns,optional" doc:"t(first content-bearing chunk, reasoning included) - S"`
+	TTFTNs              *int64 `parquet:"ttft_ns,optional" doc:"t(first content-bearing chunk, reasoning included) - S (t and S are packet-tap times when the tap saw them)"`
 	TTFTLoNs            *int64 `parquet:"ttft_lo_ns,optional" doc:"lower end of TTFT's interval: lo(first content event) - sent_end_ns"`
 	TTFTHiNs            *int64 `parquet:"ttft_hi_ns,optional" doc:"upper end: hi(first content event) - S"`
 	E2ENs               *int64 `parquet:"e2e_ns,optional" doc:"E - S"`
@@ -51,7 +51,9 @@ type MetricRequest struct {
 	PacerLagNs          int64  `parquet:"pacer_lag_ns" doc:"send_start_ns - P: how late the worker began the request (its pacer and CPU: the client's part of the lateness)"`
 	ConnectNs           *int64 `parquet:"connect_ns,optional" doc:"duration of the TCP connect when the request needed a new connection (the server's accept path when it is long); null when reused"`
 	ReadLagMaxNs        *int64 `parquet:"read_lag_max_ns,optional" doc:"largest rx_user_ns - rx_kernel_ns over the request's events; null without kernel times"`
-	ExactChunks         int32  `parquet:"exact_chunks" doc:"events with quality exact"`
+	ExactChunks         int32  `parquet:"exact_chunks" doc:"events with an exact time: a packet-tap time, or quality exact"`
+	TapChunks           int32  `parquet:"tap_chunks" doc:"events timed by the packet tap: the arrival of the segment that carried the event's last byte (raw-segments joined on local_port and rx_stream_end)"`
+	TxTapNs             *int64 `parquet:"tx_tap_ns,optional" doc:"the packet tap's time of the segment that carried the request's last byte; when present it is S for every latency (else sent_ns); null without the tap"`
 	UpperBoundChunks    int32  `parquet:"upper_bound_chunks" doc:"events with quality upper_bound"`
 	UserChunks          int32  `parquet:"user_chunks" doc:"events with quality user"`
 	ApproxChunks        int32  `parquet:"approx_chunks" doc:"events with quality approx"`
@@ -135,7 +137,8 @@ type Stage struct {
 	DecompositionSource string  `parquet:"decomposition_source,dict" doc:"server, histograms, fit or empty"`
 	PlannedRate         float64 `parquet:"planned_rate" doc:"the schedule's own send rate: (planned sends - 1) / (last P - first P); a Poisson or trace stage's sample differs from target_rate"`
 	RateFidelity        float64 `parquet:"rate_fidelity" doc:"achieved_rate / planned_rate (open loop); 1 for closed loop. achieved_rate = (sends - 1) / (last S - first S)"`
-	ExactShare          float64 `parquet:"exact_share" doc:"share of events with an exact kernel timestamp"`
+	ExactShare          float64 `parquet:"exact_share" doc:"share of events with an exact time: a packet-tap time, or an exact kernel timestamp"`
+	TapShare            float64 `parquet:"tap_share" doc:"share of events timed by the packet tap"`
 	WorkerRhoMax        float64 `parquet:"worker_rho_max" doc:"largest worker utilisation: (user + sys CPU time) / wall time"`
 	WorkerRho           string  `parquet:"worker_rho" doc:"JSON array of per-worker utilisation, by worker index"`
 	GCPauseNs           int64   `parquet:"gc_pause_ns" doc:"total GC pause of all workers in the stage"`

@@ -15,6 +15,8 @@ type RawRequest struct {
 	PlannedNs       int64  `parquet:"planned_ns" doc:"time the schedule said to send it (CLOCK_REALTIME)"`
 	SentNs          int64  `parquet:"sent_ns" doc:"when the write call that took the request's last byte began (https: when net/http reports the headers written, before the flush that carries the body)"`
 	SentEndNs       *int64 `parquet:"sent_end_ns,optional" doc:"when that write call returned (https: when net/http reports the request written): the request's last byte left between sent_ns and sent_end_ns; null when the request was not written"`
+	LocalPort       *int32 `parquet:"local_port,optional" doc:"the connection's local TCP port (joins raw-segments); null when the request got no connection"`
+	TxStreamEnd     *int64 `parquet:"tx_stream_end,optional" doc:"offset in the connection's send stream just past the request's last byte (bytes from the first request byte on the connection); null when not written by the plain path"`
 	SendStartNs     int64  `parquet:"send_start_ns" doc:"time the client began the request (before dialing or writing)"`
 	InflightDelay   bool   `parquet:"inflight_delayed" doc:"the send waited on the per-worker in-flight cap"`
 	ConnReused      bool   `parquet:"conn_reused" doc:"the request went over a kept-alive connection"`
@@ -54,6 +56,7 @@ type RawChunk struct {
 	Index          int32  `parquet:"index" doc:"event number inside the response, from 0"`
 	RxKernelNs     *int64 `parquet:"rx_kernel_ns,optional" doc:"kernel receive timestamp of the read that delivered the event's last byte; null when the socket gives none"`
 	RxUserNs       int64  `parquet:"rx_user_ns" doc:"time.Now() right after that read returned, before parsing"`
+	RxStreamEnd    *int64 `parquet:"rx_stream_end,optional" doc:"offset in the connection's receive stream just past the event's last byte (bytes from the first response byte): the segment whose [seq, seq + len) relative to the server's ISN + 1 holds rx_stream_end - 1 carried it (see raw-segments); null without the framing tracker (TLS)"`
 	RxAfterNs      *int64 `parquet:"rx_after_ns,optional" doc:"the event's last byte became readable after this time: the latest earlier read on the connection that emptied the socket (returned less than its buffer), at the later of its kernel time and the start of its read call; null when no earlier read emptied it"`
 	Quality        string `parquet:"quality,dict" doc:"exact (kernel time of the newest segment), upper_bound (coalesced: the kernel time of a later segment), user (no kernel time), approx (TLS or HTTP/2: read-granular)"`
 	Kind           string `parquet:"kind,dict" doc:"content (carries content or reasoning text), empty (no text: role or tool header), usage, done ([DONE]), error (error object mid-stream)"`
@@ -64,6 +67,28 @@ type RawChunk struct {
 	Tokens         *int32 `parquet:"tokens,optional" doc:"tokens carried by the event when the server says so; null otherwise"`
 	FinishReason   string `parquet:"finish_reason,dict" doc:"finish_reason when the event carries one"`
 	ServerSentNs   *int64 `parquet:"server_sent_ns,optional" doc:"the server's own send time for this event when it reports one (the built-in simulator does); null otherwise"`
+}
+
+// Segment directions of RawSegment.Dir.
+const (
+	SegmentTx = "tx" // client to server, the outgoing copy
+	SegmentRx = "rx" // server to client, the incoming copy
+)
+
+// RawSegment is one row of raw/segments-PPPP.parquet: one TCP segment of the run's connections
+// as the packet tap (capture --tap) saw it, headers only. A loopback packet passes the tap twice;
+// the tap keeps the outgoing copy of what the client sends and the incoming copy of what it
+// receives (the only copies a real NIC shows), so each segment appears once. The relative
+// offset of a data segment in its stream is seq − (ISN + 1) mod 2^32, with the ISN from the SYN
+// (tx) or SYN-ACK (rx) of the latest handshake on its local port.
+type RawSegment struct {
+	TsNs      int64  `parquet:"ts_ns,delta" doc:"kernel timestamp of the packet (CLOCK_REALTIME): tx when it left for the network, rx when it entered this host's network stack (where SO_TIMESTAMPING stamps it)"`
+	Dir       string `parquet:"dir,dict" doc:"tx (client to server) or rx (server to client)"`
+	LocalPort int32  `parquet:"local_port" doc:"the client's TCP port"`
+	Seq       int64  `parquet:"seq" doc:"TCP sequence number (unsigned 32 bits) of the first payload byte, or of the SYN"`
+	Ack       int64  `parquet:"ack" doc:"TCP acknowledgement number (unsigned 32 bits)"`
+	Len       int32  `parquet:"len" doc:"payload bytes"`
+	Flags     int32  `parquet:"flags" doc:"TCP flags byte: FIN 1, SYN 2, RST 4, PSH 8, ACK 16"`
 }
 
 // Worker is one row of raw/workers.parquet: one worker process during one stage.

@@ -130,6 +130,7 @@ func TestRoundTripEveryKind(t *testing.T) {
 	roundTrip[Prompt](t, dir)
 	roundTrip[RawRequest](t, dir)
 	roundTrip[RawChunk](t, dir)
+	roundTrip[RawSegment](t, dir)
 	roundTrip[Worker](t, dir)
 	roundTrip[ServerMetric](t, dir)
 	roundTrip[MetricRequest](t, dir)

@@ -262,6 +262,7 @@ type reqState struct {
 	p      *ptrs   // this request's optional request fields (fresh per Do: rows may outlive it)
 	kern   []int64 // per chunk: kernel time, 0 = none
 	aft    []int64 // per chunk: rx_after_ns, 0 = none
+	rxEnd  []int64 // per chunk: rx_stream_end, 0 = none
 	tok    []int32 // per chunk: tokens, -1 = not said
 	srv    []int64 // server send times from x-sim, per content chunk
 }
@@ -269,8 +270,8 @@ type reqState struct {
 // ptrs backs the optional (pointer) fields of one request's rows. It is allocated per Do, so
 // rows copied out of a Result stay valid after the next Do.
 type ptrs struct {
-	ints [8]int64
-	i32  [3]int32
+	ints [9]int64
+	i32  [4]int32
 }
 
 // Slots of ptrs.ints.
@@ -283,7 +284,11 @@ const (
 	slotPrefill
 	slotDecode
 	slotSentEnd
+	slotTxEnd
 )
+
+// slotPort is the ptrs.i32 slot of local_port (0 to 2 hold the usage counts).
+const slotPort = 3
 
 func (s *reqState) init() {
 	if s.buf == nil {
@@ -379,7 +384,7 @@ func (res *Result) reset() {
 	res.Text = ""
 	s.dec.Reset()
 	s.text, s.sim = s.text[:0], s.sim[:0]
-	s.kern, s.aft, s.tok, s.srv = s.kern[:0], s.aft[:0], s.tok[:0], s.srv[:0]
+	s.kern, s.aft, s.rxEnd, s.tok, s.srv = s.kern[:0], s.aft[:0], s.rxEnd[:0], s.tok[:0], s.srv[:0]
 	s.conn, s.resp, s.cursor = nil, 0, 0
 	s.p = new(ptrs)
 }
@@ -542,30 +547,38 @@ func classify(parent, rctx context.Context, err error) string {
 	return ErrReset
 }
 
-// stamp returns the arrival times of the event ending at body offset end, and after, a time
-// before which its last byte had surely not become readable (0 when unknown).
-func (s *reqState) stamp(end int64, cr bool, userNow int64, approx bool) (kernel, user, after int64, quality string) {
+// arrival is what the socket reads say about an event's arrival.
+type arrival struct {
+	kernel, user int64
+	after        int64 // its last byte became readable after this time; 0 when unknown
+	streamEnd    int64 // receive-stream offset just past its last byte; 0 when unknown
+	quality      string
+}
+
+// stamp returns the arrival of the event ending at body offset end.
+func (s *reqState) stamp(end int64, cr bool, userNow int64, approx bool) arrival {
 	if s.conn == nil {
 		if approx {
-			return 0, userNow, 0, QualityApprox
+			return arrival{user: userNow, quality: QualityApprox}
 		}
-		return 0, userNow, 0, QualityUser
+		return arrival{user: userNow, quality: QualityUser}
 	}
 	rec, ok := s.conn.lookup(s.resp, end, &s.cursor)
 	if !ok {
-		return 0, userNow, 0, QualityUser
+		return arrival{user: userNow, quality: QualityUser}
 	}
-	if rec.kernel == 0 {
-		return 0, rec.user, rec.after, QualityUser
+	a := arrival{kernel: rec.kernel, user: rec.user, after: rec.after, quality: QualityUpperBound}
+	a.streamEnd, _ = s.conn.streamEnd(s.resp, end)
+	switch {
+	case rec.kernel == 0:
+		a.quality = QualityUser
+	case !rec.full && (rec.bodyEnd == end || (cr && rec.bodyEnd == end+1)):
+		// The kernel keeps the newest segment's time: exact only when the read ends with this
+		// event and did not fill the buffer (a full read may have left part of a newer,
+		// coalesced segment queued, whose time the read reports).
+		a.quality = QualityExact
 	}
-	// The kernel keeps the newest segment's time: exact only when the read ends with this event
-	// and did not fill the buffer (a full read may have left part of a newer, coalesced segment
-	// queued, whose time the read reports).
-	tail := rec.bodyEnd - end
-	if !rec.full && (tail == 0 || (cr && tail == 1)) {
-		return rec.kernel, rec.user, rec.after, QualityExact
-	}
-	return rec.kernel, rec.user, rec.after, QualityUpperBound
+	return a
 }
 
 // stream reads an SSE body. Every event's times come from the socket read that delivered its
@@ -590,13 +603,12 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 				}
 				continue
 			}
-			kernel, user, after, q := s.stamp(ev.End, ev.CR, userNow, approx)
-			ch := c.event(ctx, res, ev, kernel)
+			a := s.stamp(ev.End, ev.CR, userNow, approx)
 			if c.cfg.StampAfterDecode {
-				user, kernel, after, q = time.Now().UnixNano(), 0, 0, QualityUser
-				s.kern[len(s.kern)-1] = 0
+				a = arrival{user: time.Now().UnixNano(), quality: QualityUser}
 			}
-			s.aft[len(s.aft)-1] = after
+			ch := c.event(ctx, res, ev, a)
+			kernel, user, q := a.kernel, a.user, a.quality
 			ch.Seq, ch.Index = r.Seq, int32(len(res.Chunks)-1)
 			ch.RxUserNs, ch.Quality, ch.Bytes = user, q, int32(ev.End-ev.Start)
 			if ch.Kind == KindDone {
@@ -633,12 +645,13 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 }
 
 // event decodes one event's payload into a new chunk row.
-func (c *Client) event(ctx context.Context, res *Result, ev *Event, kernel int64) *schemas.RawChunk {
+func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *schemas.RawChunk {
 	s := &res.st
 	res.Chunks = append(res.Chunks, schemas.RawChunk{})
 	ch := &res.Chunks[len(res.Chunks)-1]
-	s.kern = append(s.kern, kernel)
-	s.aft = append(s.aft, 0)
+	s.kern = append(s.kern, a.kernel)
+	s.aft = append(s.aft, a.after)
+	s.rxEnd = append(s.rxEnd, a.streamEnd)
 	s.tok = append(s.tok, -1)
 	if string(ev.Data) == "[DONE]" {
 		ch.Kind = KindDone
@@ -699,7 +712,7 @@ func (c *Client) finish(res *Result) {
 	if n == 0 {
 		return
 	}
-	ints := make([]int64, 3*n)
+	ints := make([]int64, 4*n)
 	toks := make([]int32, n)
 	content := 0
 	for i := range res.Chunks {
@@ -711,6 +724,10 @@ func (c *Client) finish(res *Result) {
 		if s.aft[i] != 0 {
 			ints[2*n+i] = s.aft[i]
 			ch.RxAfterNs = &ints[2*n+i]
+		}
+		if s.rxEnd[i] != 0 {
+			ints[3*n+i] = s.rxEnd[i]
+			ch.RxStreamEnd = &ints[3*n+i]
 		}
 		if s.tok[i] >= 0 {
 			toks[i] = s.tok[i]
@@ -772,10 +789,10 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 	s.sim = body[:0]
 	userNow := time.Now().UnixNano()
 	end := int64(len(body))
-	kernel, user, after, q := s.stamp(end, false, userNow, resp.tls)
+	a := s.stamp(end, false, userNow, resp.tls)
 	ev := Event{Start: 0, End: end, Data: body}
-	ch := c.event(ctx, res, &ev, kernel)
-	s.aft[0] = after
+	ch := c.event(ctx, res, &ev, a)
+	kernel, user, q := a.kernel, a.user, a.quality
 	ch.Seq, ch.Index = r.Seq, 0
 	ch.RxUserNs, ch.Quality, ch.Bytes = user, q, int32(end)
 	res.Req.Chunks = 1

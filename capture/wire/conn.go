@@ -22,6 +22,11 @@ type readRecord struct {
 
 const ringSize = 128 // reads kept per connection; the decoder lags the socket by a few at most
 
+// runRing is how many body runs (stretches of body bytes between chunk framing) a connection
+// keeps for mapping body offsets to stream offsets: more than one read holds (32 KiB of events
+// of at least 128 bytes each).
+const runRing = 512
+
 // Conn wraps a client TCP connection. Each Read asks the kernel for the receive timestamp of the
 // data (SO_TIMESTAMPING, on Linux), takes the user time right after the syscall, runs the HTTP/1.1
 // framing tracker over the bytes and keeps a record of the read, so the SSE decoder can look up
@@ -45,6 +50,40 @@ type Conn struct {
 	ring  [ringSize]readRecord
 	hdr   readRecord // the read that completed the latest final response's headers
 	hdrOK bool
+	runs  [runRing]BodyRun
+	nruns int64
+	port  uint16 // local port; 0 when not TCP
+}
+
+// wrap makes the Conn of a dialed connection; track runs the framing tracker.
+func wrap(nc net.Conn, track bool, st *counters) *Conn {
+	c := &Conn{Conn: nc, track: track, stats: st}
+	c.fr.TrackRuns = track
+	if a, ok := nc.LocalAddr().(*net.TCPAddr); ok {
+		c.port = uint16(a.Port)
+	}
+	return c
+}
+
+// LocalPort returns the connection's local TCP port (0 when not TCP).
+func (c *Conn) LocalPort() uint16 { return c.port }
+
+// streamEnd maps body offset end (exclusive) of response resp to the offset in the
+// connection's receive stream just past that body byte; ok is false when the run was
+// overwritten or never seen.
+func (c *Conn) streamEnd(resp, end int64) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := c.nruns - 1; i >= max(0, c.nruns-runRing); i-- {
+		r := &c.runs[i%runRing]
+		if r.Resp == resp && r.Body < end {
+			return r.Stream + end - r.Body, true
+		}
+		if r.Resp < resp {
+			break
+		}
+	}
+	return 0, false
 }
 
 type counters struct {
@@ -71,6 +110,11 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if c.track {
 		r.headers = c.fr.Feed(p[:n])
 		r.resp, r.bodyEnd = c.fr.Response(), c.fr.BodyOffset()
+		for _, br := range c.fr.Runs {
+			c.runs[c.nruns%runRing] = br
+			c.nruns++
+		}
+		c.fr.Runs = c.fr.Runs[:0]
 		if r.headers {
 			c.hdr, c.hdrOK = *r, true
 		}

@@ -32,7 +32,7 @@ const tsFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWA
 
 // newConn wraps a dialed connection; stamp enables SO_TIMESTAMPING before any request is written.
 func newConn(nc net.Conn, stamp, track bool, st *counters) *Conn {
-	c := &Conn{Conn: nc, track: track, stats: st}
+	c := wrap(nc, track, st)
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		c.sys.rc = nil

@@ -11,7 +11,7 @@ import (
 type sysConn struct{}
 
 func newConn(nc net.Conn, stamp, track bool, st *counters) *Conn {
-	return &Conn{Conn: nc, track: track, stats: st}
+	return wrap(nc, track, st)
 }
 
 func (s *sysConn) read(c *Conn, p []byte) (int, int64, error) {

@@ -30,6 +30,19 @@ type Framing struct {
 	Collect bool
 	Body    []byte
 	Head    []byte
+
+	// With TrackRuns set, Feed appends to Runs where each stretch of body bytes begins in the
+	// connection's byte stream, so a body offset maps to a stream offset (chunk framing sits
+	// between the stretches). The caller consumes Runs and may truncate it.
+	TrackRuns bool
+	Runs      []BodyRun
+	stream    int64 // bytes fed so far
+}
+
+// BodyRun says that body byte Body of response Resp is stream byte Stream, and the body bytes
+// after it follow it in the stream up to the next run.
+type BodyRun struct {
+	Resp, Body, Stream int64
 }
 
 const (
@@ -69,6 +82,8 @@ func (f *Framing) Bad() bool { return f.bad }
 // Feed consumes bytes read from the connection. It reports whether the headers of a final
 // response completed inside p.
 func (f *Framing) Feed(p []byte) (headersDone bool) {
+	end := f.stream + int64(len(p))
+	defer func() { f.stream = end }()
 	for len(p) > 0 && !f.bad {
 		switch f.state {
 		case fsDone:
@@ -109,6 +124,7 @@ func (f *Framing) Feed(p []byte) (headersDone bool) {
 			if n > f.remain {
 				n = f.remain
 			}
+			f.run(end - int64(len(p)))
 			f.remain -= n
 			f.body += n
 			if f.Collect {
@@ -123,6 +139,7 @@ func (f *Framing) Feed(p []byte) (headersDone bool) {
 				}
 			}
 		case fsClose:
+			f.run(end - int64(len(p)))
 			f.body += int64(len(p))
 			if f.Collect {
 				f.Body = append(f.Body, p...)
@@ -131,6 +148,13 @@ func (f *Framing) Feed(p []byte) (headersDone bool) {
 		}
 	}
 	return headersDone
+}
+
+// run records that the current body offset sits at stream offset at.
+func (f *Framing) run(at int64) {
+	if f.TrackRuns {
+		f.Runs = append(f.Runs, BodyRun{Resp: f.resp, Body: f.body, Stream: at})
+	}
 }
 
 // lineDone handles one complete line (without its CRLF); it reports a final response's headers

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 )
@@ -150,5 +151,41 @@ func TestFramingTable(t *testing.T) {
 			t.Errorf("%s: Response %d BodyOffset %d Done %v Bad %v headers %d; want %d %d %v %v %d", tt.name,
 				fr.Response(), fr.BodyOffset(), fr.Done(), fr.Bad(), h, tt.resp, tt.body, tt.done, tt.bad, tt.headers)
 		}
+	}
+}
+
+// TestStreamEndMapsBodyToStream reads two chunked responses and a Content-Length one through a
+// Conn in pieces of every size and checks that each body offset maps to the stream offset of the
+// same byte (what the packet tap join relies on).
+func TestStreamEndMapsBodyToStream(t *testing.T) {
+	bodies := []string{"data: a\n\ndata: bb\n\n", "data: [DONE]\n\n", "{\"x\":1}"}
+	raw := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"9\r\ndata: a\n\n\r\na\r\ndata: bb\n\n\r\n0\r\n\r\n" +
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\ne;ext=1\r\ndata: [DONE]\n\n\r\n0\r\n\r\n" +
+		"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{\"x\":1}"
+	for size := 1; size <= len(raw); size++ {
+		client, server := net.Pipe()
+		go func() {
+			for i := 0; i < len(raw); i += size {
+				server.Write([]byte(raw[i:min(i+size, len(raw))]))
+			}
+			server.Close()
+		}()
+		c := wrap(client, true, &counters{})
+		buf := make([]byte, 4096)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				break
+			}
+		}
+		for r, body := range bodies {
+			for end := int64(1); end <= int64(len(body)); end++ {
+				got, ok := c.streamEnd(int64(r+1), end)
+				if !ok || got < 1 || got > int64(len(raw)) || raw[got-1] != body[end-1] {
+					t.Fatalf("size %d: streamEnd(resp %d, %d) = %d, %v; want the stream offset past %q", size, r+1, end, got, ok, body[end-1])
+				}
+			}
+		}
+		client.Close()
 	}
 }

@@ -41,6 +41,7 @@ type call struct {
 	wstate  atomic.Int32
 	sent    int64 // when the write that took the last byte began (unix ns)
 	sentEnd int64 // when that write returned: the last byte left in [sent, sentEnd]
+	txEnd   int64 // send-stream offset just past the request's last byte
 	werr    error
 	keep    bool         // set by the reader: the connection can carry another request
 	parts   atomic.Int32 // writer and reader not yet finished; the last one calls complete
@@ -135,6 +136,7 @@ type plainConn struct {
 	wfn      func(fd uintptr) bool
 	wlast    int64 // when the write call that took the request's last byte began (unix ns)
 	wlastEnd int64 // when it returned
+	wtotal   int64 // bytes written on the connection so far
 }
 
 // endpointFor parses and caches rawURL.
@@ -301,7 +303,7 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 	err := pc.rc.Write(pc.wfn)
 	switch {
 	case err == nil && pc.wErrno == 0 && !pc.blocked:
-		cl.sent, cl.sentEnd = pc.wlast, pc.wlastEnd
+		cl.sent, cl.sentEnd, cl.txEnd = pc.wlast, pc.wlastEnd, pc.wtotal
 		cl.wstate.Store(written)
 		pc.finished(cl, true)
 	case err == nil && pc.wErrno == 0:
@@ -342,6 +344,10 @@ func (pc *plainConn) complete(cl *call) {
 	if cl.wstate.Load() == written {
 		res.Req.SentNs = cl.sent
 		res.Req.SentEndNs = res.st.int64p(slotSentEnd, cl.sentEnd)
+		res.Req.TxStreamEnd = res.st.int64p(slotTxEnd, cl.txEnd)
+	}
+	if p := pc.c.LocalPort(); p != 0 {
+		res.Req.LocalPort = res.st.int32p(slotPort, int64(p))
 	}
 	if res.Req.SentNs == 0 && res.Req.HeadersNs != nil {
 		res.Req.SentNs = *res.Req.HeadersNs // the server answered before the request was written
@@ -372,7 +378,7 @@ func (pc *plainConn) finishWrite(cl *call) {
 		pc.writeFailed(cl, err, false)
 		return
 	}
-	cl.sent, cl.sentEnd = pc.wlast, pc.wlastEnd
+	cl.sent, cl.sentEnd, cl.txEnd = pc.wlast, pc.wlastEnd, pc.wtotal
 	cl.wstate.Store(written)
 	pc.finished(cl, false)
 }
@@ -413,6 +419,7 @@ func (pc *plainConn) writeFn(fd uintptr) bool {
 		pc.w0 = pc.w0[k:]
 		pc.w1 = pc.w1[n-k:]
 		pc.wlast, pc.wlastEnd = t, time.Now().UnixNano()
+		pc.wtotal += int64(n)
 	}
 	return true
 }

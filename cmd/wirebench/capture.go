@@ -32,6 +32,7 @@ type CaptureFlags struct {
 	NoPin        bool          `help:"Do not pin workers to CPUs."`
 	KeepAwake    bool          `help:"Keep each pinned worker's CPU from halting while the capture runs: a spinner at the lowest priority (SCHED_IDLE) that gives way at once to any other thread. A halted CPU wakes late (on VMs up to milliseconds) and that lateness becomes send and read lag. Costs a full CPU per worker in power and, where a host caps the VM's CPU time or the instance is burstable, in quota: use it on machines whose CPUs are your own. Ignored under a cgroup CPU quota (see README)."`
 	StopBelow    float64       `name:"stop-below-fidelity" placeholder:"SHARE" help:"Stop sending once an open-loop stage ends with fewer than this share of its planned sends made on time (e.g. 0.9): the client has broken and later stages would measure only the client. The run ends complete; the manifest says what was not sent. 0 = never." default:"0"`
+	Tap          string        `enum:"auto,on,off" default:"auto" help:"Packet tap: record every TCP segment of the run's connections (AF_PACKET, headers only) in raw/segments-PPPP.parquet, so aggregate gives every event the arrival time of the segment that carried it, however late the client read. auto: on where this process may open a packet socket (CAP_NET_RAW) and the target is plain http over IPv4, else off with a note in the log and the manifest; on: fail when it cannot run. One of: ${enum}."`
 	Quiet        bool          `help:"No progress output (warnings and errors are still logged)."`
 }
 
@@ -50,7 +51,7 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger) error {
 func (c *CaptureFlags) config(run, target string, args []string) (capture.Config, error) {
 	cfg := capture.Config{Run: run, Workers: c.Workers, Target: target, MaxInflight: c.MaxInflight, Connections: c.Connections,
 		KeepText: c.KeepText, DrainTimeout: c.DrainTimeout, PartRows: c.PartRows, PartInterval: c.PartInterval,
-		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, KeepAwake: c.KeepAwake, StopBelowFidelity: c.StopBelow, Quiet: c.Quiet, Progress: os.Stderr, Args: args}
+		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, KeepAwake: c.KeepAwake, Tap: c.Tap, StopBelowFidelity: c.StopBelow, Quiet: c.Quiet, Progress: os.Stderr, Args: args}
 	var err error
 	if cfg.Shard, cfg.Shards, err = capture.ParseShard(c.Shard); err != nil {
 		return cfg, err

@@ -1,0 +1,149 @@
+package aggregate
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// tapIndex is one run directory's packet-tap segments (raw/segments-PPPP.parquet), arranged
+// for the join: by local port, each connection (from its handshake) with its data segments in
+// each direction as byte ranges of the stream. Memory: about 24 bytes a data segment.
+type tapIndex struct {
+	ports map[int32][]*tapConn // connections of each local port, by handshake time
+}
+
+// tapConn is one connection seen by the tap.
+type tapConn struct {
+	synNs        int64 // the client's SYN
+	isnTx, isnRx uint32
+	hasRx        bool
+	tx, rx       []tapSeg
+}
+
+// tapSeg is a data segment: stream bytes [start, end) at time ns.
+type tapSeg struct{ start, end, ns int64 }
+
+// maxTapScan bounds how many earlier segments a lookup looks back over for retransmissions.
+const maxTapScan = 64
+
+var segmentCols = []string{"ts_ns", "dir", "local_port", "seq", "len", "flags"}
+
+type rawSeg struct {
+	ns       int64
+	tx       bool
+	port     int32
+	seq      uint32
+	len      int32
+	syn, ack bool
+}
+
+// loadTap reads a run directory's segment parts; nil when it has none.
+func loadTap(ctx context.Context, r *runDir, w *warner) (*tapIndex, error) {
+	paths, _ := filepath.Glob(filepath.Join(r.dir, "raw", "segments-*.parquet"))
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	var segs []rawSeg
+	for _, p := range paths {
+		if err := checkOpen(p, schemas.KindOf[schemas.RawSegment]()); err != nil {
+			if errors.Is(err, schemas.ErrCorrupt) {
+				if werr := w.warn(p, "truncated or not Parquet; its segments are left out of the tap join"); werr != nil {
+					return nil, werr
+				}
+				continue
+			}
+			return nil, err
+		}
+		if _, err := forBatches(ctx, p, schemas.KindOf[schemas.RawSegment](), segmentCols, func(n int, cols []arrow.Array) error {
+			var e error
+			ts, e1 := i64(p, "ts_ns", cols[0])
+			dir, e2 := str(p, "dir", cols[1])
+			port, e3 := i32(p, "local_port", cols[2])
+			seq, e4 := i64(p, "seq", cols[3])
+			ln, e5 := i32(p, "len", cols[4])
+			fl, e6 := i32(p, "flags", cols[5])
+			if e = errors.Join(e1, e2, e3, e4, e5, e6); e != nil {
+				return e
+			}
+			for i := range n {
+				f := fl.Value(i)
+				segs = append(segs, rawSeg{ns: ts.Value(i) + r.offsetNs, tx: dir(i) == schemas.SegmentTx, port: port.Value(i),
+					seq: uint32(seq.Value(i)), len: ln.Value(i), syn: f&2 != 0, ack: f&16 != 0})
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return buildTap(segs), nil
+}
+
+// buildTap splits each port's segments, in time order, into connections at each SYN and turns
+// data segments into stream byte ranges: offset = seq − (ISN + 1) mod 2^32. Data before any
+// handshake (the tap started late) is left out.
+func buildTap(segs []rawSeg) *tapIndex {
+	slices.SortStableFunc(segs, func(a, b rawSeg) int { return cmp.Or(cmp.Compare(a.port, b.port), cmp.Compare(a.ns, b.ns)) })
+	ix := &tapIndex{ports: map[int32][]*tapConn{}}
+	var cur *tapConn
+	for i := range segs {
+		s := &segs[i]
+		if i == 0 || s.port != segs[i-1].port {
+			cur = nil
+		}
+		switch {
+		case s.syn && s.tx && !s.ack:
+			cur = &tapConn{synNs: s.ns, isnTx: s.seq}
+			ix.ports[s.port] = append(ix.ports[s.port], cur)
+		case s.syn && !s.tx && cur != nil:
+			cur.isnRx, cur.hasRx = s.seq, true
+		case s.len > 0 && cur != nil:
+			if s.tx {
+				off := int64(s.seq - cur.isnTx - 1)
+				cur.tx = append(cur.tx, tapSeg{off, off + int64(s.len), s.ns})
+			} else if cur.hasRx {
+				off := int64(s.seq - cur.isnRx - 1)
+				cur.rx = append(cur.rx, tapSeg{off, off + int64(s.len), s.ns})
+			}
+		}
+	}
+	for _, conns := range ix.ports {
+		for _, c := range conns {
+			for _, l := range [][]tapSeg{c.tx, c.rx} {
+				slices.SortStableFunc(l, func(a, b tapSeg) int { return cmp.Compare(a.start, b.start) })
+			}
+		}
+	}
+	return ix
+}
+
+// conn returns the connection on port whose handshake was the latest at or before ns: the one a
+// request sent at ns used (a port holds one connection to the target at a time).
+func (ix *tapIndex) conn(port int32, ns int64) *tapConn {
+	conns := ix.ports[port]
+	i := sort.Search(len(conns), func(i int) bool { return conns[i].synNs > ns })
+	if i == 0 {
+		return nil
+	}
+	return conns[i-1]
+}
+
+// at returns the time of the earliest segment in segs that carried stream byte end − 1.
+func at(segs []tapSeg, end int64) (int64, bool) {
+	b := end - 1
+	j := sort.Search(len(segs), func(j int) bool { return segs[j].start > b })
+	best, ok := int64(0), false
+	for k := j - 1; k >= 0 && k >= j-maxTapScan; k-- {
+		if s := segs[k]; s.end > b && (!ok || s.ns < best) {
+			best, ok = s.ns, true
+		}
+	}
+	return best, ok
+}
