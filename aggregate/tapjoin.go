@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -146,4 +147,59 @@ func at(segs []tapSeg, end int64) (int64, bool) {
 		}
 	}
 	return best, ok
+}
+
+// TapTimes are the packet tap's times of one run directory's events and requests, from the join
+// aggregate uses, in the run's own clock: for calibration, tests and offline checks.
+type TapTimes struct {
+	Rx map[[2]int64]int64 // (seq, event index) -> arrival of the segment that carried the event's last byte
+	Tx map[int64]int64    // seq -> departure of the segment that carried the request's last byte
+}
+
+// LoadTapTimes joins dir's raw segments to its raw requests and chunks (read whole: for runs
+// that fit in memory). Without segments both maps are empty.
+func LoadTapTimes(ctx context.Context, dir string) (*TapTimes, error) {
+	out := &TapTimes{Rx: map[[2]int64]int64{}, Tx: map[int64]int64{}}
+	ix, err := loadTap(ctx, &runDir{dir: dir}, &warner{log: slog.New(slog.DiscardHandler), strict: true})
+	if err != nil || ix == nil {
+		return out, err
+	}
+	conns := map[int64]*tapConn{}
+	reqs, _ := filepath.Glob(filepath.Join(dir, "raw", "requests-*.parquet"))
+	for _, p := range reqs {
+		rows, err := schemas.ReadFile[schemas.RawRequest](p)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if r.LocalPort == nil || r.SentNs == 0 {
+				continue
+			}
+			c := ix.conn(*r.LocalPort, r.SentNs)
+			if c == nil {
+				continue
+			}
+			conns[r.Seq] = c
+			if r.TxStreamEnd != nil {
+				if ns, ok := at(c.tx, *r.TxStreamEnd); ok {
+					out.Tx[r.Seq] = ns
+				}
+			}
+		}
+	}
+	chunks, _ := filepath.Glob(filepath.Join(dir, "raw", "chunks-*.parquet"))
+	for _, p := range chunks {
+		rows, err := schemas.ReadFile[schemas.RawChunk](p)
+		if err != nil {
+			return nil, err
+		}
+		for _, ch := range rows {
+			if c := conns[ch.Seq]; c != nil && ch.RxStreamEnd != nil {
+				if ns, ok := at(c.rx, *ch.RxStreamEnd); ok {
+					out.Rx[[2]int64{ch.Seq, int64(ch.Index)}] = ns
+				}
+			}
+		}
+	}
+	return out, nil
 }

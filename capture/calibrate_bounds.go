@@ -16,8 +16,9 @@ type TTFTCoverage struct {
 }
 
 // CoverTTFT checks, per stage, every ok request's TTFT interval [ttft_lo_ns, ttft_hi_ns] from
-// aggregate against the simulator's send time of its first content event as a TTFT from
-// sent_ns, allowing TransitAllowance below the interval.
+// aggregate against the simulator's send time of its first content event as a TTFT from S
+// (tx_tap_ns when the tap saw the request, else sent_ns), allowing TransitAllowance below the
+// interval.
 func CoverTTFT(reqs []schemas.MetricRequest, chunks []schemas.RawChunk) map[int32]*TTFTCoverage {
 	type first struct {
 		index int32
@@ -47,7 +48,11 @@ func CoverTTFT(reqs []schemas.MetricRequest, chunks []schemas.RawChunk) map[int3
 		}
 		c.Requests++
 		c.Widths = append(c.Widths, *r.TTFTHiNs-*r.TTFTLoNs)
-		if truth := f.sent - r.SentNs; truth >= *r.TTFTLoNs-int64(TransitAllowance) && truth <= *r.TTFTHiNs {
+		s := r.SentNs // S, as the metrics took it: the tap's departure when there is one
+		if r.TxTapNs != nil {
+			s = *r.TxTapNs
+		}
+		if truth := f.sent - s; truth >= *r.TTFTLoNs-int64(TransitAllowance) && truth <= *r.TTFTHiNs {
 			c.Covered++
 		} else if len(c.Misses) < 5 {
 			c.Misses = append(c.Misses, fmt.Sprintf("seq %d: true TTFT %d ns not in [%d - %v, %d]", r.Seq, truth, *r.TTFTLoNs, TransitAllowance, *r.TTFTHiNs))

@@ -55,7 +55,7 @@ func (cv coverage) String() string {
 		time.Duration(s.TTFT.P99Lo), time.Duration(s.TTFT.P99Hi), s.ClientBound, s.ClientBoundReason, s.LoadDelivered, s.LoadReason)
 }
 
-// TestBoundsCoverGroundTruth runs capture against the simulator at rising rates: at least
+// TestBoundsCoverGroundTruth runs capture (tap off) against the simulator at rising rates: at least
 // 99.9% of requests' TTFT intervals hold the simulator's own send time, and a client that is
 // not starved is not client-bound.
 func TestBoundsCoverGroundTruth(t *testing.T) {
@@ -66,7 +66,8 @@ func TestBoundsCoverGroundTruth(t *testing.T) {
 	}{{20, 5 * time.Second}, {500, 4 * time.Second}, {2000, 3 * time.Second}} {
 		t.Run(fmt.Sprint(tt.rate), func(t *testing.T) {
 			run := captureRun(t, url, capture.ConstantStage{Rate: tt.rate, Duration: tt.dur, InputTokens: 16, MaxTokens: 16})
-			if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet"); err != nil {
+			// Without the tap: the bounds of socket-read times (tap_e2e_test.go checks the tap's).
+			if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--tap", "off"); err != nil {
 				t.Fatalf("capture: %v\n%s", err, stderr)
 			}
 			cv := boundsCoverage(t, run)
@@ -84,7 +85,7 @@ func TestBoundsCoverGroundTruth(t *testing.T) {
 	}
 }
 
-// TestBoundsWidenWhenClientStarved starves the one worker (GOMAXPROCS 1, a CPU hog on its CPU,
+// TestBoundsWidenWhenClientStarved starves the one worker (tap off, GOMAXPROCS 1, a CPU hog on its CPU,
 // the simulator on the other CPU): events queue unread and coalesce, the bounds widen and still
 // hold the truth, and the stage is client-bound.
 func TestBoundsWidenWhenClientStarved(t *testing.T) {
@@ -105,7 +106,7 @@ func TestBoundsWidenWhenClientStarved(t *testing.T) {
 	for range hogs {
 		go hog(0, &quit, done)
 	}
-	_, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--workers", "1", "--gomaxprocs", "1")
+	_, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--workers", "1", "--gomaxprocs", "1", "--tap", "off")
 	quit.Store(true)
 	for range hogs {
 		<-done
