@@ -28,6 +28,7 @@ type Calibration struct {
 	GOMAXPROCS    int     `json:"gomaxprocs"`       // per worker
 	SingleProcess bool    `json:"single_process"`   // the naive client: one worker, GOMAXPROCS 1, user-space stamps after decoding
 	Kernel        bool    `json:"kernel_timestamp"` // SO_TIMESTAMPING on
+	Tap           bool    `json:"tap"`              // the packet tap timed the events
 	InputTokens   int     `json:"input_tokens"`
 	OutputTokens  int     `json:"output_tokens"`
 	SimTTFTNs     int64   `json:"sim_ttft_ns"`
@@ -66,6 +67,7 @@ type Rate struct {
 	// true gap. Its P99 is of the absolute value (errors go both ways).
 	ITLErr       Quant   `json:"itl_error_ns"`
 	ExactShare   float64 `json:"exact_share"`        // share of content chunks with an exact kernel timestamp
+	TapShare     float64 `json:"tap_share"`          // share of content chunks timed by the packet tap (their errors use its times)
 	WorkerRhoMax float64 `json:"worker_rho_max"`     // largest (user + sys CPU) / wall of a worker in the stage
 	CPUPerSecond float64 `json:"cpu_per_second"`     // all workers' CPU seconds per wall second of the stage
 	CPUPerReqNs  float64 `json:"cpu_per_request_ns"` // CPUPerSecond / AchievedRate
@@ -282,6 +284,7 @@ type rawData struct {
 	requests []schemas.RawRequest
 	chunks   []schemas.RawChunk // grouped by seq, in event order within a request
 	workers  []schemas.Worker
+	tap      *aggregate.TapTimes
 }
 
 // analyse computes one Rate per non-warmup stage.
@@ -292,6 +295,7 @@ func analyse(d *rawData) []Rate {
 		lag, rlag, ttft   []int64
 		chunk, itl        []int64
 		content, exact    int64
+		tapped            int64
 		cpu, wall, maxRho float64
 		workers           int
 	}
@@ -359,6 +363,10 @@ func analyse(d *rawData) []Rate {
 		if c.RxKernelNs != nil {
 			t = *c.RxKernelNs
 		}
+		if ns, ok := d.tap.Rx[[2]int64{c.Seq, int64(c.Index)}]; ok {
+			t = ns // the arrival of the segment that carried the event
+			a.tapped++
+		}
 		if c.ServerSentNs == nil {
 			prevT = 0
 			first = false
@@ -401,6 +409,7 @@ func analyse(d *rawData) []Rate {
 		r.TTFTErr, r.ChunkErr, r.ITLErr = quant(a.ttft, false), quant(a.chunk, false), quant(a.itl, true)
 		if a.content > 0 {
 			r.ExactShare = float64(a.exact) / float64(a.content)
+			r.TapShare = float64(a.tapped) / float64(a.content)
 		}
 		r.WorkerRhoMax = a.maxRho
 		if a.wall > 0 {
@@ -458,7 +467,7 @@ func fmtNs(ns float64) string {
 
 // WriteTable writes the human-readable calibration table.
 func (c *Calibration) WriteTable(w io.Writer) error {
-	mode := fmt.Sprintf("%d worker(s), GOMAXPROCS %d, kernel timestamps on", c.Workers, c.GOMAXPROCS)
+	mode := fmt.Sprintf("%d worker(s), GOMAXPROCS %d, kernel timestamps on, packet tap %s", c.Workers, c.GOMAXPROCS, map[bool]string{true: "on (errors use its times)", false: "off"}[c.Tap])
 	if c.SingleProcess {
 		mode = "SINGLE PROCESS (naive client): 1 worker, GOMAXPROCS 1, kernel timestamps off, arrival stamped after decoding"
 	}
@@ -469,17 +478,17 @@ func (c *Calibration) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "client: %s; sim: fixed ttft %v, itl %v, %d input / %d output tokens, stages of %v\n\n",
 		mode, time.Duration(c.SimTTFTNs), time.Duration(c.SimITLNs), c.InputTokens, c.OutputTokens, time.Duration(c.StageNs))
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rate/s\tachieved\tfidelity\tsend lag p50\tp99\tread lag p99\tTTFT err p50\tp99\tchunk err p50\tp99\tITL err p50\t|p99|\texact\tTTFT bound p50\tp99\tcovered\tuncertainty\tworker ρ\tCPU/req\tCPU/token\tfaithful\t")
+	fmt.Fprintln(tw, "rate/s\tachieved\tfidelity\tsend lag p50\tp99\tread lag p99\tTTFT err p50\tp99\tchunk err p50\tp99\tITL err p50\t|p99|\texact\ttapped\tTTFT bound p50\tp99\tcovered\tuncertainty\tworker ρ\tCPU/req\tCPU/token\tfaithful\t")
 	for _, r := range c.Rates {
 		ok := "yes"
 		if !r.Faithful {
 			ok = "NO"
 		}
-		fmt.Fprintf(tw, "%g\t%.1f\t%.2f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%.2f%%\t%s\t%.3f\t%.1fµs\t%.1fµs\t%s\t\n",
+		fmt.Fprintf(tw, "%g\t%.1f\t%.2f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f%%\t%.1f%%\t%s\t%s\t%.2f%%\t%s\t%.3f\t%.1fµs\t%.1fµs\t%s\t\n",
 			r.TargetRate, r.AchievedRate, r.Fidelity*100, fmtNs(float64(r.SendLag.P50)), fmtNs(float64(r.SendLag.P99)),
 			fmtNs(float64(r.ReadLag.P99)), fmtNs(float64(r.TTFTErr.P50)), fmtNs(float64(r.TTFTErr.P99)),
 			fmtNs(float64(r.ChunkErr.P50)), fmtNs(float64(r.ChunkErr.P99)), fmtNs(float64(r.ITLErr.P50)), fmtNs(float64(r.ITLErr.P99)),
-			r.ExactShare*100, fmtNs(float64(r.TTFTBound.P50)), fmtNs(float64(r.TTFTBound.P99)), r.BoundsCoverage*100,
+			r.ExactShare*100, r.TapShare*100, fmtNs(float64(r.TTFTBound.P50)), fmtNs(float64(r.TTFTBound.P99)), r.BoundsCoverage*100,
 			fmtNs(float64(r.Uncertainty)), r.WorkerRhoMax, r.CPUPerReqNs/1e3, r.CPUPerTokNs/1e3, ok)
 	}
 	if err := tw.Flush(); err != nil {

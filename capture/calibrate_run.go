@@ -45,6 +45,7 @@ type CalibrateConfig struct {
 	StampLead     time.Duration // simulator: delay between its send stamp and the write (tests)
 	Target        string        // a running `wirebench sim` to use instead of starting one
 	SingleProcess bool          // the naive client: 1 worker, GOMAXPROCS 1, no kernel stamps, stamp after decoding
+	Tap           string        // packet tap of the capture: auto (""), on, off; the single process runs without
 	ForRate       float64       // rate to size workers for at ρ = 0.5; 0 = MaxRate
 	Exe           string        // wirebench binary (sim, worker); "" = os.Executable()
 	ToolVersion   string
@@ -112,6 +113,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Cal
 	cal.GOMAXPROCS = DefaultGOMAXPROCS
 	if cfg.SingleProcess {
 		cal.Workers, cal.GOMAXPROCS = 1, 1
+		cfg.Tap = TapOff // the naive client has no tap
 	}
 	for i := range cal.Workers {
 		cal.WorkerCPUs = append(cal.WorkerCPUs, workerCPUs[i%len(workerCPUs)])
@@ -141,6 +143,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Cal
 	log.Info("calibrating", "rates", rates, "stage", cfg.StageDuration, "workers", cal.Workers, "single_process", cfg.SingleProcess, "target", target)
 	ccfg := Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, GOMAXPROCS: cal.GOMAXPROCS, CPUs: cal.WorkerCPUs,
 		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, DrainTimeout: 5 * time.Second,
+		Tap:               cmp.Or(cfg.Tap, TapAuto),
 		StopBelowFidelity: breakFidelity}
 	if err := Run(ctx, ccfg, log); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
@@ -151,10 +154,11 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Cal
 		log.Error("aggregate", "err", err)
 	}
 
-	d, err := loadRaw(cfg.Dir)
+	d, err := loadRaw(ctx, cfg.Dir)
 	if err != nil {
 		return nil, err
 	}
+	cal.Tap = d.tap != nil && len(d.tap.Rx) > 0
 	// Rates never sent (the sweep stopped early) are left out.
 	for _, r := range analyse(d) {
 		if r.Requests > 0 {
@@ -328,12 +332,15 @@ func startPinned(cmd *exec.Cmd, cpu int) error {
 }
 
 // loadRaw reads the stages and every raw file the manifest lists.
-func loadRaw(dir string) (*rawData, error) {
+func loadRaw(ctx context.Context, dir string) (*rawData, error) {
 	m, err := schemas.ReadManifest(filepath.Join(dir, schemas.ManifestName))
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
 	d := &rawData{stages: m.Stages}
+	if d.tap, err = aggregate.LoadTapTimes(ctx, dir); err != nil {
+		return nil, err
+	}
 	for _, f := range m.Files {
 		p := filepath.Join(dir, f.Path)
 		switch f.Kind {

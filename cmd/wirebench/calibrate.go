@@ -29,6 +29,7 @@ type CalibrateCmd struct {
 	Target        string        `placeholder:"URL" help:"Calibrate against an already running 'wirebench sim' (it must be one: its x-sim send times are the ground truth; give it --mode fixed --ttft/--itl to match) instead of starting one."`
 	ForRate       float64       `placeholder:"RATE" help:"Size the workers for this rate (requests/s) at worker ρ = 0.5 from the fitted CPU model (0 = --max-rate)." default:"0"`
 	SingleProcess bool          `help:"Run the naive client for comparison: one worker, GOMAXPROCS 1, kernel timestamps off, arrival stamped in user space after decoding each event."`
+	Tap           string        `enum:"auto,on,off" default:"auto" help:"The capture's packet tap (see capture --tap); with it, the arrival errors use the tap's times. Off for --single-process. One of: ${enum}."`
 }
 
 // Help is shown under `wirebench calibrate --help`.
@@ -60,7 +61,7 @@ func (c *CalibrateCmd) Run(ctx context.Context, log *slog.Logger) error {
 		Dir: c.Out, Workers: c.Workers, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
 		MinRate: c.MinRate, MaxRate: c.MaxRate, Steps: c.Steps, Factor: c.Geometric,
 		StageDuration: c.StageDuration, Warmup: c.Warmup, TTFT: c.TTFT, ITL: c.ITL, StampLead: c.StampLead,
-		Target: c.Target, SingleProcess: c.SingleProcess, ForRate: c.ForRate,
+		Target: c.Target, SingleProcess: c.SingleProcess, ForRate: c.ForRate, Tap: c.Tap,
 		ToolVersion: Version(), Args: os.Args[1:], Out: os.Stdout,
 	}
 	_, err := capture.Calibrate(ctx, cfg, log)
