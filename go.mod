@@ -13,6 +13,7 @@ require (
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/tiktoken-go/tokenizer v0.10.0
 	golang.org/x/image v0.30.0
+	golang.org/x/net v0.58.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.41.0
 	gonum.org/v1/plot v0.17.0
@@ -45,7 +46,6 @@ require (
 	github.com/twpayne/go-geom v1.6.1 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	golang.org/x/exp v0.0.0-20260112195511-716be5621a96 // indirect
-	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
 	google.golang.org/grpc v1.83.2 // indirect
