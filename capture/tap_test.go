@@ -1,0 +1,45 @@
+package capture
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/wirebench/wirebench/capture/tap"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// TestTapFallback: a target the tap cannot follow turns it off with the reason under auto, and
+// fails the capture under on; off never opens it.
+func TestTapFallback(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tests := []struct {
+		name, target, mode string
+		wantErr            bool
+		wantReason         string
+	}{
+		{"auto, https", "https://127.0.0.1:8443", TapAuto, false, "TLS"},
+		{"on, https", "https://127.0.0.1:8443", TapOn, true, ""},
+		{"auto, unresolvable", "http://no-such-host.invalid:80", TapAuto, false, "resolve"},
+		{"off", "http://127.0.0.1:8000", TapOff, false, "--tap off"},
+	}
+	for _, tt := range tests {
+		rec, st, err := startTap(Config{Target: tt.target, Tap: tt.mode, Run: t.TempDir()}, log)
+		if rec != nil {
+			t.Errorf("%s: the tap started", tt.name)
+			rec.finish(&schemas.Manifest{})
+			continue
+		}
+		if tt.wantErr {
+			if err == nil || !errors.Is(err, tap.ErrUnsupported) {
+				t.Errorf("%s: err %v; want one wrapping tap.ErrUnsupported", tt.name, err)
+			}
+			continue
+		}
+		if err != nil || st == nil || st.On || !strings.Contains(st.Reason, tt.wantReason) {
+			t.Errorf("%s: status %+v, err %v; want off with a reason mentioning %q", tt.name, st, err, tt.wantReason)
+		}
+	}
+}
