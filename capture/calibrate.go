@@ -287,6 +287,15 @@ type rawData struct {
 	tap      *aggregate.TapTimes
 }
 
+// tapRx returns the packet tap's arrival time of chunk c, when the tap saw it.
+func (d *rawData) tapRx(c *schemas.RawChunk) (int64, bool) {
+	if d.tap == nil {
+		return 0, false
+	}
+	ns, ok := d.tap.Rx[[2]int64{c.Seq, int64(c.Index)}]
+	return ns, ok
+}
+
 // analyse computes one Rate per non-warmup stage.
 func analyse(d *rawData) []Rate {
 	type acc struct {
@@ -363,7 +372,7 @@ func analyse(d *rawData) []Rate {
 		if c.RxKernelNs != nil {
 			t = *c.RxKernelNs
 		}
-		if ns, ok := d.tap.Rx[[2]int64{c.Seq, int64(c.Index)}]; ok {
+		if ns, ok := d.tapRx(c); ok {
 			t = ns // the arrival of the segment that carried the event
 			a.tapped++
 		}

@@ -73,9 +73,10 @@ func startTap(cfg Config, log *slog.Logger) (*tapRecorder, *schemas.TapStatus, e
 		maxRows: int64(cfg.PartRows), log: log, stop: make(chan struct{})}
 	r.status = schemas.TapStatus{On: true, Reason: "recording the TCP segments to and from " + ap.String()}
 	log.Info("packet tap on", "target", ap.String())
+	st := r.status // the manifest's copy: the recorder goroutine updates its own until finish
 	r.done.Add(1)
 	go r.loop()
-	return r, &r.status, nil
+	return r, &st, nil
 }
 
 // tapTarget resolves the target URL to the IPv4 address and port the tap filters on.
