@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/netip"
 	"path/filepath"
 	"sort"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,26 +184,7 @@ func TestTapUnderLoad(t *testing.T) {
 // times at least 99.5% of events within 100 µs (p99) of the simulator's stamps.
 func TestTapStarvedClient(t *testing.T) {
 	needTap(t)
-	var errb syncBuffer
-	url, stop, err := capture.StartSim(binary, []string{"sim", "--listen", "127.0.0.1:0", "--ttft", "20ms", "--itl", "1ms"}, 1, &errb, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatalf("%v; stderr:\n%s", err, errb.String())
-	}
-	t.Cleanup(stop)
-	run := captureRun(t, url, capture.ConstantStage{Rate: 500, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 16})
-	var quit atomic.Bool
-	done := make(chan struct{}, 3)
-	for range 3 {
-		go hog(0, &quit, done)
-	}
-	_, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--workers", "1", "--gomaxprocs", "1", "--tap", "on")
-	quit.Store(true)
-	for range 3 {
-		<-done
-	}
-	if err != nil {
-		t.Fatalf("capture: %v\n%s", err, stderr)
-	}
+	run := starvedCapture(t, "1ms", "on")
 	c := checkTap(t, run)
 	t.Logf("starved: %v", c)
 	if c.tapped*1000 < c.content*995 || pct(c.arrival, 0.99) >= int64(100*time.Microsecond) || pct(c.itl, 0.99) >= int64(100*time.Microsecond) {

@@ -78,7 +78,10 @@ func TestBoundsCoverGroundTruth(t *testing.T) {
 			if cv.Covered*1000 < cv.Requests*999 {
 				t.Errorf("coverage %d of %d < 99.9%%: %s", cv.Covered, cv.Requests, strings.Join(cv.Misses, "; "))
 			}
-			if cv.stage.ClientBound {
+			// At 2,000 req/s the simulator and the client share the 2 CPUs near their limit:
+			// a busy moment (another process) makes the client read late, which rightly widens
+			// the bounds, so only the lower rates must come out not client-bound.
+			if cv.stage.ClientBound && tt.rate < 2000 {
 				t.Errorf("client_bound without a starved client: %s", cv.stage.ClientBoundReason)
 			}
 		})
@@ -89,31 +92,7 @@ func TestBoundsCoverGroundTruth(t *testing.T) {
 // the simulator on the other CPU): events queue unread and coalesce, the bounds widen and still
 // hold the truth, and the stage is client-bound.
 func TestBoundsWidenWhenClientStarved(t *testing.T) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil || set.Count() < 2 || !set.IsSet(0) || !set.IsSet(1) {
-		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", set, err)
-	}
-	var errb syncBuffer
-	url, stop, err := capture.StartSim(binary, []string{"sim", "--listen", "127.0.0.1:0", "--ttft", "20ms", "--itl", "5ms"}, 1, &errb, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatalf("%v; stderr:\n%s", err, errb.String())
-	}
-	t.Cleanup(stop)
-	run := captureRun(t, url, capture.ConstantStage{Rate: 500, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 16})
-	var quit atomic.Bool
-	hogs := 3
-	done := make(chan struct{}, hogs)
-	for range hogs {
-		go hog(0, &quit, done)
-	}
-	_, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--workers", "1", "--gomaxprocs", "1", "--tap", "off")
-	quit.Store(true)
-	for range hogs {
-		<-done
-	}
-	if err != nil {
-		t.Fatalf("capture: %v\n%s", err, stderr)
-	}
+	run := starvedCapture(t, "5ms", "off")
 	ws, err := schemas.ReadFile[schemas.Worker](filepath.Join(run, "raw", "workers.parquet"))
 	if err != nil || len(ws) == 0 || ws[0].CPU != 0 {
 		t.Fatalf("workers.parquet: %+v, %v; want the worker on CPU 0, beside the hog", ws, err)
@@ -126,6 +105,39 @@ func TestBoundsWidenWhenClientStarved(t *testing.T) {
 	if !cv.stage.ClientBound || cv.stage.UncertaintyNs <= int64(500*time.Microsecond) {
 		t.Errorf("starved client: client_bound %v, uncertainty %v; want client-bound with a bound wider than 0.5 ms", cv.stage.ClientBound, time.Duration(cv.stage.UncertaintyNs))
 	}
+}
+
+// starvedCapture runs a 500 req/s × 16-token capture (tap as given) of one worker with
+// GOMAXPROCS 1 on CPU 0 beside three spinning threads, against a simulator (ITL itl) pinned to
+// CPU 1, and returns the run directory. It skips without CPUs 0 and 1.
+func starvedCapture(t *testing.T, itl, tapMode string) string {
+	t.Helper()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil || set.Count() < 2 || !set.IsSet(0) || !set.IsSet(1) {
+		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", set, err)
+	}
+	var errb syncBuffer
+	url, stop, err := capture.StartSim(binary, []string{"sim", "--listen", "127.0.0.1:0", "--ttft", "20ms", "--itl", itl}, 1, &errb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, errb.String())
+	}
+	t.Cleanup(stop)
+	run := captureRun(t, url, capture.ConstantStage{Rate: 500, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 16})
+	var quit atomic.Bool
+	const hogs = 3
+	done := make(chan struct{}, hogs)
+	for range hogs {
+		go hog(0, &quit, done)
+	}
+	_, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--workers", "1", "--gomaxprocs", "1", "--tap", tapMode)
+	quit.Store(true)
+	for range hogs {
+		<-done
+	}
+	if err != nil {
+		t.Fatalf("capture: %v\n%s", err, stderr)
+	}
+	return run
 }
 
 // hog spins on cpu until quit, then signals done.
