@@ -91,6 +91,28 @@ type Config struct {
 	// ShutdownGrace is how long Serve lets in-flight streams finish after its context ends
 	// before it closes their connections.
 	ShutdownGrace time.Duration
+
+	// Saturation: a server that runs out of CPU, or accepts slowly, instead of one that is
+	// limited by its model alone.
+
+	// CPUPerRequest is CPU work done by the goroutine serving a generation request once the
+	// request is read and decoded, before it reaches the engine and before any response byte
+	// (a real server's request handling: validation, templating, tokenization). The work
+	// consumes this much CPU time of its thread (Linux; elsewhere wall time), so on a busy
+	// machine it takes longer. The engine's clock (queue_ns, the TTFT histograms) starts after
+	// it. 0: none.
+	CPUPerRequest time.Duration
+	// CPUPerToken is the same work per output token, done before the write of each chunk that
+	// carries tokens (detokenization and rendering); the chunk's send stamp is taken after it.
+	CPUPerToken time.Duration
+	// ListenBacklog is the listen socket's accept-queue length for Listen (0: the system's,
+	// net.core.somaxconn, as net.Listen). Linux caps it at net.core.somaxconn and admits one
+	// more connection than it; a SYN that finds the queue full is dropped and the client
+	// retransmits it 1 s, 3 s, 7 s ... later. Serve ignores it: Listen applies it.
+	ListenBacklog int
+	// AcceptPace makes Serve accept at most one connection every AcceptPace (a slow accept
+	// loop); the others wait in the accept queue. 0: unthrottled.
+	AcceptPace time.Duration
 }
 
 // DefaultConfig returns the defaults of `wirebench sim`: a small, quick engine.
@@ -144,10 +166,14 @@ func (c *Config) Validate() error {
 		v    time.Duration
 	}{{"prefill-base", c.PrefillBase}, {"prefill-per-token", c.PrefillPerToken}, {"itl", c.ITL},
 		{"ttft", c.TTFT}, {"stamp-lead", c.StampLead}, {"stall", c.Stall},
-		{"slow-headers", c.SlowHeaders}, {"shutdown-grace", c.ShutdownGrace}} {
+		{"slow-headers", c.SlowHeaders}, {"shutdown-grace", c.ShutdownGrace},
+		{"cpu-per-request", c.CPUPerRequest}, {"cpu-per-token", c.CPUPerToken}, {"accept-pace", c.AcceptPace}} {
 		if d.v < 0 {
 			bad(d.name, "%v is negative", d.v)
 		}
+	}
+	if c.ListenBacklog < 0 {
+		bad("listen-backlog", "%d is negative", c.ListenBacklog)
 	}
 	if c.BlockSize < 1 {
 		bad("block-size", "%d must be at least 1", c.BlockSize)

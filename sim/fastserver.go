@@ -51,6 +51,7 @@ type fastServer struct {
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	shutdown atomic.Bool
+	quit     chan struct{} // closed at shutdown: ends a paced accept loop's wait
 	wg       sync.WaitGroup
 }
 
@@ -60,7 +61,7 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 409
 // up to ShutdownGrace, closes the rest and returns once every handler has returned. It does
 // not stop the engine: Close does.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	fs := &fastServer{s: s, conns: map[*conn]struct{}{}}
+	fs := &fastServer{s: s, conns: map[*conn]struct{}{}, quit: make(chan struct{})}
 	errc := make(chan error, 1)
 	go func() { errc <- fs.accept(ln) }()
 	select {
@@ -71,6 +72,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	fs.shutdown.Store(true)
+	close(fs.quit)
 	ln.Close()
 	<-errc
 	fs.closeIdle()
@@ -90,11 +92,21 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// accept accepts connections until ln fails; nil once ln was closed by shutdown.
+// accept accepts connections until ln fails; nil once ln was closed by shutdown. With
+// AcceptPace it accepts at most one connection every AcceptPace; the rest wait in the
+// listen socket's accept queue (ListenBacklog), as behind a slow accept loop.
 func (fs *fastServer) accept(ln net.Listener) error {
 	var backoff time.Duration
+	pace := fs.s.cfg.AcceptPace
+	var next time.Time // paced: the earliest time of the next accept
 	for {
+		if pace > 0 && !fs.waitUntil(next) {
+			return nil
+		}
 		nc, err := ln.Accept()
+		if pace > 0 {
+			next = time.Now().Add(pace)
+		}
 		if err != nil {
 			if fs.shutdown.Load() {
 				return nil
@@ -120,6 +132,26 @@ func (fs *fastServer) accept(ln net.Listener) error {
 		fs.mu.Unlock()
 		go c.serve()
 	}
+}
+
+// waitUntil waits until t; false when shutdown came first. The last stretch of a wait (up to
+// 2 ms) is slept with preciseSleep, since a Go timer may fire up to 1 ms late.
+func (fs *fastServer) waitUntil(t time.Time) bool {
+	d := time.Until(t)
+	if d > time.Duration(preciseWindow) {
+		tm := time.NewTimer(d - time.Duration(preciseWindow)/2)
+		select {
+		case <-tm.C:
+		case <-fs.quit:
+			tm.Stop()
+			return false
+		}
+		d = time.Until(t)
+	}
+	if d > 0 {
+		preciseSleep(d)
+	}
+	return !fs.shutdown.Load()
 }
 
 // isTemporary reports a resource shortage worth retrying (EMFILE and the like), as net/http

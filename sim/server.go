@@ -476,6 +476,13 @@ type peer interface {
 // runJob applies the pre-stream faults, submits the sequence to the engine and writes the
 // response: SSE through p, JSON through w.
 func (s *Server) runJob(w http.ResponseWriter, p peer, j *job, rd *render) {
+	if s.cfg.CPUPerRequest > 0 {
+		// the request's own CPU work; the engine sees the request once it is done
+		if !spinCPU(s.cfg.CPUPerRequest, s.abort) {
+			return
+		}
+		j.read = s.eng.now()
+	}
 	switch j.fault {
 	case Fault429:
 		w.Header().Set("Retry-After", "1")
@@ -655,6 +662,16 @@ type streamWriter struct {
 // (CoalesceTail).
 func (w *streamWriter) batch(from, end int) bool {
 	n, rd := w.q.nChunks, w.rd
+	if w.s.cfg.CPUPerToken > 0 {
+		tokens := 0
+		for j := from; j < end && j < n; j++ {
+			_, cnt := chunkSpan(j, w.q.maxTokens, w.q.k)
+			tokens += cnt
+		}
+		if !w.s.spinTokens(tokens) {
+			return false
+		}
+	}
 	b := w.p.streamBuf()
 	for j := from; j < end && j < n; j++ {
 		if j == w.mid && w.malformed {
@@ -698,6 +715,9 @@ func (w *streamWriter) events(from, end int) bool {
 			}
 		}
 		start, cnt := chunkSpan(j, w.q.maxTokens, w.q.k)
+		if !w.s.spinTokens(cnt) {
+			return false
+		}
 		b := rd.appendChunk(p.streamBuf(), start, cnt, !(j == w.mid && w.malformed))
 		w.sent[j] = time.Now().UnixNano()
 		if lead := w.s.cfg.StampLead; lead > 0 && !p.sleep(lead) {
@@ -731,6 +751,9 @@ func (s *Server) complete(w http.ResponseWriter, p peer, q *seq, rd *render, fau
 		if !p.wait(q) {
 			return
 		}
+	}
+	if !s.spinTokens(q.maxTokens) {
+		return
 	}
 	b := rd.appendFull(nil, q.maxTokens)
 	h := w.Header()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"sort"
 	"strings"
@@ -49,6 +48,11 @@ type SimCmd struct {
 	Stall            time.Duration `help:"Length of a stall fault." default:"1s"`
 	SlowHeaders      time.Duration `help:"Delay of a slow-headers fault." default:"1s"`
 	ShutdownGrace    time.Duration `help:"On SIGINT/SIGTERM, how long in-flight streams may finish before their connections are closed." default:"3s"`
+
+	CPUPerRequest time.Duration `name:"cpu-per-request" help:"Saturation: CPU time each generation request burns on its own goroutine after it is read and before it reaches the engine or any response byte leaves (request handling, tokenization). Runs on the simulator's CPUs, competing with a client on the same machine." default:"0s"`
+	CPUPerToken   time.Duration `name:"cpu-per-token" help:"Saturation: CPU time burnt per output token before the write of the chunk that carries it (detokenization, rendering)." default:"0s"`
+	ListenBacklog int           `name:"listen-backlog" help:"Length of the listen socket's accept queue; 0 = the system's (net.core.somaxconn, which also caps it). A full queue drops SYNs: clients retransmit them after 1 s, 3 s, 7 s." default:"0"`
+	AcceptPace    time.Duration `name:"accept-pace" help:"Accept at most one connection every D (a slow accept loop); 0 = unthrottled." default:"0s"`
 }
 
 // Help is shown under `wirebench sim --help`.
@@ -77,6 +81,8 @@ func (c *SimCmd) config() sim.Config {
 		Fault429: c.Fault429, Fault500: c.Fault500, Fault503: c.Fault503, FaultStall: c.FaultStall,
 		FaultDrop: c.FaultDrop, FaultMalformed: c.FaultMalformed, FaultSlowHeaders: c.FaultSlowHeaders,
 		FaultSeed: c.FaultSeed, Stall: c.Stall, SlowHeaders: c.SlowHeaders, ShutdownGrace: c.ShutdownGrace,
+		CPUPerRequest: c.CPUPerRequest, CPUPerToken: c.CPUPerToken, ListenBacklog: c.ListenBacklog,
+		AcceptPace: c.AcceptPace,
 	}
 }
 
@@ -86,13 +92,20 @@ func (c *SimCmd) Run(ctx context.Context, log *slog.Logger) error {
 		return &exitError{code: 2, err: err}
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", c.Listen)
+	ln, err := sim.Listen(ctx, c.Listen, c.ListenBacklog)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	fmt.Fprintf(os.Stdout, "http://%s\n", ln.Addr())
 	log.Info("sim listening", "url", "http://"+ln.Addr().String(), "models", c.Model, "mode", c.Mode,
 		"max_num_seqs", c.MaxNumSeqs, "itl", c.ITL, "ttft", c.TTFT)
+	if c.CPUPerRequest > 0 || c.CPUPerToken > 0 || c.ListenBacklog > 0 || c.AcceptPace > 0 {
+		log.Info("sim saturation", "cpu_per_request", c.CPUPerRequest, "cpu_per_token", c.CPUPerToken,
+			"listen_backlog", c.ListenBacklog, "accept_pace", c.AcceptPace)
+	}
+	if lim := sim.SomaxConn(); lim > 0 && c.ListenBacklog > lim {
+		log.Warn("listen backlog capped by the kernel", "listen_backlog", c.ListenBacklog, "net.core.somaxconn", lim)
+	}
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
 	}
