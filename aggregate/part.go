@@ -14,7 +14,7 @@ var requestCols = []string{
 	"seq", "stage", "worker", "shard", "warmup", "conversation", "turn", "input_tokens",
 	"planned_ns", "sent_ns", "done_ns", "status", "error_kind", "usage_prompt_tokens",
 	"usage_completion_tokens", "server_queue_ns", "server_prefill_ns", "server_decode_ns", "output_text",
-	"sent_end_ns", "send_start_ns", "connect_ns", "local_port", "tx_stream_end",
+	"sent_end_ns", "send_start_ns", "connect_ns", "local_port", "tx_stream_end", "conn_wait_ns", "syn_retrans", "conn_capped",
 }
 
 var chunkCols = []string{"seq", "index", "rx_kernel_ns", "rx_user_ns", "quality", "kind", "tokens", "rx_after_ns", "rx_stream_end"}
@@ -69,6 +69,7 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 		conv, turn, inTok, planned, sent, done, status := get64(5), get32(6), get32(7), get64(8), get64(9), get64(10), get32(11)
 		uPrompt, uOut, sq, sp, sd := get32(13), get32(14), get64(15), get64(16), get64(17)
 		sentEnd, sendStart, connect, port, txEnd := get64(19), get64(20), get64(21), get32(22), get64(23)
+		connWait, synRe := get64(24), get32(25)
 		if e != nil {
 			return e
 		}
@@ -81,6 +82,10 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 			return e
 		}
 		text, e := str(p.requests, "output_text", cols[18])
+		if e != nil {
+			return e
+		}
+		capped, e := boolean(p.requests, "conn_capped", cols[26])
 		if e != nil {
 			return e
 		}
@@ -102,6 +107,13 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 			if !connect.IsNull(i) {
 				s.connectNs = connect.Value(i)
 			}
+			if !connWait.IsNull(i) {
+				s.connWaitNs = connWait.Value(i)
+			}
+			if !synRe.IsNull(i) {
+				s.synRetrans = synRe.Value(i)
+			}
+			s.connCapped = capped.Value(i)
 			s.sNs, s.sEndNs = s.sentNs, s.sentEndNs
 			if tp := p.run.tap; tp != nil && !port.IsNull(i) && !s.unsent {
 				s.conn = tp.conn(port.Value(i), s.sentNs)

@@ -37,6 +37,9 @@ type reqState struct {
 	tapChunks   int32    // events timed by the tap
 	sendStartNs int64    // when the worker began the request
 	connectNs   int64    // TCP connect duration; -1 when the connection was reused
+	connWaitNs  int64    // waited for a connection (0: an idle one was there)
+	synRetrans  int32    // SYN retransmissions of its fresh connection
+	connCapped  bool     // waited at the connection cap
 	doneNs      int64
 	hasDone     bool
 	status      int32
@@ -225,6 +228,7 @@ func (s *reqState) metric(slo replay.SLO) schemas.MetricRequest {
 	if s.txTapNs != 0 {
 		m.TxTapNs = ptr(s.txTapNs)
 	}
+	m.ConnWaitNs, m.SynRetrans, m.ConnCapped = s.connWaitNs, s.synRetrans, s.connCapped
 	if s.connectNs >= 0 {
 		m.ConnectNs = ptr(s.connectNs)
 	}

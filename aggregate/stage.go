@@ -44,12 +44,13 @@ type stageAcc struct {
 	// measurement), read lag and connect times are plain.
 	ttft, tpot, itl, itlW, e2e, ntpot, ttftP, e2eP bounded
 	queue, decode, sendLag                         bounded
-	prefill, inD, outD, readLag, connect           *dist
+	prefill, inD, outD, readLag, connect, connWait *dist
 
 	// planned send times, for the schedule's own rate; lateness split by who waited
 	firstPlanned, lastPlanned int64
 	lateNs, pacerLateNs       int64 // sums over requests of max(0, S − P) and of max(0, min(pacer lag, S − P))
-	connectLateNs             int64 // sum of connect durations of late requests (a part of lateNs − pacerLateNs)
+	connLateNs, capLateNs     int64 // sums of the connection waits within that lateness: not at / at the cap
+	synRetrans, connCapped    int64
 
 	fit     []fitPoint
 	fitSeen int64
@@ -77,7 +78,7 @@ func newStageAcc(info schemas.StageInfo, startNs int64, spill string) *stageAcc 
 		firstPlanned: math.MaxInt64, lastPlanned: math.MinInt64,
 		ttft: nb(), tpot: nb(), itl: nb(), itlW: newBounded(spill, true), e2e: nb(), ntpot: nb(),
 		ttftP: nb(), e2eP: nb(), queue: nb(), decode: nb(), sendLag: nb(),
-		prefill: nd(), inD: nd(), outD: nd(), readLag: nd(), connect: nd(),
+		prefill: nd(), inD: nd(), outD: nd(), readLag: nd(), connect: nd(), connWait: nd(),
 		rng: rand.New(rand.NewPCG(uint64(info.Index), 0x77697265)),
 	}
 }
@@ -89,7 +90,7 @@ type finisher interface {
 }
 
 func (a *stageAcc) dists() []finisher {
-	return []finisher{a.ttft, a.tpot, a.itl, a.itlW, a.e2e, a.ntpot, a.ttftP, a.e2eP, a.queue, a.prefill, a.decode, a.inD, a.outD, a.sendLag, a.readLag, a.connect}
+	return []finisher{a.ttft, a.tpot, a.itl, a.itlW, a.e2e, a.ntpot, a.ttftP, a.e2eP, a.queue, a.prefill, a.decode, a.inD, a.outD, a.sendLag, a.readLag, a.connect, a.connWait}
 }
 
 func (a *stageAcc) close() {
@@ -270,7 +271,7 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias replay.Bia
 		{a.ttft, &st.TTFT}, {a.tpot, &st.TPOT}, {a.itl, &st.ITL}, {a.itlW, &st.ITLWeighted},
 		{a.e2e, &st.E2E}, {a.ntpot, &st.NTPOT}, {a.ttftP, &st.TTFTFromPlanned}, {a.e2eP, &st.E2EFromPlanned},
 		{a.queue, &st.Queue}, {a.prefill, &st.Prefill}, {a.decode, &st.Decode}, {a.inD, &st.InputTokens},
-		{a.outD, &st.OutputTokens}, {a.sendLag, &st.SendLag}, {a.readLag, &st.ReadLag}, {a.connect, &st.Connect},
+		{a.outD, &st.OutputTokens}, {a.sendLag, &st.SendLag}, {a.readLag, &st.ReadLag}, {a.connect, &st.Connect}, {a.connWait, &st.ConnWait},
 	} {
 		if *p.out, err = p.d.finish(); err != nil {
 			return st, fmt.Errorf("stage %d: %w", a.info.Index, err)
@@ -294,6 +295,7 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias replay.Bia
 	st.WorkerRho = string(b)
 	st.Workers = int32(len(workers))
 	st.WorkersForRhoHalf = int32(math.Ceil(rhoSum / targetRho))
+	st.SynRetrans, st.ConnCapped = a.synRetrans, a.connCapped
 	a.planned(&st)
 	judgeLatency(&st, bias)
 	a.judgeLoad(&st)

@@ -26,26 +26,34 @@ const (
 )
 
 // addLateness adds a request's lateness S − P (in [S − P, sent_end − P]) and splits it into
-// the pacer's part (send_start − P, the worker's pacer and CPU) and the rest (waiting for a
-// connection, connecting, writing), with connect durations. Requests never written count for
-// the planned rate only.
+// the pacer's part (send_start − P, the worker's pacer and CPU), the wait for a connection
+// (conn_wait_ns: for a dial or a busy connection; at the cap or not) and the rest (writing).
+// Requests never written count for the planned rate only.
 func (a *stageAcc) addLateness(s *reqState, m *schemas.MetricRequest) {
 	a.firstPlanned = min(a.firstPlanned, s.plannedNs)
 	a.lastPlanned = max(a.lastPlanned, s.plannedNs)
 	if s.connectNs >= 0 {
 		a.connect.add(s.connectNs)
 	}
+	a.synRetrans += int64(s.synRetrans)
+	if s.connCapped {
+		a.connCapped++
+	}
 	if s.unsent {
 		return
 	}
+	a.connWait.add(s.connWaitNs)
 	lag := m.SendLagNs
 	a.sendLag.addB(lag, lag, s.sentEndNs-s.plannedNs, 1)
 	late := max(lag, 0)
 	pacer := min(max(m.PacerLagNs, 0), late)
+	wait := min(s.connWaitNs, late-pacer)
 	a.lateNs += late
 	a.pacerLateNs += pacer
-	if s.connectNs > 0 {
-		a.connectLateNs += min(s.connectNs, late-pacer)
+	if s.connCapped {
+		a.capLateNs += wait
+	} else {
+		a.connLateNs += wait
 	}
 }
 
@@ -129,9 +137,11 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 }
 
 // blame says who waited: the client when most of the lateness came before the worker began
-// the request (its pacer or CPU), the server when most of the rest was connecting.
+// the request (its pacer or CPU) or was spent at its own connection cap; the server when most
+// of it was waiting for a connection otherwise (the server accepted new connections too slowly,
+// or answered too slowly to free the open ones).
 func (a *stageAcc) blame(st *schemas.Stage) string {
-	rest := a.lateNs - a.pacerLateNs
+	share := func(ns int64) float64 { return 100 * float64(ns) / float64(max(a.lateNs, 1)) }
 	switch {
 	case st.LateShareClient >= 0.5:
 		s := fmt.Sprintf("the client: %.0f%% of the lateness was before the worker began the request (pacer and CPU)", 100*st.LateShareClient)
@@ -139,11 +149,15 @@ func (a *stageAcc) blame(st *schemas.Stage) string {
 			s += fmt.Sprintf("; worker utilisation %.2f: %d workers would bring it under %.1f", st.WorkerRhoMax, st.WorkersForRhoHalf, targetRho)
 		}
 		return s
-	case rest > 0 && a.connectLateNs*2 >= rest:
-		return fmt.Sprintf("the server was not accepting connections fast enough: %.0f%% of the lateness was connecting (connect p99 %s over %d new connections)",
-			100*float64(a.connectLateNs)/float64(a.lateNs), fmtMs(st.Connect.P99), st.Connect.Count)
+	case a.capLateNs*2 >= a.lateNs:
+		return fmt.Sprintf("the client's connection cap: %.0f%% of the lateness was %d requests waiting at capture --max-connections", share(a.capLateNs), st.ConnCapped)
+	case a.connLateNs*2 >= a.lateNs && (st.SynRetrans > 0 || st.Connect.P99 > minLateLimit):
+		return fmt.Sprintf("the server was not accepting connections fast enough: %.0f%% of the lateness was waiting for a connection (connect p99 %s over %d new connections, %d SYN retransmissions: its accept queue overflowed)",
+			share(a.connLateNs), fmtMs(st.Connect.P99), st.Connect.Count, st.SynRetrans)
+	case a.connLateNs*2 >= a.lateNs:
+		return fmt.Sprintf("the server: %.0f%% of the lateness was waiting for a connection while every open one carried an unanswered request", share(a.connLateNs))
 	default:
-		return fmt.Sprintf("waiting for a connection or writing: %.0f%% of the lateness came after the worker began the request", 100*(1-st.LateShareClient))
+		return fmt.Sprintf("writing: %.0f%% of the lateness came after the worker had a connection", share(a.lateNs-a.pacerLateNs-a.connLateNs-a.capLateNs))
 	}
 }
 

@@ -49,7 +49,10 @@ type MetricRequest struct {
 	NTPOTFromPlannedNs  *int64 `parquet:"ntpot_from_planned_ns,optional" doc:"(E - P) / N for N > 0"`
 	SendLagNs           int64  `parquet:"send_lag_ns" doc:"S - P: lateness against the schedule"`
 	PacerLagNs          int64  `parquet:"pacer_lag_ns" doc:"send_start_ns - P: how late the worker began the request (its pacer and CPU: the client's part of the lateness)"`
-	ConnectNs           *int64 `parquet:"connect_ns,optional" doc:"duration of the TCP connect when the request needed a new connection (the server's accept path when it is long); null when reused"`
+	ConnectNs           *int64 `parquet:"connect_ns,optional" doc:"duration of the TCP connect when the request was the first on a new connection (the server's accept path when it is long); null when reused"`
+	ConnWaitNs          int64  `parquet:"conn_wait_ns" doc:"time the request waited for a connection: 0 when an idle one was there (raw conn_wait_ns)"`
+	SynRetrans          int32  `parquet:"syn_retrans" doc:"SYN retransmissions of its new connection: the server's accept queue was full"`
+	ConnCapped          bool   `parquet:"conn_capped" doc:"it waited at the client's connection cap (capture --max-connections)"`
 	ReadLagMaxNs        *int64 `parquet:"read_lag_max_ns,optional" doc:"largest rx_user_ns - rx_kernel_ns over the request's events; null without kernel times"`
 	ExactChunks         int32  `parquet:"exact_chunks" doc:"events with an exact time: a packet-tap time, or quality exact"`
 	TapChunks           int32  `parquet:"tap_chunks" doc:"events timed by the packet tap: the arrival of the segment that carried the event's last byte (raw-segments joined on local_port and rx_stream_end)"`
@@ -133,6 +136,9 @@ type Stage struct {
 	SendLag             Dist    `parquet:"send_lag_ns" doc:"send lag S - P"`
 	ReadLag             Dist    `parquet:"read_lag_ns" doc:"read lag rx_user_ns - rx_kernel_ns, one value per event with a kernel time"`
 	Connect             Dist    `parquet:"connect_ns" doc:"TCP connect durations of the requests that opened a connection"`
+	ConnWait            Dist    `parquet:"conn_wait_ns" doc:"time each request waited for a connection (0 when an idle one was there)"`
+	SynRetrans          int64   `parquet:"syn_retrans" doc:"SYN retransmissions of the stage's new connections: each a SYN the server's full accept queue dropped"`
+	ConnCapped          int64   `parquet:"conn_capped" doc:"requests that waited at the client's connection cap (capture --max-connections)"`
 	PrefillPerTokenNs   float64 `parquet:"prefill_per_token_ns" doc:"T_prefill per input token used by the decomposition"`
 	DecompositionSource string  `parquet:"decomposition_source,dict" doc:"server, histograms, fit or empty"`
 	PlannedRate         float64 `parquet:"planned_rate" doc:"the schedule's own send rate: (planned sends - 1) / (last P - first P); a Poisson or trace stage's sample differs from target_rate"`
@@ -148,7 +154,7 @@ type Stage struct {
 	ClientBound         bool    `parquet:"client_bound" doc:"latency uncertainty verdict: some judged percentile's bound is wider than max(bias.tolerance, bias.tolerance_share × the percentile)"`
 	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"the figures whose bounds are too wide, with their widths; empty when not client-bound"`
 	LoadDelivered       bool    `parquet:"load_delivered" doc:"load verdict: sends followed the planned schedule: rate_fidelity within 2% of 1 (open loop) and send lag p99 <= max(1 ms, a tenth of the mean planned gap 1/planned_rate) (closed loop: 1 ms)"`
-	LoadReason          string  `parquet:"load_reason" doc:"why not, with the figures and who waited: the client (pacer_lag_ns: its pacer and CPU) or the server (connect_ns: accepting connections); empty when delivered"`
+	LoadReason          string  `parquet:"load_reason" doc:"why not, with the figures and who waited: the client (pacer_lag_ns: its pacer and CPU; or its connection cap), or the server (conn_wait_ns: no connection to send on, because it accepted new ones too slowly, syn_retrans, or answered too slowly to free old ones); empty when delivered"`
 	LateShareClient     float64 `parquet:"late_share_client" doc:"of the stage's total lateness (the sum of max(0, S - P) over its sent requests), the share spent before the worker began the request (pacer_lag_ns); the rest was waiting for a connection, connecting and writing"`
 	WorkersForRhoHalf   int32   `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load: ceil(sum of the workers' rho / 0.5); advice only where the load verdict blames the client's CPU"`
 	Saturated           bool    `parquet:"saturated" doc:"the run's saturation stage: of the non-warmup stages ordered by offered load, the first after the least-loaded where steady completions fall below 90% of steady sends (open loop) or grow less than 10% over the previous stage (closed loop), or TTFT p50 exceeds twice the least-loaded stage's and by more than 1 ms"`

@@ -20,7 +20,10 @@ type RawRequest struct {
 	SendStartNs     int64  `parquet:"send_start_ns" doc:"time the client began the request (before dialing or writing)"`
 	InflightDelay   bool   `parquet:"inflight_delayed" doc:"the send waited on the per-worker in-flight cap"`
 	ConnReused      bool   `parquet:"conn_reused" doc:"the request went over a kept-alive connection"`
-	ConnectNs       *int64 `parquet:"connect_ns,optional" doc:"duration of the TCP connect; null when reused"`
+	ConnectNs       *int64 `parquet:"connect_ns,optional" doc:"duration of the TCP connect of the connection the request was the first to use (dialed for it or for another waiting request); null when reused"`
+	SynRetrans      *int32 `parquet:"syn_retrans,optional" doc:"SYN retransmissions of that connect (TCP_INFO): each is a server whose accept queue was full (the kernel drops the SYN; the client retries after 1 s, 3 s, 7 s); null when reused or unknown"`
+	ConnWaitNs      *int64 `parquet:"conn_wait_ns,optional" doc:"time the request waited for a connection (no idle one when it was due): for a dial, or for a busy connection to go idle, whichever came first; null when an idle connection was there"`
+	ConnCapped      bool   `parquet:"conn_capped" doc:"the request found the worker at its connection cap (capture --max-connections) and waited without dialing"`
 	TLSNs           *int64 `parquet:"tls_ns,optional" doc:"duration of the TLS handshake; null without TLS"`
 	HeadersNs       *int64 `parquet:"headers_ns,optional" doc:"time the response headers arrived; null when none arrived"`
 	DoneNs          *int64 `parquet:"done_ns,optional" doc:"time of the final event ([DONE] or end of body); null when the stream did not end"`

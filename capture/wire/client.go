@@ -270,8 +270,8 @@ type reqState struct {
 // ptrs backs the optional (pointer) fields of one request's rows. It is allocated per Do, so
 // rows copied out of a Result stay valid after the next Do.
 type ptrs struct {
-	ints [9]int64
-	i32  [4]int32
+	ints [10]int64
+	i32  [5]int32
 }
 
 // Slots of ptrs.ints.
@@ -285,10 +285,14 @@ const (
 	slotDecode
 	slotSentEnd
 	slotTxEnd
+	slotConnWait
 )
 
-// slotPort is the ptrs.i32 slot of local_port (0 to 2 hold the usage counts).
-const slotPort = 3
+// Slots of ptrs.i32 after the usage counts (0 to 2).
+const (
+	slotPort = 3 + iota
+	slotSynRetrans
+)
 
 func (s *reqState) init() {
 	if s.buf == nil {

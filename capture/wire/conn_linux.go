@@ -192,3 +192,15 @@ func writev(fd uintptr, a, b []byte) (int, syscall.Errno) {
 	}
 	return int(w), 0
 }
+
+// synRetransmits returns how many segments the connection has retransmitted (TCP_INFO
+// tcpi_total_retrans): right after connect, its SYN retransmissions; -1 when unknown.
+func synRetransmits(rc syscall.RawConn) int32 {
+	n := int32(-1)
+	_ = rc.Control(func(fd uintptr) {
+		if ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+			n = int32(ti.Total_retrans)
+		}
+	})
+	return n
+}

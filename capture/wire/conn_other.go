@@ -36,3 +36,6 @@ func writev(fd uintptr, a, b []byte) (int, syscall.Errno) {
 	}
 	return n, 0
 }
+
+// synRetransmits is unknown off Linux.
+func synRetransmits(syscall.RawConn) int32 { return -1 }

@@ -137,7 +137,15 @@ type plainConn struct {
 	wlast    int64 // when the write call that took the request's last byte began (unix ns)
 	wlastEnd int64 // when it returned
 	wtotal   int64 // bytes written on the connection so far
+
+	// The dial, reported by the first request that takes the connection.
+	connectNs  int64
+	synRetrans int32 // SYN retransmissions before the server answered (TCP_INFO); -1 unknown
+	used       atomic.Bool
 }
+
+// taken marks pc as used and reports whether it had been used before (a reused connection).
+func (pc *plainConn) taken() bool { return pc.used.Swap(true) }
 
 // endpointFor parses and caches rawURL.
 func (c *Client) endpointFor(rawURL string) (*endpoint, error) {
@@ -196,7 +204,7 @@ func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*R
 		cl.deadline = res.Req.SendStartNs + int64(c.cfg.Timeout)
 	}
 	for pc := ep.pool.get(); pc != nil; pc = ep.pool.get() {
-		if pc.send(ep, cl, true) {
+		if pc.send(ep, cl, pc.taken()) {
 			return
 		}
 		// found dead before any byte went out: try the next
@@ -204,37 +212,51 @@ func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*R
 	go c.dialSend(ep, cl)
 }
 
-// dialSend sends cl on a new connection, or on the next idle one when the pool is at its cap.
+// dialSend sends cl on the first connection to become available: an idle one, or the one it
+// dials. The dial runs on its own goroutine and puts its connection into the pool, so when a
+// connection goes idle first (the server answered another request) cl takes that one and the
+// slower dial serves a later request, as net/http does: a dial never holds up a send that could
+// have had a connection. A server whose accept queue overflows answers a SYN only on a
+// retransmission (1 s, 3 s, 7 s later); those waits are recorded per request (conn_wait_ns, and
+// connect_ns and syn_retrans of a fresh connection). At MaxConns cl waits for a connection
+// without dialing (conn_capped).
 func (c *Client) dialSend(ep *endpoint, cl *call) {
 	p := ep.pool
+	t0 := time.Now()
+	var dialErr chan error // this call's own dial, when it started one
 	for {
 		if pc := p.get(); pc != nil {
-			if pc.send(ep, cl, true) {
+			cl.res.Req.ConnWaitNs = cl.res.st.int64p(slotConnWait, time.Since(t0).Nanoseconds())
+			if pc.send(ep, cl, pc.taken()) {
 				return
 			}
 			continue
 		}
-		t0 := time.Now()
-		if pc, err := c.dialWithin(cl.ctx, p); pc != nil || err != nil {
+		if dialErr == nil {
+			if p.open.Add(1) <= int32(c.cfg.MaxConns) {
+				dialErr = make(chan error, 1)
+				go c.dialInto(p, dialErr)
+			} else {
+				p.open.Add(-1)
+				cl.res.Req.ConnCapped = true
+			}
+		}
+		// Wait for a connection to go idle, or this call's dial to end. A signal can be taken
+		// by another waiter, so look again now and then.
+		t := time.NewTimer(watchTick)
+		select {
+		case <-p.avail:
+		case err := <-dialErr:
 			if err != nil {
 				c.fail(cl.ctx, cl.res, ErrConnect, err)
 				if cl.ctx.Err() != nil {
 					cl.res.Req.ErrorKind = ErrCancelled
 				}
+				t.Stop()
 				cl.done(cl.res)
 				return
 			}
-			cl.res.Req.ConnectNs = cl.res.st.int64p(slotConnect, time.Since(t0).Nanoseconds())
-			if pc.send(ep, cl, false) {
-				return
-			}
-			continue
-		}
-		// At the cap: wait for a connection to go idle or close. A signal can be taken by
-		// another waiter, so look again now and then.
-		t := time.NewTimer(watchTick)
-		select {
-		case <-p.avail:
+			dialErr = nil // its connection is in the pool; without one next time round, dial again
 		case <-t.C:
 		case <-cl.ctx.Done():
 			t.Stop()
@@ -245,6 +267,24 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 		t.Stop()
 	}
 }
+
+// dialInto dials a connection (already counted in p.open) and makes it idle in p; it reports
+// the dial's error, or nil, on done.
+func (c *Client) dialInto(p *plainPool, done chan<- error) {
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	pc, err := c.dialPlain(ctx, p)
+	if err != nil {
+		p.open.Add(-1)
+		done <- err
+		return
+	}
+	p.put(pc)
+	done <- nil
+}
+
+// dialTimeout bounds a dial on the send path: long enough for three SYN retransmissions.
+const dialTimeout = 20 * time.Second
 
 // dialWithin dials a new connection to p if that keeps p within MaxConns; it returns nil, nil
 // when p is at its cap.
@@ -263,6 +303,7 @@ func (c *Client) dialWithin(ctx context.Context, p *plainPool) (*plainConn, erro
 // dialPlain opens a connection, starts its reader and registers it with the watchdog; the caller
 // has counted it in p.open (dialWithin).
 func (c *Client) dialPlain(ctx context.Context, p *plainPool) (*plainConn, error) {
+	t0 := time.Now()
 	nc, err := c.dialer.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
@@ -272,7 +313,8 @@ func (c *Client) dialPlain(ctx context.Context, p *plainPool) (*plainConn, error
 		nc.Close()
 		return nil, err
 	}
-	pc := &plainConn{c: newConn(nc, c.cfg.Timestamps, true, &c.stats), rc: rc, pool: p, buf: make([]byte, 16<<10)}
+	pc := &plainConn{c: newConn(nc, c.cfg.Timestamps, true, &c.stats), rc: rc, pool: p, buf: make([]byte, 16<<10),
+		connectNs: time.Since(t0).Nanoseconds(), synRetrans: synRetransmits(rc)}
 	pc.c.fr.Collect = true
 	pc.wfn = pc.writeFn
 	p.mu.Lock()
@@ -293,6 +335,12 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 	res := cl.res
 	s := &res.st
 	res.Req.ConnReused = reused
+	if !reused {
+		res.Req.ConnectNs = s.int64p(slotConnect, pc.connectNs)
+		if pc.synRetrans >= 0 {
+			res.Req.SynRetrans = s.int32p(slotSynRetrans, int64(pc.synRetrans))
+		}
+	}
 	s.conn = pc.c
 	s.resp, s.cursor = pc.c.begin()
 	pc.head = appendHead(pc.head[:0], ep, cl.req)
@@ -703,7 +751,7 @@ func (c *Client) warmOnePlain(ctx context.Context, base string) error {
 		res.st.init()
 		done := make(chan struct{})
 		cl := &call{ctx: ctx, req: &Request{Method: "GET"}, res: &res, discard: true, done: func(*Result) { close(done) }}
-		pc.send(ep, cl, false)
+		pc.send(ep, cl, pc.taken())
 		<-done
 		if res.Req.ErrorKind != "" {
 			return fmt.Errorf("warm %s: %s", base+path, res.Req.ErrorMessage)

@@ -1,0 +1,102 @@
+package wire
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// gateListener accepts its first connection, then nothing more until closed: later connections
+// stay in (or overflow) the kernel's accept queue.
+type gateListener struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+	first  bool
+	mu     sync.Mutex
+}
+
+func (g *gateListener) Accept() (net.Conn, error) {
+	g.mu.Lock()
+	first := !g.first
+	g.first = true
+	g.mu.Unlock()
+	if first {
+		return g.Listener.Accept()
+	}
+	<-g.closed
+	return nil, net.ErrClosed
+}
+
+func (g *gateListener) Close() error {
+	g.once.Do(func() { close(g.closed) })
+	return g.Listener.Close()
+}
+
+// listenBacklog listens on 127.0.0.1 with the given accept-queue backlog.
+func listenBacklog(t *testing.T, backlog int) net.Listener {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, backlog); err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// TestDialNeverHoldsUpASend: request B arrives while A holds the only connection and the
+// server's accept queue is full, so B's dial goes unanswered (its SYN dropped). When A's answer
+// ends, B must take A's connection at once instead of waiting on its dial.
+func TestDialNeverHoldsUpASend(t *testing.T) {
+	ln := &gateListener{Listener: listenBacklog(t, 1), closed: make(chan struct{})}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(600 * time.Millisecond)
+		rawSSE(okSSE)(w, r)
+	}))
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	c := NewClient(ClientConfig{MaxConns: 16, Timestamps: true})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var a, b Result
+	aDone, bDone := make(chan time.Time, 1), make(chan time.Time, 1)
+	c.Send(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &a, func(*Result) { aDone <- time.Now() })
+	time.Sleep(50 * time.Millisecond)
+	for range 3 { // fill the accept queue: later SYNs are dropped
+		if conn, err := net.DialTimeout("tcp", ln.Addr().String(), 100*time.Millisecond); err == nil {
+			defer conn.Close()
+		}
+	}
+	bStart := time.Now()
+	c.Send(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &b, func(*Result) { bDone <- time.Now() })
+	aEnd, bEnd := <-aDone, <-bDone
+	mustOK(t, "A", &a, 3)
+	mustOK(t, "B", &b, 3)
+	// B's own dial is never answered (its SYN is dropped, then retried after 1 s, 3 s, ...): B
+	// can only finish by taking A's connection, 600 ms after A ends.
+	if after := bEnd.Sub(aEnd); after < 0 || after > 3*time.Second {
+		t.Errorf("B ended %v after A (B began %v before A ended); want it on A's connection right after A", after, aEnd.Sub(bStart))
+	}
+	if !b.Req.ConnReused || b.Req.ConnWaitNs == nil || *b.Req.ConnWaitNs < int64(200*time.Millisecond) {
+		t.Errorf("B: reused %v, conn_wait %v; want a reused connection after a recorded wait", b.Req.ConnReused, b.Req.ConnWaitNs)
+	}
+}
