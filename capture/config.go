@@ -19,6 +19,7 @@ type Config struct {
 	StartAt      time.Time     // common start time (multi-host runs); zero = a little after every worker is ready
 	Target       string        // base URL overriding target.url
 	MaxInflight  int           // per worker; 0 = capture.max_inflight (0 = unlimited)
+	MaxConns     int           // connections per worker; 0 = capture.max_connections (0 = what the open-files limit allows)
 	Connections  int           // warm connections per worker; 0 = capture.connections, else DefaultConnections
 	KeepText     bool          // store generated text in raw requests (or capture.keep_text)
 	DrainTimeout time.Duration // wait for in-flight requests after the first interrupt; 0 = capture.drain_timeout, else DefaultDrainTimeout

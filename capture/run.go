@@ -90,6 +90,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	m.Tap = tapStatus
+	m.OpenFilesLimit = openFilesLimit()
+	m.MaxConnections = connCap(cfg.MaxConns, cfg.MaxInflight, m.OpenFilesLimit)
 	defer func() {
 		if rec != nil {
 			if terr := rec.finish(c.m); terr != nil && err == nil {
@@ -120,7 +122,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			cpu = pinned[i]
 		}
 		wc := WorkerConfig{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
-			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, MaxInflight: cfg.MaxInflight, Connections: cfg.Connections,
+			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
 			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
 			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode}
 		if err := c.start(exe, wc); err != nil {
@@ -182,6 +184,7 @@ func resolve(cfg *Config, rc *replay.Config) error {
 		return d
 	}
 	cfg.MaxInflight = pick(cfg.MaxInflight, co.MaxInflight, 0)
+	cfg.MaxConns = pick(cfg.MaxConns, co.MaxConnections, 0)
 	cfg.Connections = pick(cfg.Connections, co.Connections, DefaultConnections)
 	cfg.PartRows = pick(cfg.PartRows, co.PartRows, DefaultPartRows)
 	cfg.GOMAXPROCS = pick(cfg.GOMAXPROCS, 0, DefaultGOMAXPROCS)

@@ -37,6 +37,7 @@ type WorkerConfig struct {
 	GOMAXPROCS   int           `json:"gomaxprocs"`
 	Target       string        `json:"target"` // base URL
 	MaxInflight  int           `json:"max_inflight"`
+	MaxConns     int           `json:"max_connections"` // 0: only the open-files limit
 	Connections  int           `json:"connections"`
 	KeepText     bool          `json:"keep_text"`
 	DrainTimeout time.Duration `json:"drain_timeout"`
@@ -138,12 +139,11 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 			break
 		}
 	}
-	// The pool size caps the connections per host; a smaller cap than the open-loop concurrency
-	// would queue sends silently, so it is the in-flight cap or effectively unlimited.
-	maxConns := 16384
-	if cfg.MaxInflight > 0 {
-		maxConns = cfg.MaxInflight
-	}
+	// The pool size caps the connections per host. There is no hidden cap: it is
+	// --max-connections or the in-flight cap when set, else what the open-files limit allows;
+	// a request that waits at it is marked (conn_capped).
+	maxConns := connCap(cfg.MaxConns, cfg.MaxInflight, openFilesLimit())
+	log.Info("connections", "max_connections", maxConns, "open_files_limit", openFilesLimit())
 	// Spare idle connections (half the warm ones) are kept dialed off the send path.
 	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), Timeout: w.tgt.Timeout.D(), KeepText: keepText,
 		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})

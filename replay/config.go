@@ -88,14 +88,15 @@ func (b Bias) WithDefaults() Bias {
 
 // CaptureOptions are read by capture from the manifest; capture's flags override them.
 type CaptureOptions struct {
-	Workers      int      `yaml:"workers" json:"workers,omitempty"`             // 0 = the CPUs this process may use
-	Connections  int      `yaml:"connections" json:"connections,omitempty"`     // warm connections per worker
-	Shards       int      `yaml:"shards" json:"shards,omitempty"`               // hosts sharing the schedule (capture --shard i/n); 0 = 1
-	MaxInflight  int      `yaml:"max_inflight" json:"max_inflight,omitempty"`   // per worker; 0 = unlimited
-	KeepText     bool     `yaml:"keep_text" json:"keep_text,omitempty"`         // store generated text in raw requests
-	DrainTimeout Duration `yaml:"drain_timeout" json:"drain_timeout,omitempty"` // wait for in-flight requests after Ctrl-C
-	PartRows     int      `yaml:"part_rows" json:"part_rows,omitempty"`         // roll shard parts after this many chunk rows
-	PartInterval Duration `yaml:"part_interval" json:"part_interval,omitempty"` // ... or after this long
+	Workers        int      `yaml:"workers" json:"workers,omitempty"`                 // 0 = the CPUs this process may use
+	Connections    int      `yaml:"connections" json:"connections,omitempty"`         // warm connections per worker
+	Shards         int      `yaml:"shards" json:"shards,omitempty"`                   // hosts sharing the schedule (capture --shard i/n); 0 = 1
+	MaxInflight    int      `yaml:"max_inflight" json:"max_inflight,omitempty"`       // per worker; 0 = unlimited
+	MaxConnections int      `yaml:"max_connections" json:"max_connections,omitempty"` // per worker; 0 = what the open-files limit allows
+	KeepText       bool     `yaml:"keep_text" json:"keep_text,omitempty"`             // store generated text in raw requests
+	DrainTimeout   Duration `yaml:"drain_timeout" json:"drain_timeout,omitempty"`     // wait for in-flight requests after Ctrl-C
+	PartRows       int      `yaml:"part_rows" json:"part_rows,omitempty"`             // roll shard parts after this many chunk rows
+	PartInterval   Duration `yaml:"part_interval" json:"part_interval,omitempty"`     // ... or after this long
 }
 
 // Duration is a time.Duration written as "250ms", "5s" in YAML and JSON.

@@ -355,7 +355,7 @@ func (c *Config) validate(v *validator) {
 		v.errf("bias", "values must be >= 0")
 	}
 	cp := c.Capture
-	if cp.Workers < 0 || cp.Connections < 0 || cp.Shards < 0 || cp.MaxInflight < 0 || cp.PartRows < 0 || cp.PartInterval < 0 || cp.DrainTimeout < 0 {
+	if cp.Workers < 0 || cp.Connections < 0 || cp.Shards < 0 || cp.MaxInflight < 0 || cp.MaxConnections < 0 || cp.PartRows < 0 || cp.PartInterval < 0 || cp.DrainTimeout < 0 {
 		v.errf("capture", "values must be >= 0")
 	}
 }

@@ -39,6 +39,10 @@ type Manifest struct {
 	Status        string          `json:"status"`
 	Missing       []string        `json:"missing,omitempty"` // what the run lacks: dead workers, unfinished parts
 	Tap           *TapStatus      `json:"tap,omitempty"`     // the packet tap of capture --tap
+	// OpenFilesLimit is capture's RLIMIT_NOFILE (raised to the hard limit), MaxConnections the
+	// connections each worker may open (capture --max-connections, else what that limit allows).
+	OpenFilesLimit int64 `json:"open_files_limit,omitempty"`
+	MaxConnections int   `json:"max_connections,omitempty"`
 }
 
 // TapStatus is what the packet tap did during capture.

@@ -24,6 +24,7 @@ type CaptureFlags struct {
 	StartAt      string        `help:"Common start time for multi-host runs: RFC 3339 (2026-01-02T15:04:05Z) or unix nanoseconds. Default: just after every worker is ready."`
 	MaxInflight  int           `help:"Per-worker cap on requests in flight; a send that waits on it is recorded as lag and counted (0 = capture.max_inflight, else unlimited)." default:"0"`
 	Connections  int           `help:"Connections each worker opens and warms before the start (0 = capture.connections, else 64)." default:"0"`
+	MaxConns     int           `name:"max-connections" help:"Most connections each worker may open (0 = capture.max_connections, else what the open-files limit allows). A request that finds no idle connection dials one and takes whichever connection comes first; at this cap it waits without dialing, and is marked conn_capped." default:"0"`
 	KeepText     bool          `help:"Store the generated text in raw requests (output_text)."`
 	DrainTimeout time.Duration `help:"After the first Ctrl-C, wait this long for in-flight requests (0 = capture.drain_timeout, else 30s)." default:"0s"`
 	PartRows     int           `help:"Roll each worker's shard parts after this many chunk rows (0 = capture.part_rows, else 500000)." default:"0"`
@@ -49,7 +50,7 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger) error {
 }
 
 func (c *CaptureFlags) config(run, target string, args []string) (capture.Config, error) {
-	cfg := capture.Config{Run: run, Workers: c.Workers, Target: target, MaxInflight: c.MaxInflight, Connections: c.Connections,
+	cfg := capture.Config{Run: run, Workers: c.Workers, Target: target, MaxInflight: c.MaxInflight, MaxConns: c.MaxConns, Connections: c.Connections,
 		KeepText: c.KeepText, DrainTimeout: c.DrainTimeout, PartRows: c.PartRows, PartInterval: c.PartInterval,
 		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, KeepAwake: c.KeepAwake, Tap: c.Tap, StopBelowFidelity: c.StopBelow, Quiet: c.Quiet, Progress: os.Stderr, Args: args}
 	var err error
