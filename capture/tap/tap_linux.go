@@ -80,12 +80,13 @@ func (t *Tap) setup(prog []unix.SockFilter) error {
 	return nil
 }
 
-// filter is the kernel's half of the tap: IPv4 TCP, not a fragment, and either an outgoing
-// segment to target or an incoming one from target; it keeps snapLen bytes (the headers).
+// filter is the kernel's half of the tap: IPv4 TCP, not a fragment, either an outgoing segment
+// to target or an incoming one from target, and a SYN, FIN, RST or data (pure ACKs are not
+// needed for the join and are half the packets); it keeps snapLen bytes (the headers).
 func filter(target netip.AddrPort) ([]unix.SockFilter, error) {
 	ip := binary.BigEndian.Uint32(target.Addr().Unmap().AsSlice())
 	port := uint32(target.Port())
-	const reject, accept = 18, 19
+	const payload, reject, accept = 18, 31, 32
 	to := func(from, target int) uint8 { return uint8(target - from - 1) } // skip count
 	prog := []bpf.Instruction{
 		/* 0 */ bpf.LoadExtension{Num: bpf.ExtProto},
@@ -100,14 +101,28 @@ func filter(target netip.AddrPort) ([]unix.SockFilter, error) {
 		/* 9 */ bpf.LoadAbsolute{Off: 16, Size: 4}, // destination address
 		/* 10 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: ip, SkipFalse: to(10, reject)},
 		/* 11 */ bpf.LoadIndirect{Off: 2, Size: 2}, // destination port
-		/* 12 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: port, SkipTrue: to(12, accept), SkipFalse: to(12, reject)},
+		/* 12 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: port, SkipTrue: to(12, payload), SkipFalse: to(12, reject)},
 		/* 13 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.PACKET_HOST, SkipFalse: to(13, reject)},
 		/* 14 */ bpf.LoadAbsolute{Off: 12, Size: 4}, // source address
 		/* 15 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: ip, SkipFalse: to(15, reject)},
 		/* 16 */ bpf.LoadIndirect{Off: 0, Size: 2}, // source port
-		/* 17 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: port, SkipTrue: to(17, accept), SkipFalse: to(17, reject)},
-		/* 18 */ bpf.RetConstant{Val: 0},
-		/* 19 */ bpf.RetConstant{Val: snapLen},
+		/* 17 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: port, SkipFalse: to(17, reject)},
+		// payload: keep SYN, FIN and RST, and segments that carry data; drop pure ACKs.
+		/* 18 */ bpf.LoadIndirect{Off: 13, Size: 1}, // TCP flags
+		/* 19 */ bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: FlagFIN | FlagSYN | FlagRST, SkipTrue: to(19, accept)},
+		/* 20 */ bpf.LoadAbsolute{Off: 2, Size: 2}, // IP total length
+		/* 21 */ bpf.StoreScratch{Src: bpf.RegA, N: 0},
+		/* 22 */ bpf.LoadIndirect{Off: 12, Size: 1}, // TCP data offset, in 32-bit words, high nibble
+		/* 23 */ bpf.ALUOpConstant{Op: bpf.ALUOpShiftRight, Val: 2},
+		/* 24 */ bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0x3c}, // TCP header length
+		/* 25 */ bpf.StoreScratch{Src: bpf.RegA, N: 1},
+		/* 26 */ bpf.LoadScratch{Dst: bpf.RegA, N: 0},
+		/* 27 */ bpf.ALUOpX{Op: bpf.ALUOpSub}, // − IP header length
+		/* 28 */ bpf.LoadScratch{Dst: bpf.RegX, N: 1},
+		/* 29 */ bpf.ALUOpX{Op: bpf.ALUOpSub}, // − TCP header length = payload
+		/* 30 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: to(30, reject), SkipFalse: to(30, accept)},
+		/* 31 */ bpf.RetConstant{Val: 0},
+		/* 32 */ bpf.RetConstant{Val: snapLen},
 	}
 	raw, err := bpf.Assemble(prog)
 	if err != nil {

@@ -84,6 +84,9 @@ func TestTapSeesLoopbackConversation(t *testing.T) {
 		if s.TsNs < before || s.TsNs > after+int64(time.Second) {
 			t.Errorf("segment time %d outside [%d, %d]", s.TsNs, before, after)
 		}
+		if s.Len == 0 && s.Flags&(FlagSYN|FlagFIN|FlagRST) == 0 {
+			t.Errorf("pure ACK kept: %+v", *s)
+		}
 		if s.Flags&FlagSYN != 0 && s.Dir == Tx {
 			synTx = s
 		}
