@@ -202,3 +202,35 @@ func TestPoissonSentAsPlannedIsDelivered(t *testing.T) {
 			s.LoadDelivered, s.LoadReason, s.RateFidelity, s.ClientBound, s.ClientBoundReason)
 	}
 }
+
+// TestServerAcceptingSlowlyIsBlamed: a server with a short accept queue that accepts slowly
+// (--listen-backlog 4, --accept-pace 10ms), answers in 300 ms and gets 400 req/s with one warm
+// connection per worker: the client must dial faster than the server accepts, SYNs are dropped,
+// and the stage says the load was not delivered because the server did not accept connections
+// fast enough, with the waits recorded as connection waits.
+func TestServerAcceptingSlowlyIsBlamed(t *testing.T) {
+	url := startSim(t, "--ttft", "300ms", "--itl", "1ms", "--listen-backlog", "4", "--accept-pace", "10ms")
+	run := captureRun(t, url, capture.ConstantStage{Rate: 400, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 4})
+	if _, stderr, err := wirebench(t, 90*time.Second, "capture", run, "--quiet", "--connections", "1"); err != nil {
+		t.Fatalf("capture: %v\n%s", err, stderr)
+	}
+	if _, stderr, err := wirebench(t, 60*time.Second, "aggregate", run); err != nil {
+		t.Fatalf("aggregate: %v\n%s", err, stderr)
+	}
+	stages, err := schemas.ReadFile[schemas.Stage](filepath.Join(run, "metrics", "stages.parquet"))
+	if err != nil || len(stages) != 1 {
+		t.Fatalf("stages.parquet: %d rows, %v", len(stages), err)
+	}
+	s := stages[0]
+	t.Logf("load_delivered %v: %s; syn_retrans %d, conn_wait p50/p99 %v/%v, connect p99 %v over %d",
+		s.LoadDelivered, s.LoadReason, s.SynRetrans, time.Duration(s.ConnWait.P50), time.Duration(s.ConnWait.P99), time.Duration(s.Connect.P99), s.Connect.Count)
+	if s.LoadDelivered || !strings.Contains(s.LoadReason, "the server was not accepting connections fast enough") {
+		t.Errorf("load_delivered %v, reason %q; want the server blamed for accepting too slowly", s.LoadDelivered, s.LoadReason)
+	}
+	if s.SynRetrans == 0 || s.ConnWait.P99 < int64(500*time.Millisecond) {
+		t.Errorf("syn_retrans %d, conn_wait p99 %v; want dropped SYNs and connection waits of the order of the 1 s retransmission", s.SynRetrans, time.Duration(s.ConnWait.P99))
+	}
+	if s.Errors != 0 {
+		t.Errorf("%d errors (%s); want every request answered in the end", s.Errors, s.ErrorsByKind)
+	}
+}
