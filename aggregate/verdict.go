@@ -157,7 +157,7 @@ func (a *stageAcc) blame(st *schemas.Stage) string {
 	case a.connLateNs*2 >= a.lateNs:
 		return fmt.Sprintf("the server: %.0f%% of the lateness was waiting for a connection while every open one carried an unanswered request", share(a.connLateNs))
 	default:
-		return fmt.Sprintf("writing: %.0f%% of the lateness came after the worker had a connection", share(a.lateNs-a.pacerLateNs-a.connLateNs-a.capLateNs))
+		return fmt.Sprintf("%.0f%% of the lateness came after a connection was ready: the sending goroutine waiting for a CPU (the client's or a busy shared machine's), or the write", share(a.lateNs-a.pacerLateNs-a.connLateNs-a.capLateNs))
 	}
 }
 

@@ -23,7 +23,7 @@ func TestBlame(t *testing.T) {
 		{"SYNs dropped", 100, 10, 80, 0, 12, 3e9, 0.2, "not accepting connections fast enough: 80%"},
 		{"slow connects without retransmissions", 100, 10, 80, 0, 0, 5e6, 0.2, "not accepting connections fast enough"},
 		{"busy connections", 100, 10, 80, 0, 0, 100e3, 0.2, "every open one carried an unanswered request"},
-		{"writing", 100, 10, 20, 10, 0, 0, 0.2, "writing: 60%"},
+		{"after the connection", 100, 10, 20, 10, 0, 0, 0.2, "60% of the lateness came after a connection was ready"},
 	}
 	for _, tt := range tests {
 		a := &stageAcc{lateNs: tt.late, pacerLateNs: tt.pacer, connLateNs: tt.conn, capLateNs: tt.capped}
