@@ -50,7 +50,7 @@ type Conn struct {
 	ring  [ringSize]readRecord
 	hdr   readRecord // the read that completed the latest final response's headers
 	hdrOK bool
-	runs  [runRing]BodyRun
+	runs  []BodyRun // a ring once it holds runRing entries; grown as needed (most responses need few)
 	nruns int64
 	port  uint16 // local port; 0 when not TCP
 }
@@ -74,7 +74,7 @@ func (c *Conn) LocalPort() uint16 { return c.port }
 func (c *Conn) streamEnd(resp, end int64) (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i := c.nruns - 1; i >= max(0, c.nruns-runRing); i-- {
+	for i := c.nruns - 1; i >= max(0, c.nruns-int64(len(c.runs))); i-- {
 		r := &c.runs[i%runRing]
 		if r.Resp == resp && r.Body < end {
 			return r.Stream + end - r.Body, true
@@ -111,7 +111,11 @@ func (c *Conn) Read(p []byte) (int, error) {
 		r.headers = c.fr.Feed(p[:n])
 		r.resp, r.bodyEnd = c.fr.Response(), c.fr.BodyOffset()
 		for _, br := range c.fr.Runs {
-			c.runs[c.nruns%runRing] = br
+			if len(c.runs) < runRing {
+				c.runs = append(c.runs, br)
+			} else {
+				c.runs[c.nruns%runRing] = br
+			}
 			c.nruns++
 		}
 		c.fr.Runs = c.fr.Runs[:0]
