@@ -3,6 +3,7 @@ package aggregate
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -68,8 +69,9 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 		seq, stage, worker, shard := get64(0), get32(1), get32(2), get32(3)
 		conv, turn, inTok, planned, sent, done, status := get64(5), get32(6), get32(7), get64(8), get64(9), get64(10), get32(11)
 		uPrompt, uOut, sq, sp, sd := get32(13), get32(14), get64(15), get64(16), get64(17)
-		sentEnd, sendStart, connect, port, txEnd := get64(19), get64(20), get64(21), get32(22), get64(23)
-		connWait, synRe := get64(24), get32(25)
+		col := func(name string) int { return slices.Index(requestCols, name) }
+		sentEnd, sendStart, connect, txEnd := get64(col("sent_end_ns")), get64(col("send_start_ns")), get64(col("connect_ns")), get64(col("tx_stream_end"))
+		port, connWait, synRe := get32(col("local_port")), get64(col("conn_wait_ns")), get32(col("syn_retrans"))
 		if e != nil {
 			return e
 		}
@@ -85,7 +87,7 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 		if e != nil {
 			return e
 		}
-		capped, e := boolean(p.requests, "conn_capped", cols[26])
+		capped, e := boolean(p.requests, "conn_capped", cols[slices.Index(requestCols, "conn_capped")])
 		if e != nil {
 			return e
 		}
@@ -246,10 +248,10 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 				}
 				s.hasKernel = true
 			}
-			q := qual(i)
+			q, stamped := qual(i), hasK // stamped: t is a kernel time (socket read or tap)
 			if e, ok := optI64(rxEnd, i); ok && s.conn != nil {
 				if ns, ok := at(s.conn.rx, e); ok {
-					t, hasK, q = ns, true, schemas.QualityExact // the segment's own arrival
+					t, stamped, q = ns, true, schemas.QualityExact // the segment's own arrival
 					s.tapChunks++
 					if s.acc != nil {
 						s.acc.tapped++
@@ -285,7 +287,7 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 				aft = v + off
 			}
 			content := kind(i) == "content"
-			gap, hasGap := s.addEvent(s.eventSpan(t, q, hasK, aft, a.allow), content)
+			gap, hasGap := s.addEvent(s.eventSpan(t, q, stamped, aft, a.allow), content)
 			if !content {
 				continue
 			}
