@@ -6,7 +6,7 @@ BIN      := bin/wirebench
 RACE_PKGS := $(shell $(GO) list ./... | grep -v '/cmd/' | grep -v '/examples' | grep -v '/sim$$')
 E2E_PKGS  := $(shell $(GO) list ./cmd/... ./examples/... 2>/dev/null)
 
-.PHONY: build test test-duckdb bench demo lint clean
+.PHONY: build test test-duckdb bench bench-vegeta demo lint clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/wirebench
@@ -32,6 +32,13 @@ bench: build
 	$(GO) test -run '^$$' -bench 'Plan3M|TextGen' -benchtime 1x ./replay
 	$(GO) test -run '^$$' -bench Aggregate -benchtime 1x ./aggregate
 	$(GO) test -run '^$$' -bench Capture -benchtime 1x ./cmd/wirebench
+	$(MAKE) bench-vegeta
+
+# Side by side with vegeta (as a library, in its own module so that it stays out of go.mod): both
+# drive a fresh saturating simulator at 1,000, 2,000 and 5,000 req/s; prints a Markdown table
+# (figures in docs/measurements.md).
+bench-vegeta: build
+	cd bench/vegeta && $(GO) run . -wirebench ../../$(BIN)
 
 # The main job on the built-in simulator: a sweep across its saturation knee, with a report.
 demo: build
