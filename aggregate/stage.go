@@ -35,6 +35,7 @@ type stageAcc struct {
 	requests, completed, errors, good int64
 	errKinds                          map[string]int64
 	firstSent, lastSent, endNs        int64
+	firstStart, lastStart             int64 // send_start_ns of the stage's requests
 	firstDone, lastDone               int64 // ok completions
 	inTok, outTok                     int64 // of completed requests
 	busyNs                            int64 // sum over requests of (end − S): in-flight integral
@@ -75,7 +76,7 @@ func newStageAcc(info schemas.StageInfo, startNs int64, spill string) *stageAcc 
 		info: info, startNs: startNs, errKinds: map[string]int64{}, sources: map[string]int64{},
 		firstSent: math.MaxInt64, lastSent: math.MinInt64, endNs: math.MinInt64,
 		firstDone: math.MaxInt64, lastDone: math.MinInt64,
-		firstPlanned: math.MaxInt64, lastPlanned: math.MinInt64,
+		firstPlanned: math.MaxInt64, lastPlanned: math.MinInt64, firstStart: math.MaxInt64, lastStart: math.MinInt64,
 		ttft: nb(), tpot: nb(), itl: nb(), itlW: newBounded(spill, true), e2e: nb(), ntpot: nb(),
 		ttftP: nb(), e2eP: nb(), queue: nb(), decode: nb(), sendLag: nb(),
 		prefill: nd(), inD: nd(), outD: nd(), readLag: nd(), connect: nd(), connWait: nd(),

@@ -32,6 +32,8 @@ const (
 func (a *stageAcc) addLateness(s *reqState, m *schemas.MetricRequest) {
 	a.firstPlanned = min(a.firstPlanned, s.plannedNs)
 	a.lastPlanned = max(a.lastPlanned, s.plannedNs)
+	a.firstStart = min(a.firstStart, s.sendStartNs)
+	a.lastStart = max(a.lastStart, s.sendStartNs)
 	if s.connectNs >= 0 {
 		a.connect.add(s.connectNs)
 	}
@@ -57,12 +59,16 @@ func (a *stageAcc) addLateness(s *reqState, m *schemas.MetricRequest) {
 	}
 }
 
-// planned sets planned_rate, the schedule's own rate over the stage's planned send times, and
-// rate_fidelity = achieved_rate / planned_rate (open loop; 1 otherwise).
+// planned sets planned_rate, the schedule's own rate over the stage's planned send times,
+// issued_rate over the times the worker began each request, and rate_fidelity =
+// achieved_rate / planned_rate (open loop; 1 otherwise).
 func (a *stageAcc) planned(st *schemas.Stage) {
 	st.RateFidelity = 1
 	if a.requests > 1 && a.lastPlanned > a.firstPlanned {
 		st.PlannedRate = float64(a.requests-1) / (float64(a.lastPlanned-a.firstPlanned) / 1e9)
+	}
+	if a.requests > 1 && a.lastStart > a.firstStart {
+		st.IssuedRate = float64(a.requests-1) / (float64(a.lastStart-a.firstStart) / 1e9)
 	}
 	if a.info.Mode != "closed" && st.PlannedRate > 0 && st.AchievedRate > 0 {
 		st.RateFidelity = st.AchievedRate / st.PlannedRate

@@ -64,6 +64,7 @@ type StageProfile struct {
 	Errors         int64            `json:"errors"`
 	ErrorsByKind   map[string]int64 `json:"errors_by_kind"`
 	AchievedRate   float64          `json:"achieved_rate"`
+	IssuedRate     float64          `json:"issued_rate"` // requests begun per second (before any connection wait)
 	CompletionRate float64          `json:"completion_rate"`
 	InputTPS       float64          `json:"input_tps"`
 	OutputTPS      float64          `json:"output_tps"`
@@ -231,7 +232,7 @@ func stageProfile(s *schemas.Stage, cpus int) StageProfile {
 	sp := StageProfile{
 		Stage: s.Stage, Name: s.Name, Mode: s.Mode, TargetRate: s.TargetRate, Concurrency: s.Concurrency,
 		DurationNs: s.EndNs - s.StartNs, Requests: s.Requests, Completed: s.Completed, Errors: s.Errors,
-		ErrorsByKind: map[string]int64{}, AchievedRate: s.AchievedRate, CompletionRate: s.CompletionRate,
+		ErrorsByKind: map[string]int64{}, AchievedRate: s.AchievedRate, IssuedRate: s.IssuedRate, CompletionRate: s.CompletionRate,
 		InputTPS: s.InputTPS, OutputTPS: s.OutputTPS, TotalTPS: s.TotalTPS, InflightMean: s.InflightMean,
 		GoodputShare: s.GoodputShare, GoodputRate: s.GoodputRate, Saturated: s.Saturated,
 		Latency: map[string]Dist{},

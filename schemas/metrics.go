@@ -142,6 +142,7 @@ type Stage struct {
 	PrefillPerTokenNs   float64 `parquet:"prefill_per_token_ns" doc:"T_prefill per input token used by the decomposition"`
 	DecompositionSource string  `parquet:"decomposition_source,dict" doc:"server, histograms, fit or empty"`
 	PlannedRate         float64 `parquet:"planned_rate" doc:"the schedule's own send rate: (planned sends - 1) / (last P - first P); a Poisson or trace stage's sample differs from target_rate"`
+	IssuedRate          float64 `parquet:"issued_rate" doc:"requests begun per second: (requests - 1) / (last send_start_ns - first send_start_ns). What a client that counts a request when it starts, before it has a connection (vegeta), calls its rate; achieved_rate counts writes"`
 	RateFidelity        float64 `parquet:"rate_fidelity" doc:"achieved_rate / planned_rate (open loop); 1 for closed loop. achieved_rate = (sends - 1) / (last S - first S)"`
 	ExactShare          float64 `parquet:"exact_share" doc:"share of events with an exact time: a packet-tap time, or an exact kernel timestamp"`
 	TapShare            float64 `parquet:"tap_share" doc:"share of events timed by the packet tap"`

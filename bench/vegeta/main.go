@@ -11,10 +11,10 @@
 //
 // What the columns mean for each client:
 //
-//   - sent/s: vegeta's Metrics.Rate, i.e. requests issued (a worker took the pacer's tick and
-//     stamped the request's timestamp) over the span between the first and the last issue, not
-//     requests written to a socket; wirebench's achieved_rate: sends (the write that took the
-//     request's last byte) over the send window.
+//   - issued/s: requests begun per second, before any wait for a connection: vegeta's
+//     Metrics.Rate (a worker took the pacer's tick and stamped the request's timestamp),
+//     wirebench's issued_rate (send_start_ns). On the wire/s: wirebench's achieved_rate (the
+//     write that took the request's last byte); vegeta does not record it.
 //   - completed: vegeta: status 200, the body read to its end without error and ending with the
 //     stream's `data: [DONE]`; wirebench: ok requests (status 200, stream ended).
 //   - E2E: vegeta: from the issue (before dialling or waiting for a connection) to the body's
@@ -73,8 +73,9 @@ type options struct {
 type row struct {
 	rate        int
 	client      string
-	sentRate    float64
-	issued      int64 // requests issued (vegeta) or sent (wirebench)
+	sentRate    float64 // requests on the wire per second (wirebench's achieved_rate); 0 = unknown
+	issuedRate  float64 // requests begun per second (vegeta's Metrics.Rate, wirebench's issued_rate)
+	issued      int64   // requests issued (vegeta) or sent (wirebench)
 	planned     int64
 	completed   int64
 	errors      int64
@@ -136,8 +137,8 @@ func main() {
 			if r.failed != nil {
 				fmt.Fprintf(os.Stderr, "  failed: %v\n", r.failed)
 			} else {
-				fmt.Fprintf(os.Stderr, "  %.0f/s sent, %d completed, %d errors, E2E p50 %s, p99 %s %s(%.0f s)\n",
-					r.sentRate, r.completed, r.errors, fmtDur(r.p50), fmtDur(r.p99), paren(r.exact), r.elapsedWall.Seconds())
+				fmt.Fprintf(os.Stderr, "  %.0f/s issued, %.0f/s on the wire, %d completed, %d errors, E2E p50 %s, p99 %s %s(%.0f s)\n",
+					r.issuedRate, r.sentRate, r.completed, r.errors, fmtDur(r.p50), fmtDur(r.p99), paren(r.exact), r.elapsedWall.Seconds())
 			}
 			rows = append(rows, r)
 		}
@@ -149,15 +150,19 @@ func main() {
 	fmt.Printf("Date: %s (%s wall).\n", start.UTC().Format("2006-01-02 15:04 MST"), time.Since(start).Round(time.Second))
 	fmt.Printf("Simulator: `wirebench sim %s`, fresh per run; %s per run, %d output tokens, 16-token prompts.\n\n",
 		strings.Join(o.simArgs, " "), o.duration, o.tokens)
-	fmt.Println("| rate/s | client | sent/s | completed | errors | E2E p50 | E2E p99 | E2E p99 from planned | note |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| rate/s | client | issued/s | on the wire/s | completed | errors | E2E p50 | E2E p99 | E2E p99 from planned | note |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		if r.failed != nil {
-			fmt.Printf("| %s | %s | – | – | – | – | – | – | run failed: %s |\n", fmtInt(int64(r.rate)), r.client, mdEscape(r.failed.Error()))
+			fmt.Printf("| %s | %s | – | – | – | – | – | – | – | run failed: %s |\n", fmtInt(int64(r.rate)), r.client, mdEscape(r.failed.Error()))
 			continue
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", fmtInt(int64(r.rate)), r.client,
-			fmtInt(int64(r.sentRate+0.5)), fmtInt(r.completed), fmtInt(r.errors),
+		wire := "–" // vegeta does not say when a request went on the wire
+		if r.sentRate > 0 {
+			wire = fmtInt(int64(r.sentRate + 0.5))
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", fmtInt(int64(r.rate)), r.client,
+			fmtInt(int64(r.issuedRate+0.5)), wire, fmtInt(r.completed), fmtInt(r.errors),
 			fmtDur(r.p50), fmtDur(r.p99), fmtDur(r.p99Planned), mdEscape(r.note))
 	}
 	if ctx.Err() != nil {
@@ -337,7 +342,7 @@ func runVegeta(ctx context.Context, o options, rate int, base string, r *row) er
 	m.Close()
 
 	r.issued = int64(m.Requests)
-	r.sentRate = m.Rate
+	r.issuedRate = m.Rate
 	r.completed = int64(len(ok))
 	r.errors = int64(m.Requests) - r.completed
 	r.p50, r.p99 = m.Latencies.P50, m.Latencies.P99
@@ -394,6 +399,7 @@ type profile struct {
 			Errors       int64            `json:"errors"`
 			ErrorsByKind map[string]int64 `json:"errors_by_kind"`
 			AchievedRate float64          `json:"achieved_rate"`
+			IssuedRate   float64          `json:"issued_rate"`
 			Latency      map[string]struct {
 				Count int64 `json:"count"`
 				P50   int64 `json:"p50"`
@@ -486,7 +492,7 @@ func runWirebench(ctx context.Context, o options, rate int, base string, r *row)
 	s := p.Runs[0].Stages[0]
 	r.planned = int64(float64(rate) * o.duration.Seconds())
 	r.issued = s.Requests
-	r.sentRate = s.AchievedRate
+	r.sentRate, r.issuedRate = s.AchievedRate, s.IssuedRate
 	r.completed = s.Completed
 	r.errors = s.Errors
 	r.p50 = time.Duration(s.Latency["e2e_ns"].P50)
