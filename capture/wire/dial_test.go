@@ -100,3 +100,39 @@ func TestDialNeverHoldsUpASend(t *testing.T) {
 		t.Errorf("B: reused %v, conn_wait %v; want a reused connection after a recorded wait", b.Req.ConnReused, b.Req.ConnWaitNs)
 	}
 }
+
+// TestWaitForConnectionTimesOut: a request that gets no connection within its timeout (the only
+// one busy, the server's accept queue full) fails with a timeout instead of waiting on.
+func TestWaitForConnectionTimesOut(t *testing.T) {
+	ln := &gateListener{Listener: listenBacklog(t, 1), closed: make(chan struct{})}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(3 * time.Second):
+		case <-r.Context().Done():
+		}
+		rawSSE(okSSE)(w, r)
+	}))
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	c := NewClient(ClientConfig{MaxConns: 16, Timestamps: true, Timeout: 300 * time.Millisecond})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var a, b Result
+	aDone, bDone := make(chan struct{}), make(chan struct{})
+	c.Send(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &a, func(*Result) { close(aDone) })
+	time.Sleep(50 * time.Millisecond)
+	for range 3 {
+		if conn, err := net.DialTimeout("tcp", ln.Addr().String(), 100*time.Millisecond); err == nil {
+			defer conn.Close()
+		}
+	}
+	t0 := time.Now()
+	c.Send(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &b, func(*Result) { close(bDone) })
+	<-bDone
+	if took := time.Since(t0); b.Req.ErrorKind != ErrTimeout || took > 2*time.Second {
+		t.Errorf("B: error kind %q (%s) after %v; want %q soon after its 300 ms timeout", b.Req.ErrorKind, b.Req.ErrorMessage, took, ErrTimeout)
+	}
+	<-aDone
+}

@@ -260,6 +260,11 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 			}
 			dialErr = nil // its connection is in the pool; without one next time round, dial again
 		case <-t.C:
+			if cl.deadline != 0 && time.Now().UnixNano() > cl.deadline {
+				c.fail(cl.ctx, cl.res, ErrTimeout, fmt.Errorf("no connection within the request timeout (waited %v)", time.Since(t0).Round(time.Millisecond)))
+				cl.done(cl.res)
+				return
+			}
 		case <-cl.ctx.Done():
 			t.Stop()
 			c.fail(cl.ctx, cl.res, ErrCancelled, cl.ctx.Err())
@@ -275,6 +280,13 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 func (c *Client) dialInto(p *plainPool, done chan<- error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
+	go func() { // the client's Close ends the dial
+		select {
+		case <-c.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	pc, err := c.dialPlain(ctx, p)
 	p.dialing.Add(-1)
 	if err != nil {
@@ -283,7 +295,12 @@ func (c *Client) dialInto(p *plainPool, done chan<- error) {
 		done <- err
 		return
 	}
-	p.put(pc)
+	select {
+	case <-c.closed:
+		pc.close() // the client closed while the dial went on
+	default:
+		p.put(pc)
+	}
 	done <- nil
 }
 
