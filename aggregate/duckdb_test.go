@@ -7,9 +7,12 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // TestDuckDBCrossCheck recomputes TTFT p50/p99 and output tokens per second per stage from the
@@ -77,5 +80,88 @@ func TestDuckDBCrossCheck(t *testing.T) {
 	rows.Close()
 	if n != len(sum.Stages) {
 		t.Errorf("SQL gave %d stages; want %d", n, len(sum.Stages))
+	}
+}
+
+// TestDuckDBTapJoin redoes the packet-tap join with examples/duckdb/tap_join.sql on a hand-made
+// run (two connections on one port, a server ISN that wraps, a retransmission, data before any
+// handshake) and compares it with LoadTapTimes.
+func TestDuckDBTapJoin(t *testing.T) {
+	f := newFixture()
+	sent := func(ns int64) int64 { return t0 + ns }
+	f.req(schemas.RawRequest{Seq: 1, PlannedNs: sent(100), SentNs: sent(105), LocalPort: p32(9), TxStreamEnd: p64(300), DoneNs: p64(sent(400))})
+	f.req(schemas.RawRequest{Seq: 2, PlannedNs: sent(1000), SentNs: sent(1005), LocalPort: p32(9), TxStreamEnd: p64(10), DoneNs: p64(sent(1200))})
+	for _, c := range []struct {
+		seq, index, end int64
+	}{{1, 0, 20}, {1, 1, 50}, {1, 2, 60}, {2, 0, 5}} {
+		f.chunk(0, schemas.RawChunk{Seq: c.seq, Index: int32(c.index), RxUserNs: sent(500), Kind: "content", RxStreamEnd: p64(c.end)})
+	}
+	dir := f.write(t, t.TempDir())
+	isnRx := int64(0xffff_fff0)
+	segs := []schemas.RawSegment{
+		{TsNs: sent(50), Dir: "rx", LocalPort: 9, Seq: 7, Len: 10, Flags: 24},
+		{TsNs: sent(100), Dir: "tx", LocalPort: 9, Seq: 1000, Flags: 2},
+		{TsNs: sent(101), Dir: "rx", LocalPort: 9, Seq: isnRx, Flags: 18},
+		{TsNs: sent(110), Dir: "tx", LocalPort: 9, Seq: 1001, Len: 300, Flags: 24},
+		{TsNs: sent(200), Dir: "rx", LocalPort: 9, Seq: (isnRx + 1) % (1 << 32), Len: 20, Flags: 24},
+		{TsNs: sent(300), Dir: "rx", LocalPort: 9, Seq: (isnRx + 21) % (1 << 32), Len: 30, Flags: 24},
+		{TsNs: sent(250), Dir: "rx", LocalPort: 9, Seq: (isnRx + 21) % (1 << 32), Len: 30, Flags: 24},
+		{TsNs: sent(1000), Dir: "tx", LocalPort: 9, Seq: 5000, Flags: 2},
+		{TsNs: sent(1001), Dir: "rx", LocalPort: 9, Seq: 70, Flags: 18},
+		{TsNs: sent(1010), Dir: "tx", LocalPort: 9, Seq: 5001, Len: 10, Flags: 24},
+		{TsNs: sent(1100), Dir: "rx", LocalPort: 9, Seq: 71, Len: 5, Flags: 24},
+	}
+	if err := schemas.WriteFile(filepath.Join(dir, "raw", "segments-0000.parquet"), segs, schemas.Producer{Command: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	tt, err := LoadTapTimes(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), fmt.Sprintf("SET VARIABLE run = '%s'", dir)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../examples/duckdb/tap_join.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.QueryContext(context.Background(), string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	rx, tx := 0, map[int64]bool{}
+	for rows.Next() {
+		var seq, index int64
+		var rxNs, txNs sql.NullInt64
+		if err := rows.Scan(&seq, &index, &rxNs, &txNs); err != nil {
+			t.Fatal(err)
+		}
+		want, ok := tt.Rx[[2]int64{seq, index}]
+		if rxNs.Valid != ok || rxNs.Int64 != want {
+			t.Errorf("seq %d event %d: SQL rx_tap_ns %v; LoadTapTimes %d (%v)", seq, index, rxNs, want, ok)
+		}
+		if rxNs.Valid {
+			rx++
+		}
+		if w, ok := tt.Tx[seq]; txNs.Valid != ok || txNs.Int64 != w {
+			t.Errorf("seq %d: SQL tx_tap_ns %v; LoadTapTimes %d (%v)", seq, txNs, w, ok)
+		}
+		tx[seq] = txNs.Valid
+	}
+	// Expected by hand: events 1/0 at 200, 1/1 at 250 (the earlier copy), 2/0 at 1100; 1/2 (byte
+	// 59) was never seen; both requests' last segments at 110 and 1010.
+	if rx != 3 || len(tt.Rx) != 3 || tt.Rx[[2]int64{1, 1}] != sent(250) || tt.Tx[2] != sent(1010) || !tx[1] || !tx[2] {
+		t.Errorf("tap times %v / %v (SQL: %d events); want 3 events and 2 requests as computed by hand", tt.Rx, tt.Tx, rx)
 	}
 }
