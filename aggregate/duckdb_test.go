@@ -15,6 +15,26 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
+// duckRun opens an in-memory DuckDB connection with the variable run set to dir, closed when the
+// test ends.
+func duckRun(t *testing.T, dir string) *sql.Conn {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(context.Background(), fmt.Sprintf("SET VARIABLE run = '%s'", dir)); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // TestDuckDBCrossCheck recomputes TTFT p50/p99 and output tokens per second per stage from the
 // raw shards with the SQL of examples/duckdb and compares them with stages.parquet.
 func TestDuckDBCrossCheck(t *testing.T) {
@@ -23,19 +43,7 @@ func TestDuckDBCrossCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), fmt.Sprintf("SET VARIABLE run = '%s'", dir)); err != nil {
-		t.Fatal(err)
-	}
+	conn := duckRun(t, dir)
 	query := func(file string) *sql.Rows {
 		b, err := os.ReadFile("../examples/duckdb/" + file)
 		if err != nil {
@@ -118,19 +126,7 @@ func TestDuckDBTapJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(context.Background(), fmt.Sprintf("SET VARIABLE run = '%s'", dir)); err != nil {
-		t.Fatal(err)
-	}
+	conn := duckRun(t, dir)
 	b, err := os.ReadFile("../examples/duckdb/tap_join.sql")
 	if err != nil {
 		t.Fatal(err)
