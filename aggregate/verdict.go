@@ -138,32 +138,33 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 	if st.LoadDelivered {
 		return
 	}
-	why = append(why, a.blame(st))
-	st.LoadReason = strings.Join(why, "; ")
+	var text string
+	st.LoadBlame, text = a.blame(st)
+	st.LoadReason = strings.Join(append(why, text), "; ")
 }
 
 // blame says who waited: the client when most of the lateness came before the worker began
 // the request (its pacer or CPU) or was spent at its own connection cap; the server when most
 // of it was waiting for a connection otherwise (the server accepted new connections too slowly,
 // or answered too slowly to free the open ones).
-func (a *stageAcc) blame(st *schemas.Stage) string {
+func (a *stageAcc) blame(st *schemas.Stage) (who, why string) {
 	share := func(ns int64) float64 { return 100 * float64(ns) / float64(max(a.lateNs, 1)) }
 	switch {
 	case st.LateShareClient >= 0.5:
-		s := fmt.Sprintf("the client: %.0f%% of the lateness was before the worker began the request (pacer and CPU)", 100*st.LateShareClient)
-		if st.WorkerRhoMax > maxRho {
-			s += fmt.Sprintf("; worker utilisation %.2f: %d workers would bring it under %.1f", st.WorkerRhoMax, st.WorkersForRhoHalf, targetRho)
+		why = fmt.Sprintf("the client: %.0f%% of the lateness was before the worker began the request (pacer and CPU)", 100*st.LateShareClient)
+		if st.WorkerRhoMax <= maxRho {
+			return schemas.BlameClient, why
 		}
-		return s
+		return schemas.BlameClientCPU, why + fmt.Sprintf("; worker utilisation %.2f: %d workers would bring it under %.1f", st.WorkerRhoMax, st.WorkersForRhoHalf, targetRho)
 	case a.capLateNs*2 >= a.lateNs:
-		return fmt.Sprintf("the client's connection cap: %.0f%% of the lateness was %d requests waiting at capture --max-connections", share(a.capLateNs), st.ConnCapped)
+		return schemas.BlameClientCap, fmt.Sprintf("the client's connection cap: %.0f%% of the lateness was %d requests waiting at capture --max-connections", share(a.capLateNs), st.ConnCapped)
 	case a.connLateNs*2 >= a.lateNs && (st.SynRetrans > 0 || st.Connect.P99 > minLateLimit):
-		return fmt.Sprintf("the server was not accepting connections fast enough: %.0f%% of the lateness was waiting for a connection (connect p99 %s over %d new connections, %d SYN retransmissions: its accept queue overflowed)",
+		return schemas.BlameServerAccept, fmt.Sprintf("the server was not accepting connections fast enough: %.0f%% of the lateness was waiting for a connection (connect p99 %s over %d new connections, %d SYN retransmissions: its accept queue overflowed)",
 			share(a.connLateNs), fmtMs(st.Connect.P99), st.Connect.Count, st.SynRetrans)
 	case a.connLateNs*2 >= a.lateNs:
-		return fmt.Sprintf("the server: %.0f%% of the lateness was waiting for a connection while every open one carried an unanswered request", share(a.connLateNs))
+		return schemas.BlameServerBusy, fmt.Sprintf("the server: %.0f%% of the lateness was waiting for a connection while every open one carried an unanswered request", share(a.connLateNs))
 	default:
-		return fmt.Sprintf("%.0f%% of the lateness came after a connection was ready: the sending goroutine waiting for a CPU (the client's or a busy shared machine's), or the write", share(a.lateNs-a.pacerLateNs-a.connLateNs-a.capLateNs))
+		return schemas.BlameSend, fmt.Sprintf("%.0f%% of the lateness came after a connection was ready: the sending goroutine waiting for a CPU (the client's or a busy shared machine's), or the write", share(a.lateNs-a.pacerLateNs-a.connLateNs-a.capLateNs))
 	}
 }
 

@@ -59,7 +59,7 @@ func clientBoundStage(s *schemas.Stage) {
 	s.RateFidelity, s.AchievedRate = 0.93, s.PlannedRate*0.93
 	s.SendLag = bounded(dist(s.SendLag.Count, 900e3, 3.7), 0, 20e3)
 	s.WorkerRhoMax, s.WorkersForRhoHalf, s.LateShareClient = 0.86, 4, 0.91
-	s.LoadDelivered = false
+	s.LoadDelivered, s.LoadBlame = false, schemas.BlameClientCPU
 	s.LoadReason = fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity 0.930); send lag p99 %s > %s; the client: 91%% of the lateness was before the worker began the request (pacer and CPU); worker utilisation 0.86: 4 workers would bring it under 0.5",
 		s.AchievedRate, s.PlannedRate, fmtMs(s.SendLag.P99), fmtMs(int64(0.1e9/s.PlannedRate)))
 }
@@ -69,7 +69,7 @@ func serverLateStage(s *schemas.Stage) {
 	s.SendLag = bounded(dist(s.SendLag.Count, 2.1e6, 2), 0, 20e3)
 	s.Connect = dist(40, 1.8e6, 5)
 	s.LateShareClient = 0.04
-	s.LoadDelivered = false
+	s.LoadDelivered, s.LoadBlame = false, schemas.BlameServerAccept
 	s.LoadReason = fmt.Sprintf("send lag p99 %s > %s; the server was not accepting connections fast enough: 83%% of the lateness was connecting (connect p99 %s over 40 new connections)",
 		fmtMs(s.SendLag.P99), fmtMs(int64(0.1e9/s.PlannedRate)), fmtMs(s.Connect.P99))
 }

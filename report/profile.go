@@ -124,6 +124,7 @@ type Quality struct {
 	ClientBoundReason string  `json:"client_bound_reason,omitempty"`
 	LoadDelivered     bool    `json:"load_delivered"`
 	LoadReason        string  `json:"load_reason,omitempty"`
+	LoadBlame         string  `json:"load_blame,omitempty"` // who waited (schemas.Blame*)
 	LateShareClient   float64 `json:"late_share_client"`
 	WorkersForRhoHalf int32   `json:"workers_for_rho_half"`
 	Advice            string  `json:"advice,omitempty"`
@@ -246,7 +247,7 @@ func stageProfile(s *schemas.Stage, cpus int) StageProfile {
 			WorkerRhoMax: s.WorkerRhoMax, Workers: s.Workers, GCPauseNs: s.GCPauseNs,
 			UncertaintyNs: s.UncertaintyNs, UncertaintyFigure: s.UncertaintyFigure,
 			ClientBound: s.ClientBound, ClientBoundReason: s.ClientBoundReason,
-			LoadDelivered: s.LoadDelivered, LoadReason: s.LoadReason, LateShareClient: s.LateShareClient,
+			LoadDelivered: s.LoadDelivered, LoadReason: s.LoadReason, LoadBlame: s.LoadBlame, LateShareClient: s.LateShareClient,
 			WorkersForRhoHalf: s.WorkersForRhoHalf, Advice: advice(s, cpus),
 		},
 	}

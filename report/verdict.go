@@ -18,15 +18,19 @@ const (
 var levelRank = map[string]int{Green: 0, Amber: 1, Red: 2}
 
 // clientLate reports whether the stage's load was not delivered and the load verdict blames
-// the client (its pacer or CPU).
+// the client (its pacer or CPU, or its connection cap).
 func clientLate(s *schemas.Stage) bool {
-	return !s.LoadDelivered && strings.Contains(s.LoadReason, "the client:")
+	switch s.LoadBlame {
+	case schemas.BlameClient, schemas.BlameClientCPU, schemas.BlameClientCap:
+		return !s.LoadDelivered
+	}
+	return false
 }
 
 // cpuBound reports whether the load verdict blames the client's CPU (busy workers): the only
 // case where more workers or hosts help.
 func cpuBound(s *schemas.Stage) bool {
-	return clientLate(s) && strings.Contains(s.LoadReason, "workers would bring it under")
+	return !s.LoadDelivered && s.LoadBlame == schemas.BlameClientCPU
 }
 
 // stageLevel is one stage's trust level.

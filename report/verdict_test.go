@@ -37,7 +37,10 @@ const (
 )
 
 func late(reason string) func(*schemas.Stage) {
-	return func(s *schemas.Stage) { s.LoadDelivered, s.LoadReason, s.SendLag.P99 = false, reason, 6_300_000 }
+	blame := map[string]string{serverWhy: schemas.BlameServerAccept, connWhy: schemas.BlameSend, clientWhy: schemas.BlameClientCPU}[reason]
+	return func(s *schemas.Stage) {
+		s.LoadDelivered, s.LoadReason, s.LoadBlame, s.SendLag.P99 = false, reason, blame, 6_300_000
+	}
 }
 
 func clientBound(s *schemas.Stage) {
@@ -89,7 +92,10 @@ func TestAdvice(t *testing.T) {
 		{"connections", late(connWhy), 2, "did not get its planned load", "--workers"},
 		{"the client's CPU", func(s *schemas.Stage) { late(clientWhy)(s); s.WorkersForRhoHalf = 4 }, 8, "Run it with --workers 4 (now 2)", "hosts"},
 		{"the client's CPU, too few CPUs", func(s *schemas.Stage) { late(clientWhy)(s); s.WorkersForRhoHalf = 4 }, 2, "split the load over 2 hosts", "--workers"},
-		{"the client's pacer, idle workers", late(strings.Split(clientWhy, "; worker")[0]), 2, "other processes are not competing", "hosts"},
+		{"the client's pacer, idle workers", func(s *schemas.Stage) {
+			late(clientWhy)(s)
+			s.LoadReason, s.LoadBlame = strings.Split(clientWhy, "; worker")[0], schemas.BlameClient
+		}, 2, "other processes are not competing", "hosts"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

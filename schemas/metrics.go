@@ -67,6 +67,16 @@ type MetricRequest struct {
 	SLOMet              bool   `parquet:"slo_met" doc:"ok and within every SLO of the config (goodput)"`
 }
 
+// Values of Stage.LoadBlame.
+const (
+	BlameClientCPU    = "client_cpu"
+	BlameClient       = "client"
+	BlameClientCap    = "client_cap"
+	BlameServerAccept = "server_accept"
+	BlameServerBusy   = "server_busy"
+	BlameSend         = "send"
+)
+
 // Dist is a latency distribution: exact order-statistic percentiles over the stage's values
 // (nearest rank: the value at 1-based rank ceil(q*n) in ascending order, always an observed
 // value, no interpolation), the maximum and the mean rounded to the nearest integer, all int64
@@ -156,6 +166,7 @@ type Stage struct {
 	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"the figures whose bounds are too wide, with their widths; empty when not client-bound"`
 	LoadDelivered       bool    `parquet:"load_delivered" doc:"load verdict: sends followed the planned schedule: rate_fidelity within 2% of 1 (open loop) and send lag p99 <= max(1 ms, a tenth of the mean planned gap 1/planned_rate) (closed loop: 1 ms)"`
 	LoadReason          string  `parquet:"load_reason" doc:"why not, with the figures and who waited: the client (pacer_lag_ns: its pacer and CPU; or its connection cap), or the server (conn_wait_ns: no connection to send on, because it accepted new ones too slowly, syn_retrans, or answered too slowly to free old ones); empty when delivered"`
+	LoadBlame           string  `parquet:"load_blame,dict" doc:"who waited when the load was not delivered: client_cpu (the pacer or CPU, with a busy worker: more workers help), client (the pacer or CPU, workers not busy), client_cap (the client's connection cap), server_accept (the server accepted new connections too slowly), server_busy (every open connection carried an unanswered request), send (after a connection was ready); empty when delivered"`
 	LateShareClient     float64 `parquet:"late_share_client" doc:"of the stage's total lateness (the sum of max(0, S - P) over its sent requests), the share spent before the worker began the request (pacer_lag_ns); the rest was waiting for a connection, connecting and writing"`
 	WorkersForRhoHalf   int32   `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load: ceil(sum of the workers' rho / 0.5); advice only where the load verdict blames the client's CPU"`
 	Saturated           bool    `parquet:"saturated" doc:"the run's saturation stage: of the non-warmup stages ordered by offered load, the first after the least-loaded where steady completions fall below 90% of steady sends (open loop) or grow less than 10% over the previous stage (closed loop), or TTFT p50 exceeds twice the least-loaded stage's and by more than 1 ms"`

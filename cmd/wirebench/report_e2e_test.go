@@ -31,7 +31,7 @@ func writeMetrics(t *testing.T, dir, id string, speed float64) string {
 			PlannedRate: rate, LoadDelivered: true, UncertaintyNs: int64(15e4 / speed), UncertaintyFigure: "e2e p99"}
 		if i == 2 {
 			s.ClientBound, s.ClientBoundReason = true, "e2e p99 bound [1782 ms, 1809 ms] is 27 ms wide > 18 ms"
-			s.LoadDelivered, s.WorkerRhoMax, s.WorkersForRhoHalf = false, 0.8, 4
+			s.LoadDelivered, s.LoadBlame, s.WorkerRhoMax, s.WorkersForRhoHalf = false, schemas.BlameClientCPU, 0.8, 4
 			s.LoadReason = "send lag p99 2 ms > 1 ms; the client: 90% of the lateness was before the worker began the request (pacer and CPU); worker utilisation 0.80: 4 workers would bring it under 0.5"
 		}
 		stages = append(stages, s)
