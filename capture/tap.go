@@ -54,8 +54,12 @@ func startTap(cfg Config, log *slog.Logger) (*tapRecorder, *schemas.TapStatus, e
 	if mode == "" {
 		mode = TapAuto
 	}
-	if mode == TapOff {
+	switch mode {
+	case TapOff:
 		return nil, &schemas.TapStatus{Reason: "off (--tap off)"}, nil
+	case TapAuto, TapOn:
+	default:
+		return nil, nil, fmt.Errorf("--tap %q: want auto, on or off", mode)
 	}
 	ap, err := tapTarget(cfg.Target)
 	var t *tap.Tap

@@ -24,6 +24,7 @@ func TestTapFallback(t *testing.T) {
 		{"on, https", "https://127.0.0.1:8443", TapOn, true, ""},
 		{"auto, unresolvable", "http://no-such-host.invalid:80", TapAuto, false, "resolve"},
 		{"off", "http://127.0.0.1:8000", TapOff, false, "--tap off"},
+		{"a mode that does not exist", "http://127.0.0.1:8000", "yes", true, ""},
 	}
 	for _, tt := range tests {
 		rec, st, err := startTap(Config{Target: tt.target, Tap: tt.mode, Run: t.TempDir()}, log)
@@ -33,8 +34,8 @@ func TestTapFallback(t *testing.T) {
 			continue
 		}
 		if tt.wantErr {
-			if err == nil || !errors.Is(err, tap.ErrUnsupported) {
-				t.Errorf("%s: err %v; want one wrapping tap.ErrUnsupported", tt.name, err)
+			if err == nil || (tt.mode == TapOn) != errors.Is(err, tap.ErrUnsupported) {
+				t.Errorf("%s: err %v; want an error (wrapping tap.ErrUnsupported under on)", tt.name, err)
 			}
 			continue
 		}
