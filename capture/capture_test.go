@@ -528,3 +528,26 @@ func TestResolveRejectsBadStopFidelity(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveTimeouts(t *testing.T) {
+	rc := &replay.Config{Target: replay.Target{URL: "http://127.0.0.1:9"}}
+	cfg := Config{}
+	if err := resolve(&cfg, rc); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Timeout != 0 || cfg.TTFTTimeout != DefaultTTFTTimeout || cfg.GapTimeout != DefaultGapTimeout {
+		t.Errorf("defaults: timeout %v ttft %v gap %v; want none, %v, %v", cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout, DefaultTTFTTimeout, DefaultGapTimeout)
+	}
+	rc.Target.Timeout, rc.Target.TTFTTimeout, rc.Target.GapTimeout = replay.Duration(time.Minute), replay.Duration(5*time.Second), replay.Duration(2*time.Second)
+	cfg = Config{GapTimeout: 300 * time.Millisecond} // the flag wins over the config
+	if err := resolve(&cfg, rc); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Timeout != time.Minute || cfg.TTFTTimeout != 5*time.Second || cfg.GapTimeout != 300*time.Millisecond {
+		t.Errorf("config and flag: timeout %v ttft %v gap %v; want 1m, 5s, 300ms", cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout)
+	}
+	cfg = Config{TTFTTimeout: -time.Second}
+	if err := resolve(&cfg, rc); err == nil {
+		t.Error("resolve(TTFTTimeout -1s) = nil; want an error")
+	}
+}

@@ -23,6 +23,9 @@ type Config struct {
 	Connections  int           // warm connections per worker; 0 = capture.connections, else DefaultConnections
 	KeepText     bool          // store generated text in raw requests (or capture.keep_text)
 	DrainTimeout time.Duration // wait for in-flight requests after the first interrupt; 0 = capture.drain_timeout, else DefaultDrainTimeout
+	Timeout      time.Duration // per whole request; 0 = target.timeout (0 = none)
+	TTFTTimeout  time.Duration // no response body byte this long after the send: ttft_timeout; 0 = target.ttft_timeout, else DefaultTTFTTimeout
+	GapTimeout   time.Duration // no byte this long once the body has begun: gap_timeout; 0 = target.gap_timeout, else DefaultGapTimeout
 	PartRows     int           // roll parts after this many chunk rows; 0 = capture.part_rows, else DefaultPartRows
 	PartInterval time.Duration // ... or after this long; 0 = capture.part_interval, else DefaultPartInterval
 	GOMAXPROCS   int           // per worker; 0 = DefaultGOMAXPROCS
@@ -53,6 +56,15 @@ type Config struct {
 const (
 	DefaultConnections  = 64
 	DefaultDrainTimeout = 30 * time.Second
+	// DefaultGapTimeout: no server streams a token, keep-alive or anything else a minute apart
+	// while healthy; a stream silent that long has stalled, and the benchmark must not wait on
+	// it forever.
+	DefaultGapTimeout = 60 * time.Second
+	// DefaultTTFTTimeout: a first token can wait long in an overloaded server's queue, which is
+	// what an overload run measures; ten minutes is past any queue worth measuring, and bounds
+	// a request the server accepted and forgot. (A non-streaming body comes whole: there it
+	// bounds the whole generation.)
+	DefaultTTFTTimeout  = 10 * time.Minute
 	DefaultPartRows     = 500_000
 	DefaultPartInterval = 10 * time.Second
 	// DefaultGOMAXPROCS is 4 for a worker pinned to one CPU: the pacer's locked thread gives up

@@ -123,7 +123,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		}
 		wc := WorkerConfig{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
 			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
-			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
+			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
 			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode}
 		if err := c.start(exe, wc); err != nil {
 			c.stopAll()
@@ -189,6 +189,12 @@ func resolve(cfg *Config, rc *replay.Config) error {
 	cfg.PartRows = pick(cfg.PartRows, co.PartRows, DefaultPartRows)
 	cfg.GOMAXPROCS = pick(cfg.GOMAXPROCS, 0, DefaultGOMAXPROCS)
 	cfg.DrainTimeout = pickD(cfg.DrainTimeout, co.DrainTimeout.D(), DefaultDrainTimeout)
+	cfg.Timeout = pickD(cfg.Timeout, rc.Target.Timeout.D(), 0)
+	cfg.TTFTTimeout = pickD(cfg.TTFTTimeout, rc.Target.TTFTTimeout.D(), DefaultTTFTTimeout)
+	cfg.GapTimeout = pickD(cfg.GapTimeout, rc.Target.GapTimeout.D(), DefaultGapTimeout)
+	if cfg.Timeout < 0 || cfg.TTFTTimeout < 0 || cfg.GapTimeout < 0 {
+		return fmt.Errorf("timeouts must be >= 0 (timeout %v, ttft-timeout %v, gap-timeout %v)", cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout)
+	}
 	cfg.PartInterval = pickD(cfg.PartInterval, co.PartInterval.D(), DefaultPartInterval)
 	cfg.KeepText = cfg.KeepText || co.KeepText
 	return nil

@@ -41,6 +41,9 @@ type WorkerConfig struct {
 	Connections  int           `json:"connections"`
 	KeepText     bool          `json:"keep_text"`
 	DrainTimeout time.Duration `json:"drain_timeout"`
+	Timeout      time.Duration `json:"timeout"`      // per request; 0 = none
+	TTFTTimeout  time.Duration `json:"ttft_timeout"` // 0 = none
+	GapTimeout   time.Duration `json:"gap_timeout"`  // 0 = none
 	PartRows     int           `json:"part_rows"`
 	PartInterval time.Duration `json:"part_interval"`
 	Args         []string      `json:"args"`
@@ -144,8 +147,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 	// a request that waits at it is marked (conn_capped).
 	maxConns := connCap(cfg.MaxConns, cfg.MaxInflight, openFilesLimit())
 	log.Info("connections", "max_connections", maxConns, "open_files_limit", openFilesLimit())
+	log.Info("timeouts", "timeout", cfg.Timeout, "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout)
 	// Spare idle connections (half the warm ones) are kept dialed off the send path.
-	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), Timeout: w.tgt.Timeout.D(), KeepText: keepText,
+	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
+		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
 		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
 	defer w.client.Close()
 	if cfg.MaxInflight > 0 {

@@ -58,6 +58,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"trace rate and scale", goodHead + "workload:\n  trace: {format: azure, file: x.csv, rate: 3, time_scale: 2}\n", []string{"workload.trace.rate: set time_scale or rate, not both"}},
 		{"dataset bad format", goodHead + stages + "workload:\n  dataset: {format: parquet, file: x}\n", []string{`workload.dataset.format: "parquet"`}},
 		{"negative slo", goodHead + stages + synth + "slo: {ttft: -1s}\n", []string{"slo.ttft: must be >= 0"}},
+		{"negative gap_timeout", "target: {gap_timeout: -1s, ttft_timeout: -2s}\n" + stages + synth, []string{"target.gap_timeout: must be >= 0", "target.ttft_timeout: must be >= 0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := LoadConfig(writeConfig(t, tc.yaml))

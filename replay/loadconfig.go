@@ -379,6 +379,12 @@ func (t *Target) validate(v *validator) {
 	if t.Timeout < 0 {
 		v.errf("target.timeout", "must be >= 0")
 	}
+	if t.TTFTTimeout < 0 {
+		v.errf("target.ttft_timeout", "must be >= 0")
+	}
+	if t.GapTimeout < 0 {
+		v.errf("target.gap_timeout", "must be >= 0")
+	}
 	if t.MetricsURL != "" {
 		if err := checkURL(t.MetricsURL); err != nil {
 			v.errf("target.metrics_url", "%v", err)

@@ -28,7 +28,7 @@ type RawRequest struct {
 	HeadersNs       *int64 `parquet:"headers_ns,optional" doc:"time the response headers arrived; null when none arrived"`
 	DoneNs          *int64 `parquet:"done_ns,optional" doc:"time of the final event ([DONE] or end of body); null when the stream did not end"`
 	Status          int32  `parquet:"status" doc:"HTTP status code; 0 when no response"`
-	ErrorKind       string `parquet:"error_kind,dict" doc:"empty on success, else connect, timeout, http_status, reset, malformed_stream, server_error_event, cancelled"`
+	ErrorKind       string `parquet:"error_kind,dict" doc:"empty on success, else connect, timeout (target.timeout), ttft_timeout (no body byte within target.ttft_timeout), gap_timeout (no byte for target.gap_timeout once the body began; chunks received so far are kept), http_status, reset, malformed_stream, server_error_event, cancelled"`
 	ErrorMessage    string `parquet:"error_message" doc:"error text, the server's error body or event"`
 	Chunks          int32  `parquet:"chunks" doc:"number of SSE events received (including usage and [DONE])"`
 	ContentBytes    int64  `parquet:"content_bytes" doc:"bytes of content text received"`

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 const (
 	ErrConnect         = "connect"            // dialing or the TLS handshake failed
 	ErrTimeout         = "timeout"            // the per-request timeout (or a socket deadline) expired
+	ErrTTFTTimeout     = "ttft_timeout"       // no byte of the response body within TTFTTimeout of the send
+	ErrGapTimeout      = "gap_timeout"        // the body started, then no byte arrived for GapTimeout
 	ErrHTTPStatus      = "http_status"        // the server answered with a status other than 200
 	ErrReset           = "reset"              // the connection was reset or closed mid-response
 	ErrMalformedStream = "malformed_stream"   // the body is not a valid OpenAI SSE stream or JSON
@@ -65,6 +68,15 @@ type ClientConfig struct {
 	// time: the naive client that `wirebench calibrate --single-process` compares against.
 	// Never for measurement.
 	StampAfterDecode bool
+	// TTFTTimeout ends a request (kind ttft_timeout) when no byte of its response body has
+	// arrived this long after its send began (a non-streaming response's body comes whole, so
+	// there it bounds the whole generation). GapTimeout ends a request (kind gap_timeout) whose
+	// body has begun when no byte has arrived for this long (an SSE keep-alive comment counts).
+	// 0 = none. A request cut either way keeps the chunks it had; its connection is closed. On
+	// the plain path the watchdog checks them every watchTick (10 ms): a cut lands at most that
+	// late.
+	TTFTTimeout time.Duration
+	GapTimeout  time.Duration
 }
 
 // DefaultClientConfig returns the configuration capture starts from: 64 connections, no
@@ -412,6 +424,11 @@ func (c *Client) do(ctx context.Context, r *Request, res *Result) {
 		rctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 	}
+	var cw *cutWatch
+	if c.cfg.TTFTTimeout > 0 || c.cfg.GapTimeout > 0 {
+		rctx, cw = newCutWatch(rctx, c.cfg.TTFTTimeout, c.cfg.GapTimeout)
+		defer cw.stop()
+	}
 	ts, trace := newTrace()
 	rctx = httptrace.WithClientTrace(rctx, trace)
 	defer c.traced(res, ts)
@@ -437,6 +454,7 @@ func (c *Client) do(ctx context.Context, r *Request, res *Result) {
 	sent := ts.sentNs
 	ts.mu.Unlock()
 	if err != nil {
+		err = cutCause(rctx, err)
 		kind := classify(ctx, rctx, err)
 		if kind == ErrReset && sent == 0 {
 			kind = ErrConnect
@@ -445,7 +463,89 @@ func (c *Client) do(ctx context.Context, r *Request, res *Result) {
 		return
 	}
 	defer resp.Body.Close()
-	c.handle(ctx, rctx, response{status: resp.StatusCode, statusText: resp.Status, header: resp.Header, body: resp.Body, tls: resp.TLS != nil}, r, res)
+	var body io.Reader = resp.Body
+	if cw != nil {
+		body = &cutBody{r: resp.Body, cw: cw, ctx: rctx}
+	}
+	c.handle(ctx, rctx, response{status: resp.StatusCode, statusText: resp.Status, header: resp.Header, body: body, tls: resp.TLS != nil}, r, res)
+}
+
+// cutWatch enforces TTFTTimeout and GapTimeout on the net/http path with two timers that
+// cancel the request's context with a cutError as the cause.
+type cutWatch struct {
+	cancel  context.CancelCauseFunc
+	ttft    *time.Timer // stopped at the first body byte
+	gap     *time.Timer // started at the first body byte, reset by every read
+	gapD    time.Duration
+	started bool
+	last    atomic.Int64 // unix ns of the latest read with bytes
+}
+
+func newCutWatch(ctx context.Context, ttft, gap time.Duration) (context.Context, *cutWatch) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	cw := &cutWatch{cancel: cancel, gapD: gap}
+	if ttft > 0 {
+		t0 := time.Now()
+		cw.ttft = time.AfterFunc(ttft, func() { cancel(&cutError{kind: ErrTTFTTimeout, limit: ttft, quiet: time.Since(t0)}) })
+	}
+	return ctx, cw
+}
+
+// saw is called (by the one goroutine reading the body) after each read that returned bytes.
+func (cw *cutWatch) saw() {
+	cw.last.Store(time.Now().UnixNano())
+	if cw.started {
+		if cw.gap != nil {
+			cw.gap.Reset(cw.gapD)
+		}
+		return
+	}
+	cw.started = true
+	if cw.ttft != nil {
+		cw.ttft.Stop()
+	}
+	if d := cw.gapD; d > 0 {
+		cw.gap = time.AfterFunc(d, func() {
+			cw.cancel(&cutError{kind: ErrGapTimeout, limit: d, quiet: time.Duration(time.Now().UnixNano() - cw.last.Load())})
+		})
+	}
+}
+
+func (cw *cutWatch) stop() {
+	if cw.ttft != nil {
+		cw.ttft.Stop()
+	}
+	if cw.gap != nil {
+		cw.gap.Stop()
+	}
+	cw.cancel(nil)
+}
+
+// cutBody is a net/http response body under a cutWatch.
+type cutBody struct {
+	r   io.Reader
+	cw  *cutWatch
+	ctx context.Context
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.cw.saw()
+	}
+	if err != nil && err != io.EOF {
+		err = cutCause(b.ctx, err)
+	}
+	return n, err
+}
+
+// cutCause returns the cutError that cancelled rctx, wrapping err, or err.
+func cutCause(rctx context.Context, err error) error {
+	var ce *cutError
+	if rctx.Err() != nil && errors.As(context.Cause(rctx), &ce) {
+		return &cutError{kind: ce.kind, limit: ce.limit, quiet: ce.quiet, err: err}
+	}
+	return err
 }
 
 // response is what handle needs of a response whose headers have arrived, from net/http or
@@ -530,7 +630,14 @@ func classify(parent, rctx context.Context, err error) string {
 	if parent.Err() != nil {
 		return ErrCancelled
 	}
+	var ce *cutError
+	if errors.As(err, &ce) {
+		return ce.kind
+	}
 	if rctx.Err() != nil {
+		if errors.As(context.Cause(rctx), &ce) {
+			return ce.kind
+		}
 		return ErrTimeout
 	}
 	var ne net.Error
@@ -550,6 +657,25 @@ func classify(parent, rctx context.Context, err error) string {
 	}
 	return ErrReset
 }
+
+// cutError is a request ended by TTFTTimeout or GapTimeout: kind is ErrTTFTTimeout or
+// ErrGapTimeout.
+type cutError struct {
+	kind  string
+	limit time.Duration
+	quiet time.Duration // when cut: since the send began (ttft) or since the last byte (gap)
+	err   error         // the read error the cut caused, if any
+}
+
+func (e *cutError) Error() string {
+	if e.kind == ErrGapTimeout {
+		return fmt.Sprintf("no byte for %v since the last (gap_timeout %v)", e.quiet.Round(time.Millisecond), e.limit)
+	}
+	return fmt.Sprintf("no byte of the response body %v after the send began (ttft_timeout %v)", e.quiet.Round(time.Millisecond), e.limit)
+}
+
+func (e *cutError) Unwrap() error { return e.err }
+func (e *cutError) Timeout() bool { return true }
 
 // arrival is what the socket reads say about an event's arrival.
 type arrival struct {

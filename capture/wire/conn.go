@@ -53,6 +53,11 @@ type Conn struct {
 	runs  []BodyRun // a ring once it holds runRing entries; grown as needed (most responses need few)
 	nruns int64
 	port  uint16 // local port; 0 when not TCP
+
+	// For the plain path's watchdog (TTFTTimeout, GapTimeout): the user time of the latest read
+	// that returned bytes, and the latest response ordinal whose body has had a byte.
+	lastRead atomic.Int64
+	bodyResp atomic.Int64
 }
 
 // wrap makes the Conn of a dialed connection; track runs the framing tracker.
@@ -122,8 +127,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if r.headers {
 			c.hdr, c.hdrOK = *r, true
 		}
+		if r.bodyEnd > 0 {
+			c.bodyResp.Store(r.resp)
+		}
 	}
 	c.mu.Unlock()
+	c.lastRead.Store(user)
 	return n, err
 }
 

@@ -36,6 +36,10 @@ type call struct {
 	done     func(*Result)
 	discard  bool  // only the status is wanted (warm-up): the body is read and dropped
 	deadline int64 // unix ns; 0 = none
+	ttftAt   int64 // unix ns by which the body must have begun (TTFTTimeout); 0 = none
+	ttft     int64 // TTFTTimeout in ns; 0 = none
+	gap      int64 // GapTimeout in ns; 0 = none
+	resp     int64 // the response ordinal on the connection (Conn.begin), set before cur
 
 	// The writer sets sent or werr, then publishes them with wstate.
 	wstate  atomic.Int32
@@ -127,6 +131,7 @@ type plainConn struct {
 	dead   atomic.Bool // the reader has ended: never hand this connection out again
 	mu     sync.Mutex  // orders the watchdog's kill against the end of a call
 	killed bool        // the watchdog set a past read deadline; guarded by mu
+	cut    *cutError   // why, when TTFTTimeout or GapTimeout; guarded by mu
 
 	// Written only by the connection's current owner (the goroutine sending on it).
 	head     []byte
@@ -204,6 +209,11 @@ func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*R
 	if c.cfg.Timeout > 0 {
 		cl.deadline = res.Req.SendStartNs + int64(c.cfg.Timeout)
 	}
+	if c.cfg.TTFTTimeout > 0 {
+		cl.ttftAt = res.Req.SendStartNs + int64(c.cfg.TTFTTimeout)
+		cl.ttft = int64(c.cfg.TTFTTimeout)
+	}
+	cl.gap = int64(c.cfg.GapTimeout)
 	for pc := ep.pool.get(); pc != nil; pc = ep.pool.get() {
 		if pc.send(ep, cl, pc.taken()) {
 			return
@@ -260,8 +270,14 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 			}
 			dialErr = nil // its connection is in the pool; without one next time round, dial again
 		case <-t.C:
-			if cl.deadline != 0 && time.Now().UnixNano() > cl.deadline {
+			now := time.Now().UnixNano()
+			if cl.deadline != 0 && now > cl.deadline {
 				c.fail(cl.ctx, cl.res, ErrTimeout, fmt.Errorf("no connection within the request timeout (waited %v)", time.Since(t0).Round(time.Millisecond)))
+				cl.done(cl.res)
+				return
+			}
+			if cl.ttftAt != 0 && now > cl.ttftAt {
+				c.fail(cl.ctx, cl.res, ErrTTFTTimeout, fmt.Errorf("no connection within ttft_timeout %v", c.cfg.TTFTTimeout))
 				cl.done(cl.res)
 				return
 			}
@@ -371,6 +387,7 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 	}
 	s.conn = pc.c
 	s.resp, s.cursor = pc.c.begin()
+	cl.resp = s.resp
 	pc.head = appendHead(pc.head[:0], ep, cl.req)
 	pc.w0, pc.w1 = pc.head, cl.req.Body
 	pc.park, pc.blocked, pc.wErrno = false, false, 0
@@ -537,7 +554,7 @@ func (c *Client) readLoop(pc *plainConn) {
 	defer pc.close()
 	var last *call
 	for {
-		_, err := pc.c.Read(pc.buf)
+		err := pc.read()
 		cl := pc.cur.Load()
 		if cl == nil || cl == last {
 			// The server closed an idle connection (or sent bytes nobody asked for); the last
@@ -576,7 +593,7 @@ func (c *Client) serve(pc *plainConn, cl *call, err error) bool {
 			c.fail(cl.ctx, res, classify(cl.ctx, cl.ctx, err), pc.readErr(cl, err))
 			return false
 		}
-		_, err = pc.c.Read(pc.buf)
+		err = pc.read()
 	}
 	head := fr.Head
 	line, _, _ := bytes.Cut(head, []byte{'\n'})
@@ -658,8 +675,23 @@ func (b *plainBody) Read(p []byte) (int, error) {
 			b.err = errors.New("malformed HTTP chunked body")
 			return 0, b.err
 		}
-		_, b.err = b.pc.c.Read(b.pc.buf)
+		b.err = b.pc.read()
 	}
+}
+
+// read reads from the socket into buf; when the watchdog cut the call for TTFTTimeout or
+// GapTimeout, the error says so.
+func (pc *plainConn) read() error {
+	_, err := pc.c.Read(pc.buf)
+	if err != nil {
+		pc.mu.Lock()
+		ce := pc.cut
+		pc.mu.Unlock()
+		if ce != nil {
+			return &cutError{kind: ce.kind, limit: ce.limit, quiet: ce.quiet, err: err}
+		}
+	}
+	return err
 }
 
 // rawHeader looks up header values in the framing tracker's LF-separated header lines.
@@ -741,19 +773,40 @@ func (c *Client) watch() {
 			if cl.ctx != lastCtx {
 				lastCtx, lastDone = cl.ctx, cl.ctx.Err() != nil
 			}
+			var cut *cutError
 			if !lastDone && (cl.deadline == 0 || now < cl.deadline) {
-				continue
+				if cut = cl.cut(pc.c, now); cut == nil {
+					continue
+				}
 			}
 			// The reader's read (and a write still going on) fail with a timeout, classified as
-			// cancelled when the context is done.
+			// cancelled when the context is done, as the cut's kind when there is one.
 			pc.mu.Lock()
 			if pc.cur.Load() == cl && !pc.killed {
-				pc.killed = true
+				pc.killed, pc.cut = true, cut
 				_ = pc.c.SetDeadline(time.Unix(1, 0)) // a write still going on fails too
 			}
 			pc.mu.Unlock()
 		}
 	}
+}
+
+// cut returns why cl, in flight on conn, is past its TTFTTimeout (no body byte yet) or its
+// GapTimeout (the body has begun and no byte has arrived since), or nil.
+func (cl *call) cut(conn *Conn, now int64) *cutError {
+	if cl.ttftAt == 0 && cl.gap == 0 {
+		return nil
+	}
+	if conn.bodyResp.Load() >= cl.resp {
+		if q := now - conn.lastRead.Load(); cl.gap != 0 && q > cl.gap {
+			return &cutError{kind: ErrGapTimeout, limit: time.Duration(cl.gap), quiet: time.Duration(q)}
+		}
+		return nil
+	}
+	if cl.ttftAt != 0 && now > cl.ttftAt {
+		return &cutError{kind: ErrTTFTTimeout, limit: time.Duration(cl.ttft), quiet: time.Duration(now - (cl.ttftAt - cl.ttft))}
+	}
+	return nil
 }
 
 // warmOnePlain dials a connection to base and checks it with GET /health (or /v1/models); it

@@ -27,6 +27,9 @@ type CaptureFlags struct {
 	MaxConns     int           `name:"max-connections" help:"Most connections each worker may open (0 = capture.max_connections, else what the open-files limit allows). A request that finds no idle connection dials one and takes whichever connection comes first; at this cap it waits without dialing, and is marked conn_capped." default:"0"`
 	KeepText     bool          `help:"Store the generated text in raw requests (output_text)."`
 	DrainTimeout time.Duration `help:"After the first Ctrl-C, wait this long for in-flight requests (0 = capture.drain_timeout, else 30s)." default:"0s"`
+	Timeout      time.Duration `help:"End a request (error kind timeout) this long after its send began (0 = target.timeout, else none)." default:"0s"`
+	TTFTTimeout  time.Duration `name:"ttft-timeout" help:"End a request (ttft_timeout) whose response body has not begun this long after its send (0 = target.ttft_timeout, else 10m)." default:"0s"`
+	GapTimeout   time.Duration `help:"End a request (gap_timeout) whose body has begun when no byte arrives for this long (0 = target.gap_timeout, else 60s). A cut request keeps its chunks; its connection is closed." default:"0s"`
 	PartRows     int           `help:"Roll each worker's shard parts after this many chunk rows (0 = capture.part_rows, else 500000)." default:"0"`
 	PartInterval time.Duration `help:"... or after this long (0 = capture.part_interval, else 10s)." default:"0s"`
 	Gomaxprocs   int           `help:"GOMAXPROCS of each worker (0 = 4, see README)." default:"0"`
@@ -51,7 +54,7 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger) error {
 
 func (c *CaptureFlags) config(run, target string, args []string) (capture.Config, error) {
 	cfg := capture.Config{Run: run, Workers: c.Workers, Target: target, MaxInflight: c.MaxInflight, MaxConns: c.MaxConns, Connections: c.Connections,
-		KeepText: c.KeepText, DrainTimeout: c.DrainTimeout, PartRows: c.PartRows, PartInterval: c.PartInterval,
+		KeepText: c.KeepText, DrainTimeout: c.DrainTimeout, Timeout: c.Timeout, TTFTTimeout: c.TTFTTimeout, GapTimeout: c.GapTimeout, PartRows: c.PartRows, PartInterval: c.PartInterval,
 		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, KeepAwake: c.KeepAwake, Tap: c.Tap, StopBelowFidelity: c.StopBelow, Quiet: c.Quiet, Progress: os.Stderr, Args: args}
 	var err error
 	if cfg.Shard, cfg.Shards, err = capture.ParseShard(c.Shard); err != nil {

@@ -1,0 +1,133 @@
+package wire
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// stallHandler sends the headers and `events` content events, then stalls until the client goes
+// away (or 5 s). A request with ?ok=1 gets a whole stream instead.
+func stallHandler(events int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("ok") != "" {
+			rawSSE(okSSE).ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fl := w.(http.Flusher)
+		fl.Flush()
+		for i := range events {
+			time.Sleep(10 * time.Millisecond)
+			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"t%d\"}}]}\n\n", i)
+			fl.Flush()
+		}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// startTimeoutServer starts h as a plain or TLS server and returns its URL, its count of
+// accepted connections and a client configured by cfg that trusts it.
+func startTimeoutServer(t *testing.T, tlsOn bool, h http.Handler, cfg ClientConfig) (string, func() int32, *Client) {
+	t.Helper()
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	if tlsOn {
+		srv.StartTLS()
+		pool := x509.NewCertPool()
+		pool.AddCert(srv.Certificate())
+		cfg.TLS = &tls.Config{RootCAs: pool}
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	c := NewClient(cfg)
+	t.Cleanup(c.Close)
+	return srv.URL, conns.Load, c
+}
+
+// sendTimed sends one request and returns its result and when done was called.
+func sendTimed(c *Client, url string) (*Result, int64) {
+	var res Result
+	done := make(chan int64, 1)
+	c.Send(context.Background(), &Request{URL: url, Body: []byte(`{}`)}, &res, func(*Result) { done <- time.Now().UnixNano() })
+	return &res, <-done
+}
+
+func TestTTFTTimeout(t *testing.T) {
+	for _, tlsOn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "tls"}[tlsOn], func(t *testing.T) {
+			const limit = 200 * time.Millisecond
+			url, conns, c := startTimeoutServer(t, tlsOn, stallHandler(0), ClientConfig{MaxConns: 4, Timeout: 5 * time.Second, TTFTTimeout: limit, GapTimeout: time.Second})
+			res, doneAt := sendTimed(c, url+"/v1/completions")
+			if res.Req.ErrorKind != ErrTTFTTimeout {
+				t.Fatalf("error %q (%s); want %s", res.Req.ErrorKind, res.Req.ErrorMessage, ErrTTFTTimeout)
+			}
+			if len(res.Chunks) != 0 {
+				t.Errorf("%d chunks; want 0", len(res.Chunks))
+			}
+			if d := time.Duration(doneAt - res.Req.SendStartNs); d < limit || d > limit+100*time.Millisecond {
+				t.Errorf("ended %v after the send began; want within [%v, %v]", d, limit, limit+100*time.Millisecond)
+			}
+			t.Logf("%s: %s", res.Req.ErrorKind, res.Req.ErrorMessage)
+			// The cut connection is closed: the next request dials a new one.
+			res, _ = sendTimed(c, url+"/v1/completions?ok=1")
+			mustOK(t, "after the cut", res, 3)
+			if res.Req.ConnReused || conns() != 2 {
+				t.Errorf("next request: conn_reused %v, %d connections accepted; want a fresh connection (2)", res.Req.ConnReused, conns())
+			}
+		})
+	}
+}
+
+func TestGapTimeoutKeepsChunks(t *testing.T) {
+	for _, tlsOn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "tls"}[tlsOn], func(t *testing.T) {
+			const limit = 200 * time.Millisecond
+			url, conns, c := startTimeoutServer(t, tlsOn, stallHandler(2), ClientConfig{MaxConns: 4, Timeout: 5 * time.Second, TTFTTimeout: time.Second, GapTimeout: limit})
+			res, doneAt := sendTimed(c, url+"/v1/completions")
+			if res.Req.ErrorKind != ErrGapTimeout {
+				t.Fatalf("error %q (%s); want %s", res.Req.ErrorKind, res.Req.ErrorMessage, ErrGapTimeout)
+			}
+			if len(res.Chunks) != 2 || res.Req.Chunks != 2 || res.Chunks[1].Kind != KindContent {
+				t.Fatalf("%d chunks (row says %d); want the 2 content chunks that arrived", len(res.Chunks), res.Req.Chunks)
+			}
+			last := res.Chunks[1].RxUserNs
+			if d := time.Duration(doneAt - last); d < limit || d > limit+100*time.Millisecond {
+				t.Errorf("ended %v after the last chunk; want within [%v, %v]", d, limit, limit+100*time.Millisecond)
+			}
+			t.Logf("%s: %s", res.Req.ErrorKind, res.Req.ErrorMessage)
+			res, _ = sendTimed(c, url+"/v1/completions?ok=1")
+			mustOK(t, "after the cut", res, 3)
+			if res.Req.ConnReused || conns() != 2 {
+				t.Errorf("next request: conn_reused %v, %d connections accepted; want a fresh connection (2)", res.Req.ConnReused, conns())
+			}
+		})
+	}
+}
+
+// A stream whose gaps stay below GapTimeout, and whose first event comes within TTFTTimeout,
+// runs to its end.
+func TestGapTimeoutSparesSlowStream(t *testing.T) {
+	srv, _ := countingServer(t, stampHandler(streamSpec{events: 5, interval: 50 * time.Millisecond}), nil)
+	c := NewClient(ClientConfig{MaxConns: 4, TTFTTimeout: 100 * time.Millisecond, GapTimeout: 100 * time.Millisecond})
+	defer c.Close()
+	res, _ := sendTimed(c, srv.URL+"/v1/completions")
+	mustOK(t, "slow stream", res, 8)
+}
