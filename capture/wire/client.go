@@ -533,7 +533,9 @@ func (b *cutBody) Read(p []byte) (int, error) {
 	if n > 0 {
 		b.cw.saw()
 	}
-	if err != nil && err != io.EOF {
+	if err != nil {
+		// A cut can end the body with io.EOF (net/http closes it when the context ends):
+		// the cut's kind wins over a stream that merely looks finished.
 		err = cutCause(b.ctx, err)
 	}
 	return n, err
