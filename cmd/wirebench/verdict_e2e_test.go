@@ -55,34 +55,38 @@ func (cv coverage) String() string {
 		time.Duration(s.TTFT.P99Lo), time.Duration(s.TTFT.P99Hi), s.ClientBound, s.ClientBoundReason, s.LoadDelivered, s.LoadReason)
 }
 
-// TestBoundsCoverGroundTruth runs capture (tap off) against the simulator at rising rates: at least
-// 99.9% of requests' TTFT intervals hold the simulator's own send time, and a client that is
-// not starved is not client-bound.
+// TestBoundsCoverGroundTruth runs capture against the simulator at rising rates, with the tap
+// off (socket-read times) and on: at least 99.9% of requests' TTFT intervals hold the
+// simulator's own send time both ways, and with the tap a client that is not starved is not
+// client-bound. Without the tap it may be, rightly: on this VM a worker now and then wakes
+// milliseconds late, reads two events together, and that request's bounds widen; at 20 req/s
+// one such request in a hundred is the p99 (seen at 500 req/s too: a 0.63 ms TTFT p99 bound).
 func TestBoundsCoverGroundTruth(t *testing.T) {
 	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
 	for _, tt := range []struct {
 		rate float64
 		dur  time.Duration
-	}{{20, 5 * time.Second}, {500, 4 * time.Second}, {2000, 3 * time.Second}} {
-		t.Run(fmt.Sprint(tt.rate), func(t *testing.T) {
+		tap  string
+	}{{20, 5 * time.Second, "off"}, {500, 4 * time.Second, "off"}, {2000, 3 * time.Second, "off"},
+		{20, 5 * time.Second, "on"}, {500, 4 * time.Second, "on"}} {
+		t.Run(fmt.Sprintf("%g/tap-%s", tt.rate, tt.tap), func(t *testing.T) {
+			if tt.tap == "on" {
+				needTap(t)
+			}
 			run := captureRun(t, url, capture.ConstantStage{Rate: tt.rate, Duration: tt.dur, InputTokens: 16, MaxTokens: 16})
-			// Without the tap: the bounds of socket-read times (tap_e2e_test.go checks the tap's).
-			if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--tap", "off"); err != nil {
+			if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--tap", tt.tap); err != nil {
 				t.Fatalf("capture: %v\n%s", err, stderr)
 			}
 			cv := boundsCoverage(t, run)
-			t.Logf("rate %g: %v", tt.rate, cv)
+			t.Logf("rate %g, tap %s: %v", tt.rate, tt.tap, cv)
 			if cv.Requests < int(tt.rate*tt.dur.Seconds())*99/100 {
 				t.Errorf("%d ok requests with a first content event; want about %g", cv.Requests, tt.rate*tt.dur.Seconds())
 			}
 			if cv.Covered*1000 < cv.Requests*999 {
 				t.Errorf("coverage %d of %d < 99.9%%: %s", cv.Covered, cv.Requests, strings.Join(cv.Misses, "; "))
 			}
-			// At 2,000 req/s the simulator and the client share the 2 CPUs near their limit:
-			// a busy moment (another process) makes the client read late, which rightly widens
-			// the bounds, so only the lower rates must come out not client-bound.
-			if cv.stage.ClientBound && tt.rate < 2000 {
-				t.Errorf("client_bound without a starved client: %s", cv.stage.ClientBoundReason)
+			if cv.stage.ClientBound && tt.tap == "on" {
+				t.Errorf("client_bound with the tap and a client not starved: %s", cv.stage.ClientBoundReason)
 			}
 		})
 	}
