@@ -19,17 +19,8 @@ import (
 // comparison with the fast server.
 func startNetHTTP(t testing.TB, cfg Config) string {
 	t.Helper()
-	srv, err := New(cfg, nil)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv.Handler()}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close(); srv.Close() })
+	ln := listenLocal(t)
+	serve(t, cfg, ln, true)
 	return ln.Addr().String()
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -29,13 +30,33 @@ func zeroConfig() Config {
 // when the test ends.
 func startServer(t testing.TB, cfg Config) (*Server, string) {
 	t.Helper()
+	ln := listenLocal(t)
+	return serve(t, cfg, ln, false), ln.Addr().String()
+}
+
+// listenLocal listens on a free port of 127.0.0.1.
+func listenLocal(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// serve serves cfg on ln through the fast server (Serve) or, with netHTTP, through net/http and
+// Handler (the server Serve replaced); either stops when the test ends.
+func serve(t testing.TB, cfg Config, ln net.Listener, netHTTP bool) *Server {
+	t.Helper()
 	srv, err := New(cfg, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	if netHTTP {
+		hs := &http.Server{Handler: srv.Handler()}
+		go hs.Serve(ln)
+		t.Cleanup(func() { hs.Close(); srv.Close() })
+		return srv
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -47,7 +68,7 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 		}
 		srv.Close()
 	})
-	return srv, ln.Addr().String()
+	return srv
 }
 
 // wire is what a client sees of one exchange over a raw TCP connection.
@@ -224,8 +245,6 @@ func normalize(w wire) string {
 	body = reXsim.ReplaceAllString(body, `: x-sim {<varies>}`)
 	return fmt.Sprintf("%s\n\ncomplete=%v\n\n%s", strings.Join(lines, "\n"), w.complete, body)
 }
-
-func listenLocal() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
 func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())

@@ -180,10 +180,7 @@ func TestServeStopsOnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ln, err := listenLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenLocal(t)
 	ctx, cancel := contextWithCancel()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()

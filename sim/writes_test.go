@@ -2,12 +2,10 @@ package sim
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,32 +74,9 @@ func (l *recListener) lastWrites(t *testing.T) []sysWrite {
 // on a listener whose connections record every write.
 func startRecording(t *testing.T, cfg Config, netHTTP bool) (*recListener, string) {
 	t.Helper()
-	srv, err := New(cfg, nil)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rl := &recListener{Listener: ln}
-	if netHTTP {
-		hs := &http.Server{Handler: srv.Handler()}
-		go hs.Serve(rl)
-		t.Cleanup(func() { hs.Close(); srv.Close() })
-		return rl, ln.Addr().String()
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, rl) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		srv.Close()
-	})
-	return rl, ln.Addr().String()
+	rl := &recListener{Listener: listenLocal(t)}
+	serve(t, cfg, rl, netHTTP)
+	return rl, rl.Addr().String()
 }
 
 // writeEvents splits the recorded writes of one chunked SSE response into the SSE events each
