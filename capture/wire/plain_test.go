@@ -19,19 +19,31 @@ const okSSE = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\
 // countingServer starts srv counting the connections it accepts.
 func countingServer(t *testing.T, h http.Handler, configure func(*http.Server)) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
-	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
+	var conns atomic.Int32
+	srv.Config.ConnState = connCounter(&conns)
 	if configure != nil {
 		configure(srv.Config)
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv, &conns
+}
+
+// connCounter is a ConnState hook that counts the connections a server accepts in n.
+func connCounter(n *atomic.Int32) func(net.Conn, http.ConnState) {
+	return func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			n.Add(1)
+		}
+	}
+}
+
+// countConns installs connCounter on hs and returns the count's reader.
+func countConns(hs *http.Server) func() int32 {
+	var n atomic.Int32
+	hs.ConnState = connCounter(&n)
+	return n.Load
 }
 
 func mustOK(t *testing.T, what string, res *Result, chunks int) {

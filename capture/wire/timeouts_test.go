@@ -5,10 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -41,13 +39,8 @@ func stallHandler(events int) http.HandlerFunc {
 // accepted connections and a client configured by cfg that trusts it.
 func startTimeoutServer(t *testing.T, tlsOn bool, h http.Handler, cfg ClientConfig) (string, func() int32, *Client) {
 	t.Helper()
-	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
+	conns := countConns(srv.Config)
 	if tlsOn {
 		srv.StartTLS()
 		pool := x509.NewCertPool()
@@ -59,7 +52,18 @@ func startTimeoutServer(t *testing.T, tlsOn bool, h http.Handler, cfg ClientConf
 	t.Cleanup(srv.Close)
 	c := NewClient(cfg)
 	t.Cleanup(c.Close)
-	return srv.URL, conns.Load, c
+	return srv.URL, conns, c
+}
+
+// mustDialAfterCut checks that a cut connection was closed: the next request to url succeeds on
+// a fresh connection, the second the server accepted.
+func mustDialAfterCut(t *testing.T, c *Client, url string, conns func() int32) {
+	t.Helper()
+	res, _ := sendTimed(c, url+"/v1/completions?ok=1")
+	mustOK(t, "after the cut", res, 3)
+	if res.Req.ConnReused || conns() != 2 {
+		t.Errorf("next request: conn_reused %v, %d connections accepted; want a fresh connection (2)", res.Req.ConnReused, conns())
+	}
 }
 
 // sendTimed sends one request and returns its result and when done was called.
@@ -86,12 +90,7 @@ func TestTTFTTimeout(t *testing.T) {
 				t.Errorf("ended %v after the send began; want within [%v, %v]", d, limit, limit+100*time.Millisecond)
 			}
 			t.Logf("%s: %s", res.Req.ErrorKind, res.Req.ErrorMessage)
-			// The cut connection is closed: the next request dials a new one.
-			res, _ = sendTimed(c, url+"/v1/completions?ok=1")
-			mustOK(t, "after the cut", res, 3)
-			if res.Req.ConnReused || conns() != 2 {
-				t.Errorf("next request: conn_reused %v, %d connections accepted; want a fresh connection (2)", res.Req.ConnReused, conns())
-			}
+			mustDialAfterCut(t, c, url, conns)
 		})
 	}
 }
@@ -113,11 +112,7 @@ func TestGapTimeoutKeepsChunks(t *testing.T) {
 				t.Errorf("ended %v after the last chunk; want within [%v, %v]", d, limit, limit+100*time.Millisecond)
 			}
 			t.Logf("%s: %s", res.Req.ErrorKind, res.Req.ErrorMessage)
-			res, _ = sendTimed(c, url+"/v1/completions?ok=1")
-			mustOK(t, "after the cut", res, 3)
-			if res.Req.ConnReused || conns() != 2 {
-				t.Errorf("next request: conn_reused %v, %d connections accepted; want a fresh connection (2)", res.Req.ConnReused, conns())
-			}
+			mustDialAfterCut(t, c, url, conns)
 		})
 	}
 }
