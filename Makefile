@@ -26,7 +26,7 @@ test-duckdb:
 
 # Speed and memory targets live here, not in timed unit tests. Figures in docs/measurements.md.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./capture/wire ./replay/tokenizer ./schemas
+	$(GO) test -run '^$$' -bench . -benchmem ./capture/wire ./tokenizer ./schemas
 	$(GO) test -run '^$$' -bench Tap -benchtime 200000x ./capture/tap
 	$(GO) test -run '^$$' -bench 'ServerCPU|AppendChunk' -benchtime 20000x ./sim
 	$(GO) test -run '^$$' -bench 'Plan3M|TextGen' -benchtime 1x ./replay

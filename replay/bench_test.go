@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 // BenchmarkPlan3M plans the large case: 5,000 QPS × 600 s Poisson (3 million requests)

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 // corpus is public-domain English prose: the first 128 KiB of the body of Isaac Newton's

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 func TestTextGenExactCounts(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 // row is one usable dataset entry.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 var ws = tokenizer.Whitespace{}

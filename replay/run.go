@@ -18,7 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/tokenizer"
 	"github.com/wirebench/wirebench/schemas"
 )
 

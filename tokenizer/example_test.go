@@ -3,7 +3,7 @@ package tokenizer_test
 import (
 	"fmt"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 func ExampleLoad() {
