@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/cpuset"
 	"golang.org/x/sys/unix"
 )
 
@@ -267,7 +268,7 @@ func keepAwake(exe string, pinned []int, log *slog.Logger) *awake {
 	if len(cpus) == 0 {
 		return nil
 	}
-	if q, ok := cgroupQuota(); ok {
+	if q, ok := cpuset.CgroupQuota(); ok {
 		log.Info("worker CPUs not kept awake: a cgroup CPU quota applies and the spinners' time would count against it", "quota_cpus", q)
 		return nil
 	}

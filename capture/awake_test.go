@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wirebench/wirebench/internal/cpuset"
+	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/replay"
 )
 
@@ -42,7 +44,7 @@ func idleThreads(t *testing.T, pid int) map[int][]int {
 		if unix.SchedGetaffinity(tid, &set) != nil {
 			continue
 		}
-		out[tid] = cpuList(&set)
+		out[tid] = cpuset.List(&set)
 	}
 	return out
 }
@@ -81,7 +83,7 @@ func startKeepAwake(t *testing.T, cpus string) (cmd *exec.Cmd, stdin io.WriteClo
 }
 
 func TestKeepAwakeSpinsAtIdlePriorityUntilEOF(t *testing.T) {
-	cpus, _, err := AllowedCPUs()
+	cpus, _, err := cpuset.Allowed()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,15 +157,15 @@ func awakeChildren() []int {
 }
 
 func TestRunKeepsPinnedCPUsAwake(t *testing.T) {
-	if _, ok := cgroupQuota(); ok {
+	if _, ok := cpuset.CgroupQuota(); ok {
 		t.Skip("a cgroup CPU quota applies here: capture does not keep CPUs awake under one")
 	}
 	srv := sseServer(t, time.Millisecond)
 	for _, off := range []bool{false, true} {
 		t.Run(fmt.Sprintf("keep-awake=%v", !off), func(t *testing.T) {
 			run := t.TempDir()
-			if err := WriteConstantRun(run, replay.Target{URL: srv.URL, API: "completions", Model: "m"},
-				[]ConstantStage{{Rate: 50, Duration: 1500 * time.Millisecond, MaxTokens: 2}}); err != nil {
+			if err := simkit.WriteConstantRun(run, replay.Target{URL: srv.URL, API: "completions", Model: "m"},
+				[]simkit.ConstantStage{{Rate: 50, Duration: 1500 * time.Millisecond, MaxTokens: 2}}); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
@@ -192,7 +194,7 @@ func TestRunKeepsPinnedCPUsAwake(t *testing.T) {
 				}
 				return
 			}
-			cpus, _, err := AllowedCPUs()
+			cpus, _, err := cpuset.Allowed()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -142,8 +143,8 @@ func TestRunSendsEveryPlannedRequestOnce(t *testing.T) {
 	srv := sseServer(t, time.Millisecond)
 	run := t.TempDir()
 	const rate, maxTokens = 200, 5
-	if err := WriteConstantRun(run, replay.Target{URL: srv.URL, API: "completions", Model: "m"},
-		[]ConstantStage{{Rate: rate, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}, {Rate: rate / 2, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}}); err != nil {
+	if err := simkit.WriteConstantRun(run, replay.Target{URL: srv.URL, API: "completions", Model: "m"},
+		[]simkit.ConstantStage{{Rate: rate, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}, {Rate: rate / 2, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}}); err != nil {
 		t.Fatal(err)
 	}
 	// PartRows small enough to roll several parts.
@@ -231,7 +232,7 @@ func TestRunStopsOnRefusedTarget(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	run := t.TempDir()
-	if err := WriteConstantRun(run, replay.Target{URL: url, Model: "m"}, []ConstantStage{{Rate: 50, Duration: 60 * time.Second, MaxTokens: 4}}); err != nil {
+	if err := simkit.WriteConstantRun(run, replay.Target{URL: url, Model: "m"}, []simkit.ConstantStage{{Rate: 50, Duration: 60 * time.Second, MaxTokens: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	begin := time.Now()
@@ -264,7 +265,7 @@ func TestRunStopsOnRefusedTarget(t *testing.T) {
 
 func TestRunRefusesUsedRunDir(t *testing.T) {
 	run := t.TempDir()
-	if err := WriteConstantRun(run, replay.Target{URL: "http://127.0.0.1:9", Model: "m"}, []ConstantStage{{Rate: 1, Duration: time.Second}}); err != nil {
+	if err := simkit.WriteConstantRun(run, replay.Target{URL: "http://127.0.0.1:9", Model: "m"}, []simkit.ConstantStage{{Rate: 1, Duration: time.Second}}); err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(run, "raw"), 0o755)
@@ -347,36 +348,6 @@ func TestParseStartAt(t *testing.T) {
 		if (err != nil) != tt.err || (!tt.err && got.UnixNano() != tt.want) {
 			t.Errorf("ParseStartAt(%q) = (%v, %v); want (%d, error %v)", tt.in, got.UnixNano(), err, tt.want, tt.err)
 		}
-	}
-}
-
-func TestParseCPUMax(t *testing.T) {
-	tests := []struct {
-		in   string
-		n    int
-		isOK bool
-	}{
-		{"max 100000\n", 0, false},
-		{"200000 100000\n", 2, true},
-		{"150000 100000", 2, true}, // 1.5 CPUs round up
-		{"50000 100000", 1, true},
-		{"garbage", 0, false},
-	}
-	for _, tt := range tests {
-		n, ok := parseCPUMax(tt.in)
-		if n != tt.n || ok != tt.isOK {
-			t.Errorf("parseCPUMax(%q) = (%d, %v); want (%d, %v)", tt.in, n, ok, tt.n, tt.isOK)
-		}
-	}
-}
-
-func TestAllowedCPUsWithinHost(t *testing.T) {
-	cpus, usable, err := AllowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if usable < 1 || usable > len(cpus) {
-		t.Errorf("AllowedCPUs() = (%v, %d); want 1 <= usable <= len(cpus)", cpus, usable)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/cpuset"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -50,7 +51,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	cpus, usable, err := AllowedCPUs()
+	cpus, usable, err := cpuset.Allowed()
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirebench/wirebench/capture/wire"
+	"github.com/wirebench/wirebench/internal/cpuset"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -125,7 +126,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
 	}
 	if cfg.CPU >= 0 {
-		if err := pinProcess(cfg.CPU); err != nil {
+		if err := cpuset.PinProcess(cfg.CPU); err != nil {
 			log.Warn("pinning failed; running unpinned", "worker", cfg.Worker, "err", err)
 			cfg.CPU = -1
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/wirebench/wirebench/calibrate"
 	"github.com/wirebench/wirebench/capture"
 )
 
@@ -57,14 +58,14 @@ Output: a table on stdout, DIR/calibration.json, and the run itself ('wirebench 
 }
 
 func (c *CalibrateCmd) Run(ctx context.Context, log *slog.Logger) error {
-	cfg := capture.CalibrateConfig{
+	cfg := calibrate.Config{
 		Dir: c.Out, Workers: c.Workers, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
 		MinRate: c.MinRate, MaxRate: c.MaxRate, Steps: c.Steps, Factor: c.Geometric,
 		StageDuration: c.StageDuration, Warmup: c.Warmup, TTFT: c.TTFT, ITL: c.ITL, StampLead: c.StampLead,
 		Target: c.Target, SingleProcess: c.SingleProcess, ForRate: c.ForRate, Tap: c.Tap,
 		ToolVersion: Version(), Args: os.Args[1:], Out: os.Stdout,
 	}
-	_, err := capture.Calibrate(ctx, cfg, log)
+	_, err := calibrate.Run(ctx, cfg, log)
 	if errors.Is(err, capture.ErrInterrupted) {
 		return &exitError{code: 130, err: err}
 	}

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/calibrate"
 	"github.com/wirebench/wirebench/schemas"
 )
 
 // calibrate runs a short calibration (2 small rates, 2 s each) into a fresh directory and
 // returns its calibration.json and stdout.
-func calibrate(t *testing.T, args ...string) (*capture.Calibration, string, string) {
+func runCalibrate(t *testing.T, args ...string) (*calibrate.Calibration, string, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "cal")
 	base := []string{"calibrate", "-o", dir, "--min-rate", "10", "--max-rate", "20", "--steps", "2",
@@ -27,7 +27,7 @@ func calibrate(t *testing.T, args ...string) (*capture.Calibration, string, stri
 	if err != nil {
 		t.Fatalf("calibrate %v wrote no calibration.json: %v", args, err)
 	}
-	var c capture.Calibration
+	var c calibrate.Calibration
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatalf("calibration.json: %v", err)
 	}
@@ -86,7 +86,7 @@ func TestCalibrateFindsStampLead(t *testing.T) {
 		// simulator is now and then preempted between its stamp and its write (its own error).
 		{"0s", -0.1 * ms, 1 * ms, 0.9, 1},
 	} {
-		c, _, _ := calibrate(t, "--stamp-lead", tt.lead)
+		c, _, _ := runCalibrate(t, "--stamp-lead", tt.lead)
 		if c.SimStampLead != int64(mustDuration(t, tt.lead)) {
 			t.Errorf("stamp-lead %s: calibration.json sim_stamp_lead_ns = %d", tt.lead, c.SimStampLead)
 		}
@@ -120,7 +120,7 @@ func TestCalibrateSingleProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end calibration runs")
 	}
-	c, out, _ := calibrate(t, "--single-process")
+	c, out, _ := runCalibrate(t, "--single-process")
 	if !c.SingleProcess || c.Kernel || c.Workers != 1 || c.GOMAXPROCS != 1 {
 		t.Errorf("single process: single=%v kernel=%v workers=%d gomaxprocs=%d; want true false 1 1", c.SingleProcess, c.Kernel, c.Workers, c.GOMAXPROCS)
 	}
@@ -173,7 +173,7 @@ func TestCalibrateTarget(t *testing.T) {
 		t.Skip("end-to-end calibration runs")
 	}
 	url := startSim(t, "--mode", "fixed", "--ttft", "20ms", "--itl", "10ms", "--max-num-seqs", "0", "--stamp-lead", "2ms")
-	c, _, _ := calibrate(t, "--target", url)
+	c, _, _ := runCalibrate(t, "--target", url)
 	if c.SimCPU != -1 || len(c.Notes) == 0 || !strings.Contains(c.Notes[0], url) {
 		t.Errorf("--target %s: sim_cpu %d, notes %q; want -1 and a note naming the target", url, c.SimCPU, c.Notes)
 	}

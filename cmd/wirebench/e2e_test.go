@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/internal/simkit"
 )
 
 // binary is the wirebench binary under test.
@@ -61,7 +61,7 @@ func wirebench(t *testing.T, timeout time.Duration, args ...string) (string, str
 func startSim(t *testing.T, args ...string) string {
 	t.Helper()
 	var errb syncBuffer
-	url, stop, err := capture.StartSim(binary, append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), -1, &errb, slog.Default())
+	url, stop, err := simkit.StartSim(binary, append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), -1, &errb, slog.Default())
 	if err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, errb.String())
 	}

@@ -15,18 +15,19 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/calibrate"
+	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/schemas"
 )
 
 // coverage is what one run's bounds did against the simulator's ground truth.
 type coverage struct {
-	capture.TTFTCoverage
+	calibrate.TTFTCoverage
 	stage schemas.Stage
 }
 
 // boundsCoverage aggregates run (one stage) and checks its TTFT intervals against the
-// simulator's send times (capture.CoverTTFT).
+// simulator's send times (calibrate.CoverTTFT).
 func boundsCoverage(t *testing.T, run string) coverage {
 	t.Helper()
 	if _, stderr, err := wirebench(t, 60*time.Second, "aggregate", run); err != nil {
@@ -42,7 +43,7 @@ func boundsCoverage(t *testing.T, run string) coverage {
 		t.Fatalf("stages.parquet: %d rows, %v; want 1", len(stages), err)
 	}
 	cv := coverage{stage: stages[0]}
-	if c := capture.CoverTTFT(rows, chunks)[stages[0].Stage]; c != nil {
+	if c := calibrate.CoverTTFT(rows, chunks)[stages[0].Stage]; c != nil {
 		cv.TTFTCoverage = *c
 	}
 	return cv
@@ -73,7 +74,7 @@ func TestBoundsCoverGroundTruth(t *testing.T) {
 			if tt.tap == "on" {
 				needTap(t)
 			}
-			run := captureRun(t, url, capture.ConstantStage{Rate: tt.rate, Duration: tt.dur, InputTokens: 16, MaxTokens: 16})
+			run := captureRun(t, url, simkit.ConstantStage{Rate: tt.rate, Duration: tt.dur, InputTokens: 16, MaxTokens: 16})
 			if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--tap", tt.tap); err != nil {
 				t.Fatalf("capture: %v\n%s", err, stderr)
 			}
@@ -121,12 +122,12 @@ func starvedCapture(t *testing.T, itl, tapMode string) string {
 		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", set, err)
 	}
 	var errb syncBuffer
-	url, stop, err := capture.StartSim(binary, []string{"sim", "--listen", "127.0.0.1:0", "--ttft", "20ms", "--itl", itl}, 1, &errb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	url, stop, err := simkit.StartSim(binary, []string{"sim", "--listen", "127.0.0.1:0", "--ttft", "20ms", "--itl", itl}, 1, &errb, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, errb.String())
 	}
 	t.Cleanup(stop)
-	run := captureRun(t, url, capture.ConstantStage{Rate: 500, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 16})
+	run := captureRun(t, url, simkit.ConstantStage{Rate: 500, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 16})
 	var quit atomic.Bool
 	const hogs = 3
 	done := make(chan struct{}, hogs)
@@ -214,7 +215,7 @@ func TestPoissonSentAsPlannedIsDelivered(t *testing.T) {
 // fast enough, with the waits recorded as connection waits.
 func TestServerAcceptingSlowlyIsBlamed(t *testing.T) {
 	url := startSim(t, "--ttft", "300ms", "--itl", "1ms", "--listen-backlog", "4", "--accept-pace", "10ms")
-	run := captureRun(t, url, capture.ConstantStage{Rate: 400, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 4})
+	run := captureRun(t, url, simkit.ConstantStage{Rate: 400, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 4})
 	if _, stderr, err := wirebench(t, 90*time.Second, "capture", run, "--quiet", "--connections", "1"); err != nil {
 		t.Fatalf("capture: %v\n%s", err, stderr)
 	}

@@ -1,4 +1,4 @@
-package capture
+package simkit
 
 import (
 	"context"
@@ -53,5 +53,5 @@ func WriteConstantRun(dir string, target replay.Target, stages []ConstantStage) 
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return replay.Run(context.Background(), replay.Options{ConfigPath: path, Out: dir, ToolVersion: "capture.WriteConstantRun"}, log)
+	return replay.Run(context.Background(), replay.Options{ConfigPath: path, Out: dir, ToolVersion: "simkit.WriteConstantRun"}, log)
 }

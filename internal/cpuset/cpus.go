@@ -1,4 +1,6 @@
-package capture
+// Package cpuset finds the CPUs this process may use and pins processes to them (capture's workers,
+// the simulator calibrate and the tests start).
+package cpuset
 
 import (
 	"fmt"
@@ -11,17 +13,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// AllowedCPUs returns the CPUs this process may run on (its affinity mask) and how many of them
+// Allowed returns the CPUs this process may run on (its affinity mask) and how many of them
 // it may use at once: the mask's size capped by the cgroup v2 quota (cpu.max "quota period",
 // rounded up). On a 64-core host in a container limited to 2 CPUs this is 2, not 64.
-func AllowedCPUs() (cpus []int, usable int, err error) {
+func Allowed() (cpus []int, usable int, err error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil, 0, fmt.Errorf("read affinity mask: %w", err)
 	}
-	cpus = cpuList(&set)
+	cpus = List(&set)
 	usable = len(cpus)
-	if q, ok := cgroupQuota(); ok && q < usable {
+	if q, ok := CgroupQuota(); ok && q < usable {
 		usable = q
 	}
 	if usable < 1 {
@@ -30,8 +32,8 @@ func AllowedCPUs() (cpus []int, usable int, err error) {
 	return cpus, usable, nil
 }
 
-// cpuList returns the CPUs in set, in order.
-func cpuList(set *unix.CPUSet) []int {
+// List returns the CPUs in set, in order.
+func List(set *unix.CPUSet) []int {
 	var cpus []int
 	for c := 0; c < len(set)*64; c++ {
 		if set.IsSet(c) {
@@ -41,8 +43,8 @@ func cpuList(set *unix.CPUSet) []int {
 	return cpus
 }
 
-// cgroupQuota reads this process's cgroup v2 cpu.max and returns ceil(quota/period).
-func cgroupQuota() (int, bool) {
+// CgroupQuota reads this process's cgroup v2 cpu.max and returns ceil(quota/period).
+func CgroupQuota() (int, bool) {
 	paths := []string{"/sys/fs/cgroup/cpu.max"}
 	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -75,12 +77,12 @@ func parseCPUMax(s string) (int, bool) {
 	return int(math.Ceil(q / p)), true
 }
 
-// pinProcess pins every thread of this process to cpu.
-func pinProcess(cpu int) error { return pinTasks(os.Getpid(), cpu) }
+// PinProcess pins every thread of this process to cpu.
+func PinProcess(cpu int) error { return PinTasks(os.Getpid(), cpu) }
 
-// pinTasks pins every thread of process pid to cpu (twice, to catch threads started meanwhile;
+// PinTasks pins every thread of process pid to cpu (twice, to catch threads started meanwhile;
 // later threads inherit the mask of the pinned thread that creates them).
-func pinTasks(pid, cpu int) error {
+func PinTasks(pid, cpu int) error {
 	var set unix.CPUSet
 	set.Set(cpu)
 	for range 2 {

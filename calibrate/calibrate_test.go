@@ -1,4 +1,4 @@
-package capture
+package calibrate
 
 import (
 	"bytes"
@@ -32,9 +32,9 @@ func TestSweepRates(t *testing.T) {
 		{"no steps", 10, 100, 0, 0, nil, true},
 	}
 	for _, tt := range tests {
-		got, err := SweepRates(tt.lo, tt.hi, tt.steps, tt.factor)
+		got, err := sweepRates(tt.lo, tt.hi, tt.steps, tt.factor)
 		if (err != nil) != tt.err || !slices.Equal(got, tt.want) {
-			t.Errorf("%s: SweepRates(%g, %g, %d, %g) = (%v, %v); want (%v, error %v)", tt.name, tt.lo, tt.hi, tt.steps, tt.factor, got, err, tt.want, tt.err)
+			t.Errorf("%s: sweepRates(%g, %g, %d, %g) = (%v, %v); want (%v, error %v)", tt.name, tt.lo, tt.hi, tt.steps, tt.factor, got, err, tt.want, tt.err)
 		}
 	}
 }

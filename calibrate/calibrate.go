@@ -1,4 +1,4 @@
-package capture
+package calibrate
 
 import (
 	"cmp"
@@ -240,9 +240,9 @@ func (f Fit) WorkersFor(rate float64) int {
 	return max(1, int(k))
 }
 
-// SweepRates returns the geometric sweep from lo to hi: steps rates (lo·(hi/lo)^(i/(steps-1)))
+// sweepRates returns the geometric sweep from lo to hi: steps rates (lo·(hi/lo)^(i/(steps-1)))
 // when factor is 0, else lo, lo·factor, ... up to hi (with a small tolerance for rounding).
-func SweepRates(lo, hi float64, steps int, factor float64) ([]float64, error) {
+func sweepRates(lo, hi float64, steps int, factor float64) ([]float64, error) {
 	switch {
 	case lo <= 0 || hi <= 0:
 		return nil, fmt.Errorf("rates must be > 0 (min %g, max %g)", lo, hi)

@@ -1,7 +1,6 @@
-package capture
+package calibrate
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -10,26 +9,24 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/wirebench/wirebench/aggregate"
+	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/internal/cpuset"
+	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// CalibrateConfig is one `wirebench calibrate`: a geometric rate sweep of capture against the
+// Config is one `wirebench calibrate`: a geometric rate sweep of capture against the
 // built-in simulator, planned by replay, captured, aggregated, then compared with the
 // simulator's own send times.
-type CalibrateConfig struct {
+type Config struct {
 	Dir           string        // run directory to create (must not hold a schedule)
 	Workers       int           // 0 = the CPUs left after the simulator's
 	InputTokens   int           // prompt length (whitespace tokens)
@@ -57,15 +54,15 @@ type CalibrateConfig struct {
 // broken and the sweep stops.
 const breakFidelity = 0.9
 
-// Calibrate runs the calibration and writes DIR/calibration.json; DIR is also a normal,
+// Run runs the calibration and writes DIR/calibration.json; DIR is also a normal,
 // aggregated run directory. The sweep is one schedule made by replay; capture stops it early
 // (Config.StopBelowFidelity = breakFidelity) once a rate ends with under 90% of its sends made
 // on time: the client has broken, and faster rates would only measure it more.
-func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Calibration, error) {
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Calibration, error) {
 	if err := checkCalibrate(&cfg); err != nil {
 		return nil, err
 	}
-	rates, err := SweepRates(cfg.MinRate, cfg.MaxRate, cfg.Steps, cfg.Factor)
+	rates, err := sweepRates(cfg.MinRate, cfg.MaxRate, cfg.Steps, cfg.Factor)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +84,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Cal
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		cal.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
-	cpus, usable, err := AllowedCPUs()
+	cpus, usable, err := cpuset.Allowed()
 	if err != nil {
 		return nil, err
 	}
@@ -110,10 +107,10 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Cal
 	if cal.Workers = cfg.Workers; cal.Workers == 0 {
 		cal.Workers = max(1, min(len(workerCPUs), usable-boolInt(cal.SimCPU >= 0)))
 	}
-	cal.GOMAXPROCS = DefaultGOMAXPROCS
+	cal.GOMAXPROCS = capture.DefaultGOMAXPROCS
 	if cfg.SingleProcess {
 		cal.Workers, cal.GOMAXPROCS = 1, 1
-		cfg.Tap = TapOff // the naive client has no tap
+		cfg.Tap = capture.TapOff // the naive client has no tap
 	}
 	for i := range cal.Workers {
 		cal.WorkerCPUs = append(cal.WorkerCPUs, workerCPUs[i%len(workerCPUs)])
@@ -141,11 +138,11 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig, log *slog.Logger) (*Cal
 		return nil, fmt.Errorf("plan calibration: %w", err)
 	}
 	log.Info("calibrating", "rates", rates, "stage", cfg.StageDuration, "workers", cal.Workers, "single_process", cfg.SingleProcess, "target", target)
-	ccfg := Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, GOMAXPROCS: cal.GOMAXPROCS, CPUs: cal.WorkerCPUs,
+	ccfg := capture.Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, GOMAXPROCS: cal.GOMAXPROCS, CPUs: cal.WorkerCPUs,
 		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, DrainTimeout: 5 * time.Second,
-		Tap:               cmp.Or(cfg.Tap, TapAuto),
+		Tap:               cmp.Or(cfg.Tap, capture.TapAuto),
 		StopBelowFidelity: breakFidelity}
-	if err := Run(ctx, ccfg, log); err != nil {
+	if err := capture.Run(ctx, ccfg, log); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
 	var aggErr error
@@ -191,7 +188,7 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func checkCalibrate(cfg *CalibrateConfig) error {
+func checkCalibrate(cfg *Config) error {
 	var errs []error
 	if cfg.Dir == "" {
 		errs = append(errs, errors.New("output directory: required (-o DIR)"))
@@ -222,7 +219,7 @@ func checkCalibrate(cfg *CalibrateConfig) error {
 
 // calibrateYAML is the replay config of the sweep: constant arrivals, fixed lengths, the
 // whitespace tokenizer the simulator counts with.
-func calibrateYAML(cfg CalibrateConfig, rates []float64, target string) []byte {
+func calibrateYAML(cfg Config, rates []float64, target string) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by wirebench calibrate: one constant-rate stage per rate of the sweep.\n")
 	fmt.Fprintf(&b, "name: calibrate\nseed: 1\n")
@@ -242,93 +239,14 @@ func calibrateYAML(cfg CalibrateConfig, rates []float64, target string) []byte {
 
 // startSim starts the calibration's `wirebench sim` (fixed timing, no queueing) on a free
 // loopback port, pinned to cpu when cpu >= 0.
-func startSim(cfg CalibrateConfig, cpu int, log *slog.Logger) (string, func(), error) {
+func startSim(cfg Config, cpu int, log *slog.Logger) (string, func(), error) {
 	args := []string{"--log-level", "error", "sim", "--listen", "127.0.0.1:0", "--mode", "fixed",
 		"--ttft", cfg.TTFT.String(), "--itl", cfg.ITL.String(), "--max-num-seqs", "0", "--stamp-lead", cfg.StampLead.String()}
-	url, stop, err := StartSim(cfg.Exe, args, cpu, os.Stderr, log)
+	url, stop, err := simkit.StartSim(cfg.Exe, args, cpu, os.Stderr, log)
 	if err == nil {
 		log.Info("sim started", "url", url, "cpu", cpu, "ttft", cfg.TTFT, "itl", cfg.ITL, "stamp_lead", cfg.StampLead)
 	}
 	return url, stop, err
-}
-
-// StartSim runs `exe args...` (args starting a `wirebench sim` that listens on 127.0.0.1:0),
-// pinned to cpu when cpu >= 0, and returns the base URL it prints as its first stdout line and
-// a function that stops it (SIGINT, then SIGKILL after 5 s). Calibration and the end-to-end
-// tests start their simulators with it.
-func StartSim(exe string, args []string, cpu int, stderr io.Writer, log *slog.Logger) (string, func(), error) {
-	cmd := exec.Command(exe, args...)
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's Ctrl-C is ours to handle
-	if cpu >= 0 {
-		// GOMAXPROCS follows the affinity the runtime sees at start; one CPU, one P.
-		cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", nil, fmt.Errorf("start sim: %w", err)
-	}
-	if err := startPinned(cmd, cpu); err != nil {
-		return "", nil, fmt.Errorf("start sim (%s): %w", exe, err)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			lines <- strings.TrimSpace(sc.Text())
-		}
-		close(lines)
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case url, ok := <-lines:
-		if !ok || !strings.HasPrefix(url, "http://") {
-			stop()
-			return "", nil, fmt.Errorf("start sim: it printed %q, want its base URL", url)
-		}
-		if cpu >= 0 {
-			if err := pinTasks(cmd.Process.Pid, cpu); err != nil {
-				log.Warn("pinning the simulator failed; it shares the CPUs", "cpu", cpu, "err", err)
-			}
-		}
-		return url, stop, nil
-	case <-time.After(20 * time.Second):
-		stop()
-		return "", nil, errors.New("start sim: no base URL after 20s")
-	}
-}
-
-// startPinned starts cmd from an OS thread pinned to cpu, so the child inherits that mask from
-// its first instruction (cpu < 0: start normally). The thread's mask is restored afterwards.
-func startPinned(cmd *exec.Cmd, cpu int) error {
-	if cpu < 0 {
-		return cmd.Start()
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var old, set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		return cmd.Start()
-	}
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return cmd.Start()
-	}
-	err := cmd.Start()
-	_ = unix.SchedSetaffinity(0, &old)
-	return err
 }
 
 // loadRaw reads the stages and every raw file the manifest lists.
