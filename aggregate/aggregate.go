@@ -15,8 +15,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/wirebench/wirebench/replay"
-	"github.com/wirebench/wirebench/replay/tokenizer"
 	"github.com/wirebench/wirebench/schemas"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 // Config says what to aggregate.
