@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 // chunkJSON is the strict shape of a streamed chunk (both endpoints).

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 func TestChunkSpan(t *testing.T) {
