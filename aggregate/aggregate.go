@@ -14,7 +14,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 	"github.com/wirebench/wirebench/tokenizer"
 )
@@ -48,9 +47,9 @@ type aggregator struct {
 	log          *slog.Logger
 	w            *warner
 	tok          tokenizer.Tokenizer
-	slo          replay.SLO
-	bias         replay.Bias // with defaults
-	allow        int64       // bias.stamp_allowance in ns
+	slo          schemas.SLO
+	bias         schemas.Bias // with defaults
+	allow        int64        // bias.stamp_allowance in ns
 	startNs      int64
 	stages       map[int32]*stageAcc
 	spill        string

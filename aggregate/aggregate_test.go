@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -18,7 +17,7 @@ import (
 // stream with multi-token events and no usage, and kept text counted by the tokenizer.
 func handRun() *fixture {
 	f := newFixture()
-	f.slo = replay.SLO{TTFT: replay.Duration(30 * ms)}
+	f.slo = schemas.SLO{TTFT: schemas.Duration(30 * ms)}
 	kern := func(v int64) *int64 { return p64(t0 + v) }
 	// seq 1: S = 1 ms, content at 10, 30, 40 ms (kernel; user 0.2 ms later), usage N = 4,
 	// done at 42 ms; server prefill 5 ms.

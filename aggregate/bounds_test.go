@@ -4,11 +4,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
-var replayNoSLO replay.SLO
+var replayNoSLO schemas.SLO
 
 // TestBoundsHandMade checks the percentile bounds on small hand-made intervals, ties included.
 func TestBoundsHandMade(t *testing.T) {

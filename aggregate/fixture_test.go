@@ -7,12 +7,12 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/parquet-go/parquet-go"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/replay"
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -29,7 +29,7 @@ type fixture struct {
 	runID    string
 	offsetNs int64
 	stages   []schemas.StageInfo
-	slo      replay.SLO
+	slo      schemas.SLO
 	reqs     map[[2]int][]schemas.RawRequest // (worker, part) -> rows
 	chunks   map[[2]int][]schemas.RawChunk
 	workers  []schemas.Worker
@@ -71,7 +71,7 @@ func (f *fixture) chunk(worker int, c schemas.RawChunk) {
 // write writes the run directory and returns its path.
 func (f *fixture) write(t testing.TB, dir string) string {
 	t.Helper()
-	cfg, _ := json.Marshal(replay.Config{SLO: f.slo})
+	cfg, _ := json.Marshal(schemas.Config{SLO: f.slo})
 	m := &schemas.Manifest{RunID: f.runID, StartNs: t0, ClockOffsetNs: f.offsetNs, Config: cfg, Stages: f.stages, Status: schemas.StatusComplete, Missing: f.missing, Workers: f.wexit, Created: time.Unix(0, t0)}
 	p := schemas.Producer{Command: "test"}
 	for k, rows := range f.reqs {

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -37,7 +36,7 @@ func (p *part) String() string { return fmt.Sprintf("%s w%02d part %04d", p.run.
 type runDir struct {
 	dir      string
 	manifest *schemas.Manifest
-	config   replay.Config
+	config   schemas.Config
 	offsetNs int64 // added to every timestamp of this host (clock_offset_ns)
 	parts    []*part
 	tap      *tapIndex // the packet tap's segments; nil without

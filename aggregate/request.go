@@ -1,7 +1,6 @@
 package aggregate
 
 import (
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -164,7 +163,7 @@ func (s *reqState) addEvent(sp span, content bool) (gap span, hasGap bool) {
 //
 // The decomposition is filled here only from server-reported timings; see decompose for the
 // other sources.
-func (s *reqState) metric(slo replay.SLO) schemas.MetricRequest {
+func (s *reqState) metric(slo schemas.SLO) schemas.MetricRequest {
 	m := schemas.MetricRequest{
 		Seq: s.seq, Stage: s.stage, Worker: s.worker, Shard: s.shard, Warmup: s.warmup,
 		Conversation: s.conversation, Turn: s.turn, PlannedNs: s.plannedNs, SentNs: s.sentNs,
@@ -257,8 +256,8 @@ func split(m *schemas.MetricRequest, prefill, overhead int64, source string) {
 	m.DecompositionSource = source
 }
 
-func sloMet(m *schemas.MetricRequest, slo replay.SLO) bool {
-	within := func(v *int64, limit replay.Duration, nullOK bool) bool {
+func sloMet(m *schemas.MetricRequest, slo schemas.SLO) bool {
+	within := func(v *int64, limit schemas.Duration, nullOK bool) bool {
 		if limit <= 0 {
 			return true
 		}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -219,7 +218,7 @@ type workerStats struct {
 }
 
 // row computes the stage's row of metrics/stages.parquet.
-func (a *stageAcc) row(workers []workerStats, done *completions, bias replay.Bias) (schemas.Stage, error) {
+func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bias) (schemas.Stage, error) {
 	st := schemas.Stage{
 		Stage: a.info.Index, Name: a.info.Name, Mode: a.info.Mode, TargetRate: a.info.Rate,
 		Concurrency: a.info.Concurrency, StartNs: a.startNs, Requests: a.requests,

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -89,7 +88,7 @@ func judged(st *schemas.Stage) []struct {
 // judgeLatency sets the latency-uncertainty verdict: uncertainty_ns is the widest bound of any
 // judged percentile, and the stage is client-bound when some bound is wider than
 // max(tolerance, tolerance_share × the percentile).
-func judgeLatency(st *schemas.Stage, bias replay.Bias) {
+func judgeLatency(st *schemas.Stage, bias schemas.Bias) {
 	var why []string
 	for _, j := range judged(st) {
 		if j.d.Count == 0 {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/aggregate"
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -263,7 +262,7 @@ func sweepRates(lo, hi float64, steps int, factor float64) ([]float64, error) {
 	if steps == 1 || lo == hi {
 		return []float64{round4(hi)}, nil
 	}
-	for _, r := range replay.SweepRates(replay.Sweep{MinRate: lo, MaxRate: hi, Stages: steps, Scale: "geometric"}) {
+	for _, r := range (schemas.Sweep{MinRate: lo, MaxRate: hi, Stages: steps, Scale: "geometric"}).Rates() {
 		out = append(out, round4(r))
 	}
 	return out, nil

@@ -19,7 +19,7 @@ import (
 
 	"github.com/wirebench/wirebench/internal/cpuset"
 	"github.com/wirebench/wirebench/internal/simkit"
-	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // idleThreads lists the threads of process pid that run with the SCHED_IDLE policy, with the
@@ -164,7 +164,7 @@ func TestRunKeepsPinnedCPUsAwake(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		t.Run(fmt.Sprintf("keep-awake=%v", !off), func(t *testing.T) {
 			run := t.TempDir()
-			if err := simkit.WriteConstantRun(run, replay.Target{URL: srv.URL, API: "completions", Model: "m"},
+			if err := simkit.WriteConstantRun(run, schemas.Target{URL: srv.URL, API: "completions", Model: "m"},
 				[]simkit.ConstantStage{{Rate: 50, Duration: 1500 * time.Millisecond, MaxTokens: 2}}); err != nil {
 				t.Fatal(err)
 			}

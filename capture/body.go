@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // bodyBuilder turns a prompt into an OpenAI-compatible streaming request body. The constant part
@@ -24,7 +24,7 @@ type bodyBuilder struct {
 // fixedKeys are set by capture and may not be overridden by extra_body.
 var fixedKeys = map[string]bool{"model": true, "stream": true, "max_tokens": true, "prompt": true, "messages": true}
 
-func newBodyBuilder(t replay.Target) (*bodyBuilder, error) {
+func newBodyBuilder(t schemas.Target) (*bodyBuilder, error) {
 	api := t.API
 	if api == "" {
 		api = "completions"
@@ -170,7 +170,7 @@ func endpoint(base, api string) string {
 
 // requestHeader builds the shared, read-only header of every request: JSON content type, the
 // target's extra headers and, when target.api_key_env names a set variable, the bearer token.
-func requestHeader(t replay.Target) (http.Header, error) {
+func requestHeader(t schemas.Target) (http.Header, error) {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "text/event-stream")

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/internal/simkit"
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -143,7 +142,7 @@ func TestRunSendsEveryPlannedRequestOnce(t *testing.T) {
 	srv := sseServer(t, time.Millisecond)
 	run := t.TempDir()
 	const rate, maxTokens = 200, 5
-	if err := simkit.WriteConstantRun(run, replay.Target{URL: srv.URL, API: "completions", Model: "m"},
+	if err := simkit.WriteConstantRun(run, schemas.Target{URL: srv.URL, API: "completions", Model: "m"},
 		[]simkit.ConstantStage{{Rate: rate, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}, {Rate: rate / 2, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}}); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +231,7 @@ func TestRunStopsOnRefusedTarget(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	run := t.TempDir()
-	if err := simkit.WriteConstantRun(run, replay.Target{URL: url, Model: "m"}, []simkit.ConstantStage{{Rate: 50, Duration: 60 * time.Second, MaxTokens: 4}}); err != nil {
+	if err := simkit.WriteConstantRun(run, schemas.Target{URL: url, Model: "m"}, []simkit.ConstantStage{{Rate: 50, Duration: 60 * time.Second, MaxTokens: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	begin := time.Now()
@@ -265,7 +264,7 @@ func TestRunStopsOnRefusedTarget(t *testing.T) {
 
 func TestRunRefusesUsedRunDir(t *testing.T) {
 	run := t.TempDir()
-	if err := simkit.WriteConstantRun(run, replay.Target{URL: "http://127.0.0.1:9", Model: "m"}, []simkit.ConstantStage{{Rate: 1, Duration: time.Second}}); err != nil {
+	if err := simkit.WriteConstantRun(run, schemas.Target{URL: "http://127.0.0.1:9", Model: "m"}, []simkit.ConstantStage{{Rate: 1, Duration: time.Second}}); err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(run, "raw"), 0o755)
@@ -385,24 +384,24 @@ process_up 1
 func TestBodyBuilder(t *testing.T) {
 	tests := []struct {
 		name   string
-		target replay.Target
+		target schemas.Target
 		text   string
 		msgs   string
 		prev   []byte
 		answer string
 		want   string
 	}{
-		{"completions", replay.Target{Model: "m"}, "hi there", "", nil, "",
+		{"completions", schemas.Target{Model: "m"}, "hi there", "", nil, "",
 			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"prompt":"hi there"}`},
-		{"completions max_tokens none", replay.Target{Model: "m", MaxTokens: "none"}, "hi", "", nil, "",
+		{"completions max_tokens none", schemas.Target{Model: "m", MaxTokens: "none"}, "hi", "", nil, "",
 			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"prompt":"hi"}`},
-		{"completions ignore_eos extra", replay.Target{Model: "m", IgnoreEOS: true, ExtraBody: map[string]any{"temperature": 0}}, "x", "", nil, "",
+		{"completions ignore_eos extra", schemas.Target{Model: "m", IgnoreEOS: true, ExtraBody: map[string]any{"temperature": 0}}, "x", "", nil, "",
 			`{"model":"m","stream":true,"ignore_eos":true,"stream_options":{"include_usage":true},"temperature":0,"max_tokens":4,"prompt":"x"}`},
-		{"completions next turn", replay.Target{Model: "m"}, "more", "", []byte("first"), "answer",
+		{"completions next turn", schemas.Target{Model: "m"}, "more", "", []byte("first"), "answer",
 			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"prompt":"firstanswer\n\nmore"}`},
-		{"chat with system", replay.Target{Model: "m", API: "chat"}, "q", `[{"role":"system","content":"s"}]`, nil, "",
+		{"chat with system", schemas.Target{Model: "m", API: "chat"}, "q", `[{"role":"system","content":"s"}]`, nil, "",
 			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"messages":[{"role":"system","content":"s"},{"role":"user","content":"q"}]}`},
-		{"chat next turn", replay.Target{Model: "m", API: "chat"}, "q2", `ignored`, []byte(`{"role":"user","content":"q1"}`), "a1",
+		{"chat next turn", schemas.Target{Model: "m", API: "chat"}, "q2", `ignored`, []byte(`{"role":"user","content":"q1"}`), "a1",
 			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"messages":[{"role":"user","content":"q1"},{"role":"assistant","content":"a1"},{"role":"user","content":"q2"}]}`},
 	}
 	for _, tt := range tests {
@@ -418,13 +417,13 @@ func TestBodyBuilder(t *testing.T) {
 			t.Errorf("%s: body is not valid JSON: %s", tt.name, body)
 		}
 	}
-	if _, err := newBodyBuilder(replay.Target{ExtraBody: map[string]any{"max_tokens": 3}}); err == nil {
+	if _, err := newBodyBuilder(schemas.Target{ExtraBody: map[string]any{"max_tokens": 3}}); err == nil {
 		t.Error("newBodyBuilder(extra_body.max_tokens) = nil error; want an error")
 	}
-	if _, err := newBodyBuilder(replay.Target{MaxTokens: "some"}); err == nil {
+	if _, err := newBodyBuilder(schemas.Target{MaxTokens: "some"}); err == nil {
 		t.Error("newBodyBuilder(max_tokens some) = nil error; want an error")
 	}
-	if _, err := newBodyBuilder(replay.Target{API: "embeddings"}); err == nil {
+	if _, err := newBodyBuilder(schemas.Target{API: "embeddings"}); err == nil {
 		t.Error("newBodyBuilder(api embeddings) = nil error; want an error")
 	}
 }
@@ -443,7 +442,7 @@ func TestEndpoint(t *testing.T) {
 }
 
 func TestResolveShardsFromConfig(t *testing.T) {
-	rc := &replay.Config{Target: replay.Target{URL: "http://127.0.0.1:9"}, Capture: replay.CaptureOptions{Shards: 4}}
+	rc := &schemas.Config{Target: schemas.Target{URL: "http://127.0.0.1:9"}, Capture: schemas.CaptureOptions{Shards: 4}}
 	for _, tc := range []struct {
 		shard, shards int
 		ok            bool
@@ -491,7 +490,7 @@ func TestJudgeStagesStopsBelowFidelity(t *testing.T) {
 }
 
 func TestResolveRejectsBadStopFidelity(t *testing.T) {
-	rc := &replay.Config{Target: replay.Target{URL: "http://127.0.0.1:9"}}
+	rc := &schemas.Config{Target: schemas.Target{URL: "http://127.0.0.1:9"}}
 	for _, f := range []float64{-0.1, 1.5} {
 		cfg := Config{StopBelowFidelity: f}
 		if err := resolve(&cfg, rc); err == nil {
@@ -501,7 +500,7 @@ func TestResolveRejectsBadStopFidelity(t *testing.T) {
 }
 
 func TestResolveTimeouts(t *testing.T) {
-	rc := &replay.Config{Target: replay.Target{URL: "http://127.0.0.1:9"}}
+	rc := &schemas.Config{Target: schemas.Target{URL: "http://127.0.0.1:9"}}
 	cfg := Config{}
 	if err := resolve(&cfg, rc); err != nil {
 		t.Fatal(err)
@@ -509,7 +508,7 @@ func TestResolveTimeouts(t *testing.T) {
 	if cfg.Timeout != 0 || cfg.TTFTTimeout != DefaultTTFTTimeout || cfg.GapTimeout != DefaultGapTimeout {
 		t.Errorf("defaults: timeout %v ttft %v gap %v; want none, %v, %v", cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout, DefaultTTFTTimeout, DefaultGapTimeout)
 	}
-	rc.Target.Timeout, rc.Target.TTFTTimeout, rc.Target.GapTimeout = replay.Duration(time.Minute), replay.Duration(5*time.Second), replay.Duration(2*time.Second)
+	rc.Target.Timeout, rc.Target.TTFTTimeout, rc.Target.GapTimeout = schemas.Duration(time.Minute), schemas.Duration(5*time.Second), schemas.Duration(2*time.Second)
 	cfg = Config{GapTimeout: 300 * time.Millisecond} // the flag wins over the config
 	if err := resolve(&cfg, rc); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 )
 
 // Config is one capture of a run directory. Zero values take the manifest's config
-// (replay.Config.Capture and .Target), then the defaults below.
+// (schemas.Config.Capture and .Target), then the defaults below.
 type Config struct {
 	Run          string        // run directory holding manifest.json and schedule/
 	Workers      int           // worker processes; 0 = capture.workers, else the CPUs this process may use

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/internal/cpuset"
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -34,7 +33,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("read manifest: %w", err)
 	}
-	var rc replay.Config
+	var rc schemas.Config
 	if len(m.Config) > 0 {
 		if err := json.Unmarshal(m.Config, &rc); err != nil {
 			return fmt.Errorf("%s: config: %w", mpath, err)
@@ -136,7 +135,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 }
 
 // resolve fills cfg from the manifest's config and the defaults.
-func resolve(cfg *Config, rc *replay.Config) error {
+func resolve(cfg *Config, rc *schemas.Config) error {
 	co := rc.Capture
 	if cfg.Target == "" {
 		cfg.Target = rc.Target.URL

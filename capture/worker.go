@@ -22,7 +22,6 @@ import (
 
 	"github.com/wirebench/wirebench/capture/wire"
 	"github.com/wirebench/wirebench/internal/cpuset"
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -85,7 +84,7 @@ type worker struct {
 	cfg    WorkerConfig
 	log    *slog.Logger
 	out    *lineWriter
-	tgt    replay.Target
+	tgt    schemas.Target
 	stages []schemas.StageInfo
 	url    string
 	bb     *bodyBuilder
@@ -252,7 +251,7 @@ func (w *worker) load() error {
 	if err != nil {
 		return fmt.Errorf("read manifest: %w", err)
 	}
-	var rc replay.Config
+	var rc schemas.Config
 	if len(m.Config) > 0 {
 		if err := json.Unmarshal(m.Config, &rc); err != nil {
 			return fmt.Errorf("%s: config: %w", filepath.Join(w.cfg.Run, schemas.ManifestName), err)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wirebench/wirebench/schemas"
 	"github.com/wirebench/wirebench/tokenizer"
 )
 
@@ -336,7 +337,7 @@ type dataset struct {
 	stored int
 }
 
-func newDataset(cfg *Dataset, chat bool, tok tokenizer.Tokenizer, rng *rand.Rand, o *output) (*dataset, error) {
+func newDataset(cfg *schemas.Dataset, chat bool, tok tokenizer.Tokenizer, rng *rand.Rand, o *output) (*dataset, error) {
 	var rows []row
 	var err error
 	switch cfg.Format {

@@ -11,17 +11,19 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // sampler draws token lengths from a Dist, clipped to [min, max].
 type sampler struct {
-	d      Dist
+	d      schemas.LengthDist
 	mu, sg float64 // lognormal parameters of the logarithm
 	vals   []int   // empirical values
 	cum    []float64
 }
 
-func newSampler(d Dist) (*sampler, error) {
+func newSampler(d schemas.LengthDist) (*sampler, error) {
 	if d.Min == 0 {
 		d.Min = 1
 	}

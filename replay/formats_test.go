@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wirebench/wirebench/schemas"
 	"github.com/wirebench/wirebench/tokenizer"
 )
 
@@ -20,7 +21,7 @@ var readers = map[string]func(path string) (int, error){
 	"burstgpt": func(p string) (int, error) { r, err := readBurstGPT(p); return len(r), err },
 	"mooncake": func(p string) (int, error) { r, err := readMooncake(p); return len(r), err },
 	"hist": func(p string) (int, error) {
-		s, err := newSampler(Dist{Kind: "empirical", File: p})
+		s, err := newSampler(schemas.LengthDist{Kind: "empirical", File: p})
 		if err != nil {
 			return 0, err
 		}

@@ -19,7 +19,7 @@ func copyRun(dir, api string, o *output) ([]schemas.StageInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload.run: %w", err)
 	}
-	var old Config
+	var old schemas.Config
 	if len(m.Config) > 0 {
 		if err := json.Unmarshal(m.Config, &old); err != nil {
 			return nil, fmt.Errorf("workload.run: %s: config: %w", dir, err)

@@ -14,13 +14,14 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // LoadConfig reads a YAML config, rejects unknown keys (naming the key and line), fills in
 // defaults, resolves relative file paths against the config file's directory and validates
 // every field. Errors name the file, the line and the field, e.g.
 // "smoke.yaml:7: load.stages[1].rate: must be > 0".
-func LoadConfig(path string) (*Config, error) {
+func LoadConfig(path string) (*schemas.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
@@ -28,8 +29,8 @@ func LoadConfig(path string) (*Config, error) {
 	return parseConfig(path, data)
 }
 
-func parseConfig(path string, data []byte) (*Config, error) {
-	var cfg Config
+func parseConfig(path string, data []byte) (*schemas.Config, error) {
+	var cfg schemas.Config
 	if err := yaml.UnmarshalWithOptions(data, &cfg, yaml.DisallowUnknownField()); err != nil {
 		return nil, yamlError(path, data, err)
 	}
@@ -38,9 +39,9 @@ func parseConfig(path string, data []byte) (*Config, error) {
 		return nil, yamlError(path, data, err)
 	}
 	v := &validator{path: path, file: file}
-	cfg.defaults()
-	cfg.resolvePaths(filepath.Dir(path))
-	cfg.validate(v)
+	setDefaults(&cfg)
+	resolvePaths(&cfg, filepath.Dir(path))
+	v.config(&cfg)
 	if len(v.errs) > 0 {
 		return nil, errors.Join(v.errs...)
 	}
@@ -49,9 +50,9 @@ func parseConfig(path string, data []byte) (*Config, error) {
 
 // yamlError turns a go-yaml error into "file:line:col: message" with the offending key or value.
 func yamlError(path string, data []byte, err error) error {
-	var pe *posError
+	var pe *schemas.PositionError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%s:%d:%d: %s", path, pe.line, pe.col, pe.msg)
+		return fmt.Errorf("%s:%d:%d: %s", path, pe.Line, pe.Col, pe.Msg)
 	}
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil {
@@ -147,7 +148,7 @@ func (v *validator) line(field string) int {
 	return 1
 }
 
-func (c *Config) defaults() {
+func setDefaults(c *schemas.Config) {
 	if c.Target.API == "" {
 		c.Target.API = "completions"
 	}
@@ -157,7 +158,7 @@ func (c *Config) defaults() {
 	if c.Tokenizer == "" {
 		c.Tokenizer = "whitespace"
 	}
-	def := func(s *StageSpec) {
+	def := func(s *schemas.StageSpec) {
 		if s.Rate != 0 && s.Arrival == "" {
 			s.Arrival = "poisson"
 		}
@@ -196,14 +197,14 @@ func (c *Config) defaults() {
 	}
 }
 
-func (c *Config) resolvePaths(dir string) {
+func resolvePaths(c *schemas.Config, dir string) {
 	abs := func(p *string) {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
 	w := &c.Workload
-	for _, d := range []*Dist{synthIn(w), synthOut(w)} {
+	for _, d := range []*schemas.LengthDist{synthIn(w), synthOut(w)} {
 		if d != nil {
 			abs(&d.File)
 		}
@@ -232,22 +233,22 @@ func (c *Config) resolvePaths(dir string) {
 	}
 }
 
-func synthIn(w *Workload) *Dist {
+func synthIn(w *schemas.Workload) *schemas.LengthDist {
 	if w.Synthetic == nil {
 		return nil
 	}
 	return &w.Synthetic.Input
 }
 
-func synthOut(w *Workload) *Dist {
+func synthOut(w *schemas.Workload) *schemas.LengthDist {
 	if w.Synthetic == nil {
 		return nil
 	}
 	return &w.Synthetic.Output
 }
 
-func (c *Config) validate(v *validator) {
-	c.Target.validate(v)
+func (v *validator) config(c *schemas.Config) {
+	v.target(&c.Target)
 	w := &c.Workload
 	n := 0
 	for _, set := range []bool{w.Synthetic != nil, w.SharedPrefix != nil, w.Conversations != nil, w.Dataset != nil, w.Trace != nil, w.Run != nil} {
@@ -264,11 +265,11 @@ func (c *Config) validate(v *validator) {
 			v.errf("load", "must be empty with workload.trace or workload.run (they bring their own timing)")
 		}
 	} else {
-		c.Load.validate(v)
+		v.load(&c.Load)
 	}
 	if s := w.Synthetic; s != nil {
-		s.Input.validate(v, "workload.synthetic.input")
-		s.Output.validate(v, "workload.synthetic.output")
+		v.length(&s.Input, "workload.synthetic.input")
+		v.length(&s.Output, "workload.synthetic.output")
 	}
 	if s := w.SharedPrefix; s != nil {
 		f := "workload.shared_prefix."
@@ -283,9 +284,9 @@ func (c *Config) validate(v *validator) {
 	}
 	if s := w.Conversations; s != nil {
 		f := "workload.conversations."
-		s.Turns.validate(v, f+"turns")
-		s.Input.validate(v, f+"input")
-		s.Output.validate(v, f+"output")
+		v.length(&s.Turns, f+"turns")
+		v.length(&s.Input, f+"input")
+		v.length(&s.Output, f+"output")
 		if s.ThinkTime < 0 {
 			v.errf(f+"think_time", "must be >= 0")
 		}
@@ -313,7 +314,7 @@ func (c *Config) validate(v *validator) {
 			v.errf(f+"max_output_tokens", "%d < min_output_tokens %d", d.MaxOutputTokens, d.MinOutputTokens)
 		}
 		if d.Output != nil {
-			d.Output.validate(v, f+"output")
+			v.length(d.Output, f+"output")
 		}
 	}
 	if t := w.Trace; t != nil {
@@ -345,7 +346,7 @@ func (c *Config) validate(v *validator) {
 	sl := c.SLO
 	for _, d := range []struct {
 		name string
-		val  Duration
+		val  schemas.Duration
 	}{{"ttft", sl.TTFT}, {"tpot", sl.TPOT}, {"itl", sl.ITL}, {"ntpot", sl.NTPOT}, {"e2e", sl.E2E}} {
 		if d.val < 0 {
 			v.errf("slo."+d.name, "must be >= 0")
@@ -360,7 +361,7 @@ func (c *Config) validate(v *validator) {
 	}
 }
 
-func (t *Target) validate(v *validator) {
+func (v *validator) target(t *schemas.Target) {
 	if t.URL != "" {
 		if err := checkURL(t.URL); err != nil {
 			v.errf("target.url", "%v", err)
@@ -409,15 +410,15 @@ func checkURL(s string) error {
 	return nil
 }
 
-func (l *Load) validate(v *validator) {
+func (v *validator) load(l *schemas.Load) {
 	if len(l.Stages) == 0 && l.Sweep == nil {
 		v.errf("load", "needs stages or a sweep")
 	}
 	if l.Warmup != nil {
-		l.Warmup.validate(v, "load.warmup")
+		v.stage(l.Warmup, "load.warmup")
 	}
 	for i := range l.Stages {
-		l.Stages[i].validate(v, fmt.Sprintf("load.stages[%d]", i))
+		v.stage(&l.Stages[i], fmt.Sprintf("load.stages[%d]", i))
 	}
 	// Stages are planned back to back in time, so a stage that ends by request count alone has
 	// no planned end: only the last stage may be one.
@@ -465,7 +466,7 @@ func checkArrival(v *validator, f, arrival string, burst float64) {
 	}
 }
 
-func (s *StageSpec) validate(v *validator, f string) {
+func (v *validator) stage(s *schemas.StageSpec, f string) {
 	open, closed := s.Rate != 0, s.Concurrency != 0
 	f += "."
 	switch {
@@ -509,7 +510,7 @@ func (s *StageSpec) validate(v *validator, f string) {
 	}
 }
 
-func (d *Dist) validate(v *validator, f string) {
+func (v *validator) length(d *schemas.LengthDist, f string) {
 	f += "."
 	if d.Min == 0 {
 		d.Min = 1

@@ -34,14 +34,14 @@ const closedMinCycle = 20 * time.Millisecond
 // stage is one expanded stage of the load plan.
 type stage struct {
 	info schemas.StageInfo
-	spec StageSpec
+	spec schemas.StageSpec
 }
 
 // expandStages turns load into stages: warmup first, then explicit stages, then the sweep.
 // Offsets are filled in by the planner (stages run back to back).
-func expandStages(l Load) []stage {
+func expandStages(l schemas.Load) []stage {
 	var out []stage
-	add := func(s StageSpec, warmup bool) {
+	add := func(s schemas.StageSpec, warmup bool) {
 		info := schemas.StageInfo{Index: int32(len(out)), Name: s.Name, Warmup: warmup}
 		if s.Rate > 0 {
 			info.Mode, info.Arrival, info.Rate = "open", s.Arrival, s.Rate
@@ -71,27 +71,8 @@ func expandStages(l Load) []stage {
 		add(s, false)
 	}
 	if sw := l.Sweep; sw != nil {
-		for i, r := range SweepRates(*sw) {
-			add(StageSpec{Name: fmt.Sprintf("sweep-%02d", i), Rate: r, Duration: sw.Duration, Arrival: sw.Arrival, Burstiness: sw.Burstiness}, false)
-		}
-	}
-	return out
-}
-
-// SweepRates returns the sweep's rates: linear r_i = min + i·(max−min)/(n−1), geometric
-// r_i = min·(max/min)^(i/(n−1)), i = 0..n−1; one stage runs at min_rate.
-func SweepRates(s Sweep) []float64 {
-	out := make([]float64, s.Stages)
-	for i := range out {
-		if s.Stages == 1 {
-			out[i] = s.MinRate
-			continue
-		}
-		f := float64(i) / float64(s.Stages-1)
-		if s.Scale == "geometric" {
-			out[i] = s.MinRate * math.Pow(s.MaxRate/s.MinRate, f)
-		} else {
-			out[i] = s.MinRate + f*(s.MaxRate-s.MinRate)
+		for i, r := range sw.Rates() {
+			add(schemas.StageSpec{Name: fmt.Sprintf("sweep-%02d", i), Rate: r, Duration: sw.Duration, Arrival: sw.Arrival, Burstiness: sw.Burstiness}, false)
 		}
 	}
 	return out

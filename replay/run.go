@@ -18,8 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/wirebench/wirebench/tokenizer"
 	"github.com/wirebench/wirebench/schemas"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 // Options are the inputs of Run besides the config file.
@@ -151,7 +151,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 }
 
 // plan expands the load and draws the workload into o; it returns the stages with offsets.
-func plan(ctx context.Context, cfg *Config, tok tokenizer.Tokenizer, o *output) ([]schemas.StageInfo, error) {
+func plan(ctx context.Context, cfg *schemas.Config, tok tokenizer.Tokenizer, o *output) ([]schemas.StageInfo, error) {
 	w := &cfg.Workload
 	if w.Run != nil {
 		return copyRun(w.Run.Dir, cfg.Target.API, o)
@@ -232,7 +232,7 @@ func checkScheduleDir(out string, force bool) error {
 }
 
 // discoverModel asks GET {url}/v1/models for the first model id.
-func discoverModel(ctx context.Context, t *Target) (string, error) {
+func discoverModel(ctx context.Context, t *schemas.Target) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	u := strings.TrimSuffix(t.URL, "/") + "/v1/models"

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirebench/wirebench/tokenizer"
 	"github.com/wirebench/wirebench/schemas"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -90,7 +90,7 @@ func TestSmokePlan(t *testing.T) {
 	if len(m.Steps) != 1 || m.Steps[0].Name != "replay" || m.Steps[0].Status != "ok" {
 		t.Errorf("manifest steps = %+v; want one replay step", m.Steps)
 	}
-	var cfg Config
+	var cfg schemas.Config
 	if err := json.Unmarshal(m.Config, &cfg); err != nil || cfg.Target.URL != "http://127.0.0.1:8000" || !cfg.Target.IgnoreEOS || cfg.SLO.TTFT.D() == 0 {
 		t.Errorf("manifest config = %s (%v); want the resolved config", m.Config, err)
 	}
@@ -302,7 +302,7 @@ workload: {synthetic: {input: {kind: fixed, value: 4}, output: {kind: fixed, val
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c Config
+	var c schemas.Config
 	json.Unmarshal(m.Config, &c)
 	if c.Target.URL != srv.URL || c.Target.Model != "qwen3-8b" || c.Target.APIKeyEnv != "WB_TEST_KEY" {
 		t.Errorf("manifest target = %+v; want url %s, discovered model qwen3-8b, api_key_env kept", c.Target, srv.URL)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // message is one chat message in Prompt.MessagesJSON.
@@ -22,7 +24,7 @@ func messagesJSON(ms []message) string {
 
 // synthetic draws lengths from distributions and cuts one prompt per request from the corpus.
 type synthetic struct {
-	cfg     *Synthetic
+	cfg     *schemas.Synthetic
 	in, out *sampler
 	gen     *textGen
 	rng     *rand.Rand
@@ -40,7 +42,7 @@ type promptRef struct {
 // maxSeen bounds the synthetic prompt dedup map (about 40 MB).
 const maxSeen = 1 << 20
 
-func newSynthetic(cfg *Synthetic, gen *textGen, rng *rand.Rand, o *output) (*synthetic, error) {
+func newSynthetic(cfg *schemas.Synthetic, gen *textGen, rng *rand.Rand, o *output) (*synthetic, error) {
 	in, err := newSampler(cfg.Input)
 	if err != nil {
 		return nil, fmt.Errorf("workload.synthetic.input: %w", err)
@@ -78,13 +80,13 @@ func (s *synthetic) unit(buf []turn, limit int64) ([]turn, error) {
 
 // sharedPrefix makes groups × users_per_group prompts up front; each request picks one.
 type sharedPrefix struct {
-	cfg    *SharedPrefix
+	cfg    *schemas.SharedPrefix
 	rng    *rand.Rand
 	first  int64 // prompt id of the first prompt
 	tokens []int32
 }
 
-func newSharedPrefix(cfg *SharedPrefix, chat bool, gen *textGen, rng *rand.Rand, o *output) (*sharedPrefix, error) {
+func newSharedPrefix(cfg *schemas.SharedPrefix, chat bool, gen *textGen, rng *rand.Rand, o *output) (*sharedPrefix, error) {
 	s := &sharedPrefix{cfg: cfg, rng: rng, first: o.nPrompt}
 	for g := 0; g < cfg.Groups; g++ {
 		sys, sn := gen.at(rng.IntN(gen.positions()), cfg.PrefixTokens)
@@ -123,7 +125,7 @@ func (s *sharedPrefix) unit(buf []turn, limit int64) ([]turn, error) {
 // Completions API: MessagesJSON is empty, the system prompt leads turn 0's text, and capture
 // sends turn k as turn k−1's prompt + its answer + "\n\n" + text.
 type conversations struct {
-	cfg            *Conversations
+	cfg            *schemas.Conversations
 	turns, in, out *sampler
 	gen            *textGen
 	rng            *rand.Rand
@@ -132,11 +134,11 @@ type conversations struct {
 	msgs           []message
 }
 
-func newConversations(cfg *Conversations, chat bool, gen *textGen, rng *rand.Rand, o *output) (*conversations, error) {
+func newConversations(cfg *schemas.Conversations, chat bool, gen *textGen, rng *rand.Rand, o *output) (*conversations, error) {
 	c := &conversations{cfg: cfg, chat: chat, gen: gen, rng: rng, o: o}
 	var err error
 	for _, p := range []struct {
-		d    Dist
+		d    schemas.LengthDist
 		dst  **sampler
 		name string
 	}{{cfg.Turns, &c.turns, "turns"}, {cfg.Input, &c.in, "input"}, {cfg.Output, &c.out, "output"}} {

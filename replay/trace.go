@@ -112,7 +112,7 @@ func readMooncake(path string) ([]traceRow, error) {
 
 // loadTrace reads the trace, sorts it by time, cuts the window and rescales times to offsets
 // from the first kept request.
-func loadTrace(cfg *Trace) ([]traceRow, error) {
+func loadTrace(cfg *schemas.Trace) ([]traceRow, error) {
 	var rows []traceRow
 	var err error
 	switch cfg.Format {
@@ -162,7 +162,7 @@ func loadTrace(cfg *Trace) ([]traceRow, error) {
 func span2s(ns int64) float64 { return float64(ns) / 1e9 }
 
 // planTrace writes the trace as one open-loop stage at its own times.
-func planTrace(cfg *Trace, rows []traceRow, gen *textGen, seed int64, o *output) (schemas.StageInfo, error) {
+func planTrace(cfg *schemas.Trace, rows []traceRow, gen *textGen, seed int64, o *output) (schemas.StageInfo, error) {
 	n := len(rows)
 	last := rows[n-1].ns
 	dur := int64(time.Second)

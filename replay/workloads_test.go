@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/tokenizer"
 	"github.com/wirebench/wirebench/schemas"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 func planConfig(t *testing.T, yaml string) ([]schemas.ScheduleRequest, []schemas.Prompt, *schemas.Manifest) {

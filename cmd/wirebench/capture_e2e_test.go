@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirebench/wirebench/internal/simkit"
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -26,7 +25,7 @@ import (
 func captureRun(t *testing.T, url string, stages ...simkit.ConstantStage) string {
 	t.Helper()
 	run := t.TempDir()
-	if err := simkit.WriteConstantRun(run, replay.Target{URL: url, API: "completions", Model: "sim"}, stages); err != nil {
+	if err := simkit.WriteConstantRun(run, schemas.Target{URL: url, API: "completions", Model: "sim"}, stages); err != nil {
 		t.Fatal(err)
 	}
 	return run
@@ -380,7 +379,7 @@ func benchCapture(b *testing.B, rate float64, tokens int32) {
 	go io.Copy(io.Discard, out)
 	run := b.TempDir()
 	const dur = 3 * time.Second
-	if err := simkit.WriteConstantRun(run, replay.Target{URL: url, Model: "sim"}, []simkit.ConstantStage{{Rate: rate, Duration: dur, InputTokens: 16, MaxTokens: tokens}}); err != nil {
+	if err := simkit.WriteConstantRun(run, schemas.Target{URL: url, Model: "sim"}, []simkit.ConstantStage{{Rate: rate, Duration: dur, InputTokens: 16, MaxTokens: tokens}}); err != nil {
 		b.Fatal(err)
 	}
 	// WIREBENCH_BENCH_CAPTURE_FLAGS adds capture flags, to compare settings (e.g. --keep-awake).

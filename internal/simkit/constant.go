@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // ConstantStage is one evenly spaced open-loop stage of a run made by WriteConstantRun.
@@ -26,7 +27,7 @@ type ConstantStage struct {
 // replay (fixed-length synthetic prompts, whitespace tokenizer, ignore_eos), the one place
 // schedules are made. Every stage must ask for the same lengths. Benchmarks and tests use it to
 // drive capture without writing a config file by hand; the config is kept as DIR/constant.yaml.
-func WriteConstantRun(dir string, target replay.Target, stages []ConstantStage) error {
+func WriteConstantRun(dir string, target schemas.Target, stages []ConstantStage) error {
 	if len(stages) == 0 {
 		return fmt.Errorf("constant run %s: no stages", dir)
 	}

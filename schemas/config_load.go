@@ -1,4 +1,6 @@
-package replay
+package schemas
+
+import "math"
 
 // Load is the load plan: explicit stages and/or a sweep, an optional warmup stage first.
 type Load struct {
@@ -29,4 +31,23 @@ type Sweep struct {
 	Duration   Duration `yaml:"duration" json:"duration"`
 	Arrival    string   `yaml:"arrival" json:"arrival,omitempty"`
 	Burstiness float64  `yaml:"burstiness" json:"burstiness,omitempty"`
+}
+
+// Rates returns the sweep's rates: linear r_i = min + i·(max−min)/(n−1), geometric
+// r_i = min·(max/min)^(i/(n−1)), i = 0..n−1; one stage runs at min_rate.
+func (s Sweep) Rates() []float64 {
+	out := make([]float64, s.Stages)
+	for i := range out {
+		if s.Stages == 1 {
+			out[i] = s.MinRate
+			continue
+		}
+		f := float64(i) / float64(s.Stages-1)
+		if s.Scale == "geometric" {
+			out[i] = s.MinRate * math.Pow(s.MaxRate/s.MinRate, f)
+		} else {
+			out[i] = s.MinRate + f*(s.MaxRate-s.MinRate)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package replay
+package schemas
 
 // Workload says what is sent: exactly one of its members is set.
 type Workload struct {
@@ -15,19 +15,19 @@ type Workload struct {
 // drawn number of tokens of the configured tokenizer; with random_tokens each token is drawn at
 // random instead (no two prompts share a prefix, so no prefix-cache hits).
 type Synthetic struct {
-	Input        Dist `yaml:"input" json:"input"`
-	Output       Dist `yaml:"output" json:"output"`
-	RandomTokens bool `yaml:"random_tokens" json:"random_tokens,omitempty"`
+	Input        LengthDist `yaml:"input" json:"input"`
+	Output       LengthDist `yaml:"output" json:"output"`
+	RandomTokens bool       `yaml:"random_tokens" json:"random_tokens,omitempty"`
 }
 
-// Dist is a token-length distribution, clipped to [min, max] (min defaults to 1).
+// LengthDist is a token-length distribution, clipped to [min, max] (min defaults to 1).
 //   - fixed: value
 //   - uniform: integers in [min, max]
 //   - normal: mean, std
 //   - lognormal: mean, std of the lengths themselves (not of their logarithm)
 //   - exponential: mean
 //   - empirical: file, a CSV histogram with header "tokens,count" (relative to the config file)
-type Dist struct {
+type LengthDist struct {
 	Kind  string  `yaml:"kind" json:"kind"` // fixed, uniform, normal, lognormal, exponential, empirical
 	Value int     `yaml:"value" json:"value,omitempty"`
 	Mean  float64 `yaml:"mean" json:"mean,omitempty"`
@@ -54,11 +54,11 @@ type SharedPrefix struct {
 // one conversation at a time. Turn k > 0 carries the earlier user turns and the server's actual
 // earlier answers (inserted by capture), depends on turn k-1 and waits think_time after it.
 type Conversations struct {
-	Turns              Dist     `yaml:"turns" json:"turns"`   // turns per conversation
-	Input              Dist     `yaml:"input" json:"input"`   // tokens of each user turn
-	Output             Dist     `yaml:"output" json:"output"` // output tokens of each answer
-	ThinkTime          Duration `yaml:"think_time" json:"think_time,omitempty"`
-	SystemPromptTokens int      `yaml:"system_prompt_tokens" json:"system_prompt_tokens,omitempty"`
+	Turns              LengthDist `yaml:"turns" json:"turns"`   // turns per conversation
+	Input              LengthDist `yaml:"input" json:"input"`   // tokens of each user turn
+	Output             LengthDist `yaml:"output" json:"output"` // output tokens of each answer
+	ThinkTime          Duration   `yaml:"think_time" json:"think_time,omitempty"`
+	SystemPromptTokens int        `yaml:"system_prompt_tokens" json:"system_prompt_tokens,omitempty"`
 }
 
 // Dataset reads prompts from a file (relative to the config file):
@@ -74,16 +74,16 @@ type Conversations struct {
 // turn (cycling when the plan has more requests than rows). Rows without max_tokens take it
 // from output.
 type Dataset struct {
-	Format            string `yaml:"format" json:"format"`
-	File              string `yaml:"file" json:"file"`
-	PromptColumn      string `yaml:"prompt_column" json:"prompt_column,omitempty"`
-	MaxTokensColumn   string `yaml:"max_tokens_column" json:"max_tokens_column,omitempty"`
-	WholeConversation bool   `yaml:"whole_conversation" json:"whole_conversation,omitempty"`
-	MinInputTokens    int    `yaml:"min_input_tokens" json:"min_input_tokens,omitempty"`
-	MaxInputTokens    int    `yaml:"max_input_tokens" json:"max_input_tokens,omitempty"`
-	MinOutputTokens   int    `yaml:"min_output_tokens" json:"min_output_tokens,omitempty"`
-	MaxOutputTokens   int    `yaml:"max_output_tokens" json:"max_output_tokens,omitempty"`
-	Output            *Dist  `yaml:"output" json:"output,omitempty"`
+	Format            string      `yaml:"format" json:"format"`
+	File              string      `yaml:"file" json:"file"`
+	PromptColumn      string      `yaml:"prompt_column" json:"prompt_column,omitempty"`
+	MaxTokensColumn   string      `yaml:"max_tokens_column" json:"max_tokens_column,omitempty"`
+	WholeConversation bool        `yaml:"whole_conversation" json:"whole_conversation,omitempty"`
+	MinInputTokens    int         `yaml:"min_input_tokens" json:"min_input_tokens,omitempty"`
+	MaxInputTokens    int         `yaml:"max_input_tokens" json:"max_input_tokens,omitempty"`
+	MinOutputTokens   int         `yaml:"min_output_tokens" json:"min_output_tokens,omitempty"`
+	MaxOutputTokens   int         `yaml:"max_output_tokens" json:"max_output_tokens,omitempty"`
+	Output            *LengthDist `yaml:"output" json:"output,omitempty"`
 }
 
 // Trace replays a timestamped production trace at its own times, as one open-loop stage:

@@ -1,4 +1,4 @@
-package replay
+package schemas
 
 import (
 	"encoding/json"
@@ -129,18 +129,18 @@ func (d *Duration) UnmarshalYAML(node ast.Node) error {
 	tk := node.GetToken()
 	err := d.UnmarshalText([]byte(tk.Value))
 	if err != nil {
-		return &posError{line: tk.Position.Line, col: tk.Position.Column, msg: err.Error()}
+		return &PositionError{Line: tk.Position.Line, Col: tk.Position.Column, Msg: err.Error()}
 	}
 	return nil
 }
 
-// posError is a config error at a known place in the YAML file.
-type posError struct {
-	line, col int
-	msg       string
+// PositionError is a config error at a known place in the YAML file.
+type PositionError struct {
+	Line, Col int
+	Msg       string
 }
 
-func (e *posError) Error() string { return fmt.Sprintf("%d:%d: %s", e.line, e.col, e.msg) }
+func (e *PositionError) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Col, e.Msg) }
 
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
