@@ -68,7 +68,7 @@ func (a *aggregator) stageOf(idx int32, file string) *stageAcc {
 	if err := a.w.warn(file, "stage %d is not in the manifest", idx); err != nil && a.pendErr == nil {
 		a.pendErr = err
 	}
-	acc := newStageAcc(schemas.StageInfo{Index: idx, Name: fmt.Sprintf("stage %d", idx), Mode: "open"}, a.startNs, a.spill)
+	acc := newStageAcc(schemas.StageInfo{Index: idx, Name: fmt.Sprintf("stage %d", idx), Mode: schemas.ModeOpen}, a.startNs, a.spill)
 	a.stages[idx] = acc
 	return acc
 }
@@ -284,7 +284,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 // lessLoaded orders stages by offered load: open loop by target rate before closed loop by
 // concurrency.
 func lessLoaded(x, y schemas.StageInfo) bool {
-	xc, yc := x.Mode == "closed", y.Mode == "closed"
+	xc, yc := x.Mode == schemas.ModeClosed, y.Mode == schemas.ModeClosed
 	if xc != yc {
 		return !xc
 	}

@@ -1,7 +1,6 @@
 package aggregate
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -75,10 +74,8 @@ func openRuns(dirs []string, w *warner) ([]*runDir, error) {
 			return nil, fmt.Errorf("read manifest: %w", err)
 		}
 		r := &runDir{dir: dir, manifest: m, offsetNs: m.ClockOffsetNs}
-		if len(m.Config) > 0 {
-			if err := json.Unmarshal(m.Config, &r.config); err != nil {
-				return nil, fmt.Errorf("%s: config: %w", mpath, err)
-			}
+		if r.config, err = m.RunConfig(); err != nil {
+			return nil, fmt.Errorf("%s: %w", mpath, err)
 		}
 		if len(runs) > 0 {
 			first := runs[0].manifest

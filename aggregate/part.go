@@ -286,7 +286,7 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 			if v, ok := optI64(after, i); ok {
 				aft = v + off
 			}
-			content := kind(i) == "content"
+			content := kind(i) == schemas.ChunkContent
 			gap, hasGap := s.addEvent(s.eventSpan(t, q, stamped, aft, a.allow), content)
 			if !content {
 				continue

@@ -27,26 +27,26 @@ const (
 func saturation(rows []schemas.Stage, accs []*stageAcc) int {
 	open, closed := 0, 0
 	for _, a := range accs {
-		if a.info.Mode == "closed" {
+		if a.info.Mode == schemas.ModeClosed {
 			closed++
 		} else {
 			open++
 		}
 	}
-	mode := "open"
+	mode := schemas.ModeOpen
 	if closed > open {
-		mode = "closed"
+		mode = schemas.ModeClosed
 	}
 	var cand []int
 	for i, a := range accs {
-		isClosed := a.info.Mode == "closed"
-		if a.info.Warmup || rows[i].Completed == 0 || isClosed != (mode == "closed") {
+		isClosed := a.info.Mode == schemas.ModeClosed
+		if a.info.Warmup || rows[i].Completed == 0 || isClosed != (mode == schemas.ModeClosed) {
 			continue
 		}
 		cand = append(cand, i)
 	}
 	load := func(i int) float64 {
-		if mode == "closed" {
+		if mode == schemas.ModeClosed {
 			return float64(rows[i].Concurrency)
 		}
 		return rows[i].TargetRate
@@ -58,7 +58,7 @@ func saturation(rows []schemas.Stage, accs []*stageAcc) int {
 	base := rows[cand[0]]
 	for k, i := range cand[1:] {
 		r := rows[i]
-		if mode == "open" {
+		if mode == schemas.ModeOpen {
 			if send, done, ok := accs[i].steadyRates(); ok && done < satFollow*send {
 				return i
 			}

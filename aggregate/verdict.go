@@ -69,7 +69,7 @@ func (a *stageAcc) planned(st *schemas.Stage) {
 	if a.requests > 1 && a.lastStart > a.firstStart {
 		st.IssuedRate = float64(a.requests-1) / (float64(a.lastStart-a.firstStart) / 1e9)
 	}
-	if a.info.Mode != "closed" && st.PlannedRate > 0 && st.AchievedRate > 0 {
+	if a.info.Mode != schemas.ModeClosed && st.PlannedRate > 0 && st.AchievedRate > 0 {
 		st.RateFidelity = st.AchievedRate / st.PlannedRate
 	}
 }
@@ -114,7 +114,7 @@ func judgeLatency(st *schemas.Stage, bias schemas.Bias) {
 
 // lateLimit is the send lag p99 above which lateness distorts the planned arrival process.
 func lateLimit(st *schemas.Stage) int64 {
-	if st.Mode == "closed" || st.PlannedRate <= 0 {
+	if st.Mode == schemas.ModeClosed || st.PlannedRate <= 0 {
 		return minLateLimit
 	}
 	return max(minLateLimit, int64(lateGapShare*1e9/st.PlannedRate))
@@ -127,7 +127,7 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 		st.LateShareClient = float64(a.pacerLateNs) / float64(a.lateNs)
 	}
 	var why []string
-	if st.Mode != "closed" && a.requests > 1 && math.Abs(st.RateFidelity-1) > maxRateError {
+	if st.Mode != schemas.ModeClosed && a.requests > 1 && math.Abs(st.RateFidelity-1) > maxRateError {
 		why = append(why, fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity %.3f)", st.AchievedRate, st.PlannedRate, st.RateFidelity))
 	}
 	if limit := lateLimit(st); st.SendLag.Count > 0 && st.SendLag.P99 > limit {

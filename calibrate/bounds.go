@@ -27,7 +27,7 @@ func CoverTTFT(reqs []schemas.MetricRequest, chunks []schemas.RawChunk) map[int3
 	firsts := map[int64]first{}
 	for i := range chunks {
 		ch := &chunks[i]
-		if ch.Kind != "content" || ch.ServerSentNs == nil {
+		if ch.Kind != schemas.ChunkContent || ch.ServerSentNs == nil {
 			continue
 		}
 		if f, ok := firsts[ch.Seq]; !ok || ch.Index < f.index {
@@ -75,7 +75,7 @@ func (c *Calibration) addBounds(dir string, d *rawData) error {
 	var transit []int64
 	for i := range d.chunks {
 		ch := &d.chunks[i]
-		if ch.Kind == "content" && ch.Quality == schemas.QualityExact && ch.RxKernelNs != nil && ch.ServerSentNs != nil {
+		if ch.Kind == schemas.ChunkContent && ch.Quality == schemas.QualityExact && ch.RxKernelNs != nil && ch.ServerSentNs != nil {
 			transit = append(transit, *ch.RxKernelNs-*ch.ServerSentNs)
 		}
 	}

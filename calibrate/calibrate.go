@@ -310,7 +310,7 @@ func analyse(d *rawData) []Rate {
 	accs := map[int32]*acc{}
 	var order []int32
 	for _, s := range d.stages {
-		if s.Warmup || s.Mode != "open" {
+		if s.Warmup || s.Mode != schemas.ModeOpen {
 			continue
 		}
 		accs[s.Index] = &acc{r: Rate{Stage: s.Index, TargetRate: s.Rate}}
@@ -357,14 +357,14 @@ func analyse(d *rawData) []Rate {
 		if c.RxKernelNs != nil {
 			a.rlag = append(a.rlag, c.RxUserNs-*c.RxKernelNs)
 		}
-		if c.Kind != "content" {
+		if c.Kind != schemas.ChunkContent {
 			continue
 		}
 		a.content++
 		if q.UsageComplete == nil {
 			a.r.Tokens++
 		}
-		if c.Quality == "exact" {
+		if c.Quality == schemas.QualityExact {
 			a.exact++
 		}
 		t := c.RxUserNs

@@ -161,8 +161,8 @@ func TestAnalyse(t *testing.T) {
 	base := int64(1e18)
 	d := &rawData{
 		stages: []schemas.StageInfo{
-			{Index: 0, Name: "warmup", Mode: "open", Rate: 5, Warmup: true},
-			{Index: 1, Name: "rate-10", Mode: "open", Rate: 10},
+			{Index: 0, Name: "warmup", Mode: schemas.ModeOpen, Rate: 5, Warmup: true},
+			{Index: 1, Name: "rate-10", Mode: schemas.ModeOpen, Rate: 10},
 		},
 		workers: []schemas.Worker{
 			{Worker: 0, Stage: 1, WallNs: 1e9, CPUUserNs: 30e6, CPUSysNs: 10e6},

@@ -33,11 +33,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("read manifest: %w", err)
 	}
-	var rc schemas.Config
-	if len(m.Config) > 0 {
-		if err := json.Unmarshal(m.Config, &rc); err != nil {
-			return fmt.Errorf("%s: config: %w", mpath, err)
-		}
+	rc, err := m.RunConfig()
+	if err != nil {
+		return fmt.Errorf("%s: %w", mpath, err)
 	}
 	if err := resolve(&cfg, &rc); err != nil {
 		return err
@@ -481,7 +479,7 @@ func (c *coord) sampleStages(worker int, p *progress) {
 	}
 	for _, st := range c.m.Stages {
 		start := c.startNs + st.OffsetNs
-		if st.Mode != "open" || st.DurationNs <= 0 || p.NowNs < start || p.NowNs > start+st.DurationNs || int(st.Index) >= len(p.Sent) {
+		if st.Mode != schemas.ModeOpen || st.DurationNs <= 0 || p.NowNs < start || p.NowNs > start+st.DurationNs || int(st.Index) >= len(p.Sent) {
 			continue
 		}
 		if c.atEnd == nil {
@@ -501,7 +499,7 @@ func (c *coord) sampleStages(worker int, p *progress) {
 func (c *coord) judgeStages(now int64) {
 	for _, st := range c.m.Stages {
 		end := c.startNs + st.OffsetNs + st.DurationNs
-		if st.Mode != "open" || st.DurationNs <= 0 || c.judged[st.Index] || now < end+int64(1500*time.Millisecond) {
+		if st.Mode != schemas.ModeOpen || st.DurationNs <= 0 || c.judged[st.Index] || now < end+int64(1500*time.Millisecond) {
 			continue
 		}
 		if c.judged == nil {

@@ -251,11 +251,9 @@ func (w *worker) load() error {
 	if err != nil {
 		return fmt.Errorf("read manifest: %w", err)
 	}
-	var rc schemas.Config
-	if len(m.Config) > 0 {
-		if err := json.Unmarshal(m.Config, &rc); err != nil {
-			return fmt.Errorf("%s: config: %w", filepath.Join(w.cfg.Run, schemas.ManifestName), err)
-		}
+	rc, err := m.RunConfig()
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(w.cfg.Run, schemas.ManifestName), err)
 	}
 	w.tgt = rc.Target
 	w.stages = m.Stages
@@ -504,7 +502,7 @@ func (w *worker) follow(ctx context.Context, it, next *item, res *wire.Result) {
 		end = *res.Req.DoneNs
 	}
 	due := end + next.r.ThinkNs
-	if st := w.stageInfo(next.r.Stage); st != nil && st.Mode == "closed" && st.DurationNs > 0 && due > w.startNs+st.OffsetNs+st.DurationNs {
+	if st := w.stageInfo(next.r.Stage); st != nil && st.Mode == schemas.ModeClosed && st.DurationNs > 0 && due > w.startNs+st.OffsetNs+st.DurationNs {
 		var n int64
 		for x := next; x != nil; x = x.next {
 			n++
@@ -725,7 +723,7 @@ func (w *worker) writeLoop() error {
 			for i := range res.Chunks {
 				c := &res.Chunks[i]
 				c.Seq = q.Seq
-				if c.Kind == "content" {
+				if c.Kind == schemas.ChunkContent {
 					t := c.RxUserNs
 					if c.RxKernelNs != nil {
 						t = *c.RxKernelNs

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,14 +18,12 @@ func copyRun(dir, api string, o *output) ([]schemas.StageInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload.run: %w", err)
 	}
-	var old schemas.Config
-	if len(m.Config) > 0 {
-		if err := json.Unmarshal(m.Config, &old); err != nil {
-			return nil, fmt.Errorf("workload.run: %s: config: %w", dir, err)
-		}
-		if old.Target.API != "" && old.Target.API != api {
-			return nil, fmt.Errorf("workload.run: %s was planned for target.api %q; this config uses %q", dir, old.Target.API, api)
-		}
+	old, err := m.RunConfig()
+	if err != nil {
+		return nil, fmt.Errorf("workload.run: %s: %w", dir, err)
+	}
+	if old.Target.API != "" && old.Target.API != api {
+		return nil, fmt.Errorf("workload.run: %s was planned for target.api %q; this config uses %q", dir, old.Target.API, api)
 	}
 	o.stats = make([]*stageStats, len(m.Stages))
 	for i := range o.stats {

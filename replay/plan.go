@@ -44,16 +44,16 @@ func expandStages(l schemas.Load) []stage {
 	add := func(s schemas.StageSpec, warmup bool) {
 		info := schemas.StageInfo{Index: int32(len(out)), Name: s.Name, Warmup: warmup}
 		if s.Rate > 0 {
-			info.Mode, info.Arrival, info.Rate = "open", s.Arrival, s.Rate
+			info.Mode, info.Arrival, info.Rate = schemas.ModeOpen, s.Arrival, s.Rate
 			if s.Arrival == "gamma" {
 				info.Burstiness = s.Burstiness
 			}
 		} else {
-			info.Mode, info.Concurrency = "closed", int32(s.Concurrency)
+			info.Mode, info.Concurrency = schemas.ModeClosed, int32(s.Concurrency)
 		}
 		info.DurationNs = int64(s.Duration)
 		if info.Name == "" {
-			if info.Mode == "open" {
+			if info.Mode == schemas.ModeOpen {
 				info.Name = fmt.Sprintf("%s-%grps", s.Arrival, s.Rate)
 			} else {
 				info.Name = fmt.Sprintf("closed-c%d", s.Concurrency)
@@ -293,7 +293,7 @@ func planStages(ctx context.Context, stages []stage, src source, seed int64, out
 		}
 		st.info.OffsetNs = start
 		n0 := seq
-		if st.info.Mode == "open" {
+		if st.info.Mode == schemas.ModeOpen {
 			rng := rand.New(rand.NewPCG(uint64(seed), 1000+uint64(i)))
 			arr := newArrivals(st.spec.Arrival, st.spec.Rate, st.spec.Burstiness, st.spec.Duration.D(), rng)
 			for {

@@ -285,7 +285,7 @@ func printPlan(w io.Writer, stages []schemas.StageInfo, o *output) error {
 		st := o.stats[i]
 		total += st.requests
 		rate := "-"
-		if s.Mode == "open" {
+		if s.Mode == schemas.ModeOpen {
 			rate = fmt.Sprintf("%.4g", s.Rate)
 		} else {
 			rate = fmt.Sprintf("c=%d", s.Concurrency)

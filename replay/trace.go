@@ -169,7 +169,7 @@ func planTrace(cfg *schemas.Trace, rows []traceRow, gen *textGen, seed int64, o 
 	if n > 1 && last > 0 {
 		dur = last * int64(n) / int64(n-1) // so that requests/duration is the mean rate
 	}
-	info := schemas.StageInfo{Name: "trace", Mode: "open", Arrival: "trace", DurationNs: dur, Requests: int64(n), Rate: float64(n) / span2s(dur)}
+	info := schemas.StageInfo{Name: "trace", Mode: schemas.ModeOpen, Arrival: "trace", DurationNs: dur, Requests: int64(n), Rate: float64(n) / span2s(dur)}
 	o.stats = []*stageStats{newStageStats()}
 	rng := rand.New(rand.NewPCG(uint64(seed), 2))
 	var parts []string

@@ -213,7 +213,7 @@ func offeredAxis(runs []*run) (func(*schemas.Stage) float64, string) {
 	allClosed := true
 	for _, r := range runs {
 		for i := range r.Stages {
-			if r.Stages[i].Mode != "closed" {
+			if r.Stages[i].Mode != schemas.ModeClosed {
 				allClosed = false
 			}
 		}
@@ -222,7 +222,7 @@ func offeredAxis(runs []*run) (func(*schemas.Stage) float64, string) {
 		return func(s *schemas.Stage) float64 { return float64(s.Concurrency) }, "offered load (concurrent users)"
 	}
 	return func(s *schemas.Stage) float64 {
-		if s.Mode == "closed" {
+		if s.Mode == schemas.ModeClosed {
 			return s.AchievedRate
 		}
 		return s.TargetRate

@@ -74,7 +74,7 @@ func fmtRatio(r *float64) string {
 
 // offered describes the stage's offered load: "10/s" open loop, "16 users" closed loop.
 func offered(s *schemas.Stage) string {
-	if s.Mode == "closed" || (s.TargetRate == 0 && s.Concurrency > 0) {
+	if s.Mode == schemas.ModeClosed || (s.TargetRate == 0 && s.Concurrency > 0) {
 		return fmt.Sprintf("%d users", s.Concurrency)
 	}
 	return fmtRate(s.TargetRate) + "/s"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // stagesCSV renders stages.csv: one row per run and stage, durations in nanoseconds.
@@ -168,7 +170,7 @@ func stageLabel(s StageProfile) string {
 }
 
 func offeredP(s StageProfile) string {
-	if s.Mode == "closed" || (s.TargetRate == 0 && s.Concurrency > 0) {
+	if s.Mode == schemas.ModeClosed || (s.TargetRate == 0 && s.Concurrency > 0) {
 		return fmt.Sprintf("%d users", s.Concurrency)
 	}
 	return fmtRate(s.TargetRate) + "/s"

@@ -45,6 +45,19 @@ type Manifest struct {
 	MaxConnections int   `json:"max_connections,omitempty"`
 }
 
+// RunConfig decodes the run configuration replay stored in the manifest (the zero Config when
+// there is none).
+func (m *Manifest) RunConfig() (Config, error) {
+	var c Config
+	if len(m.Config) == 0 {
+		return c, nil
+	}
+	if err := json.Unmarshal(m.Config, &c); err != nil {
+		return c, fmt.Errorf("manifest field config: %w", err)
+	}
+	return c, nil
+}
+
 // TapStatus is what the packet tap did during capture.
 type TapStatus struct {
 	On      bool   `json:"on"`

@@ -44,6 +44,34 @@ type RawRequest struct {
 	OutputText      string `parquet:"output_text" doc:"generated text, only with capture --keep-text; else empty"`
 }
 
+// Error kinds recorded in RawRequest.ErrorKind.
+const (
+	ErrConnect         = "connect"            // dialing or the TLS handshake failed
+	ErrTimeout         = "timeout"            // the per-request timeout (or a socket deadline) expired
+	ErrTTFTTimeout     = "ttft_timeout"       // no byte of the response body within TTFTTimeout of the send
+	ErrGapTimeout      = "gap_timeout"        // the body started, then no byte arrived for GapTimeout
+	ErrHTTPStatus      = "http_status"        // the server answered with a status other than 200
+	ErrReset           = "reset"              // the connection was reset or closed mid-response
+	ErrMalformedStream = "malformed_stream"   // the body is not a valid OpenAI SSE stream or JSON
+	ErrServerEvent     = "server_error_event" // the server sent an error object mid-stream
+	ErrCancelled       = "cancelled"          // the caller's context was cancelled
+)
+
+// Chunk kinds recorded in RawChunk.Kind.
+const (
+	ChunkContent = "content" // carries content or reasoning text
+	ChunkEmpty   = "empty"   // no text: role only, tool-call header, keep-alive
+	ChunkUsage   = "usage"   // choices empty, usage present
+	ChunkDone    = "done"    // data: [DONE]
+	ChunkError   = "error"   // an error object
+)
+
+// Stage modes of StageInfo.Mode and Stage.Mode.
+const (
+	ModeOpen   = "open"   // arrivals at planned times (rate)
+	ModeClosed = "closed" // a fixed number of users, each sending after its last answer
+)
+
 // Timestamp qualities of RawChunk.Quality.
 const (
 	QualityExact      = "exact"       // kernel time of the segment that carried the event's last byte

@@ -20,28 +20,6 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// Error kinds recorded in RawRequest.ErrorKind.
-const (
-	ErrConnect         = "connect"            // dialing or the TLS handshake failed
-	ErrTimeout         = "timeout"            // the per-request timeout (or a socket deadline) expired
-	ErrTTFTTimeout     = "ttft_timeout"       // no byte of the response body within TTFTTimeout of the send
-	ErrGapTimeout      = "gap_timeout"        // the body started, then no byte arrived for GapTimeout
-	ErrHTTPStatus      = "http_status"        // the server answered with a status other than 200
-	ErrReset           = "reset"              // the connection was reset or closed mid-response
-	ErrMalformedStream = "malformed_stream"   // the body is not a valid OpenAI SSE stream or JSON
-	ErrServerEvent     = "server_error_event" // the server sent an error object mid-stream
-	ErrCancelled       = "cancelled"          // the caller's context was cancelled
-)
-
-// Chunk kinds recorded in RawChunk.Kind.
-const (
-	KindContent = "content" // carries content or reasoning text
-	KindEmpty   = "empty"   // no text: role only, tool-call header, keep-alive
-	KindUsage   = "usage"   // choices empty, usage present
-	KindDone    = "done"    // data: [DONE]
-	KindError   = "error"   // an error object
-)
-
 // Timestamp qualities recorded in RawChunk.Quality (defined in schemas, the file contract).
 const (
 	QualityExact      = schemas.QualityExact
@@ -439,7 +417,7 @@ func (c *Client) do(ctx context.Context, r *Request, res *Result) {
 	}
 	req, err := http.NewRequestWithContext(rctx, method, r.URL, &s.body)
 	if err != nil {
-		c.fail(ctx, res, ErrConnect, fmt.Errorf("build request: %w", err))
+		c.fail(ctx, res, schemas.ErrConnect, fmt.Errorf("build request: %w", err))
 		return
 	}
 	for k, v := range r.Header {
@@ -456,8 +434,8 @@ func (c *Client) do(ctx context.Context, r *Request, res *Result) {
 	if err != nil {
 		err = cutCause(rctx, err)
 		kind := classify(ctx, rctx, err)
-		if kind == ErrReset && sent == 0 {
-			kind = ErrConnect
+		if kind == schemas.ErrReset && sent == 0 {
+			kind = schemas.ErrConnect
 		}
 		c.fail(ctx, res, kind, err)
 		return
@@ -486,7 +464,7 @@ func newCutWatch(ctx context.Context, ttft, gap time.Duration) (context.Context,
 	cw := &cutWatch{cancel: cancel, gapD: gap}
 	if ttft > 0 {
 		t0 := time.Now()
-		cw.ttft = time.AfterFunc(ttft, func() { cancel(&cutError{kind: ErrTTFTTimeout, limit: ttft, quiet: time.Since(t0)}) })
+		cw.ttft = time.AfterFunc(ttft, func() { cancel(&cutError{kind: schemas.ErrTTFTTimeout, limit: ttft, quiet: time.Since(t0)}) })
 	}
 	return ctx, cw
 }
@@ -506,7 +484,7 @@ func (cw *cutWatch) saw() {
 	}
 	if d := cw.gapD; d > 0 {
 		cw.gap = time.AfterFunc(d, func() {
-			cw.cancel(&cutError{kind: ErrGapTimeout, limit: d, quiet: time.Duration(time.Now().UnixNano() - cw.last.Load())})
+			cw.cancel(&cutError{kind: schemas.ErrGapTimeout, limit: d, quiet: time.Duration(time.Now().UnixNano() - cw.last.Load())})
 		})
 	}
 }
@@ -574,7 +552,7 @@ func (c *Client) handle(ctx, rctx context.Context, resp response, r *Request, re
 	}
 	if resp.status != http.StatusOK {
 		n, _ := io.ReadFull(resp.body, s.buf[:min(len(s.buf), maxErrorBody)])
-		res.Req.ErrorKind = ErrHTTPStatus
+		res.Req.ErrorKind = schemas.ErrHTTPStatus
 		res.Req.ErrorMessage = strings.TrimSpace(resp.statusText + ": " + string(s.buf[:n]))
 		res.Req.DoneNs = s.int64p(slotDone, time.Now().UnixNano())
 		return
@@ -630,7 +608,7 @@ func (c *Client) fail(ctx context.Context, res *Result, kind string, err error) 
 // classify maps a transport or body error to an error kind.
 func classify(parent, rctx context.Context, err error) string {
 	if parent.Err() != nil {
-		return ErrCancelled
+		return schemas.ErrCancelled
 	}
 	var ce *cutError
 	if errors.As(err, &ce) {
@@ -640,28 +618,28 @@ func classify(parent, rctx context.Context, err error) string {
 		if errors.As(context.Cause(rctx), &ce) {
 			return ce.kind
 		}
-		return ErrTimeout
+		return schemas.ErrTimeout
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return ErrTimeout
+		return schemas.ErrTimeout
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Op == "dial" {
-		return ErrConnect
+		return schemas.ErrConnect
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return ErrConnect
+		return schemas.ErrConnect
 	}
 	var te *tls.CertificateVerificationError
 	if errors.As(err, &te) {
-		return ErrConnect
+		return schemas.ErrConnect
 	}
-	return ErrReset
+	return schemas.ErrReset
 }
 
-// cutError is a request ended by TTFTTimeout or GapTimeout: kind is ErrTTFTTimeout or
-// ErrGapTimeout.
+// cutError is a request ended by TTFTTimeout or GapTimeout: kind is schemas.ErrTTFTTimeout or
+// schemas.ErrGapTimeout.
 type cutError struct {
 	kind  string
 	limit time.Duration
@@ -670,7 +648,7 @@ type cutError struct {
 }
 
 func (e *cutError) Error() string {
-	if e.kind == ErrGapTimeout {
+	if e.kind == schemas.ErrGapTimeout {
 		return fmt.Sprintf("no byte for %v since the last (gap_timeout %v)", e.quiet.Round(time.Millisecond), e.limit)
 	}
 	return fmt.Sprintf("no byte of the response body %v after the send began (ttft_timeout %v)", e.quiet.Round(time.Millisecond), e.limit)
@@ -743,14 +721,14 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 			kernel, user, q := a.kernel, a.user, a.quality
 			ch.Seq, ch.Index = r.Seq, int32(len(res.Chunks)-1)
 			ch.RxUserNs, ch.Quality, ch.Bytes = user, q, int32(ev.End-ev.Start)
-			if ch.Kind == KindDone {
+			if ch.Kind == schemas.ChunkDone {
 				done = true
 			}
 			lastEnd = ev.End
 			res.Req.DoneNs = s.int64p(slotDone, pick(kernel, user))
 		}
 		if err := s.dec.Err(); err != nil {
-			c.fail(ctx, res, ErrMalformedStream, fmt.Errorf("sse: %w", err))
+			c.fail(ctx, res, schemas.ErrMalformedStream, fmt.Errorf("sse: %w", err))
 		}
 		if rerr == io.EOF {
 			break
@@ -771,7 +749,7 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 	c.applySim(res)
 	c.finish(res)
 	if res.Req.ErrorKind == "" && !done && res.Req.FinishReason == "" {
-		res.Req.ErrorKind = ErrMalformedStream
+		res.Req.ErrorKind = schemas.ErrMalformedStream
 		res.Req.ErrorMessage = "stream ended without [DONE] or finish_reason"
 	}
 }
@@ -786,12 +764,12 @@ func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *
 	s.rxEnd = append(s.rxEnd, a.streamEnd)
 	s.tok = append(s.tok, -1)
 	if string(ev.Data) == "[DONE]" {
-		ch.Kind = KindDone
+		ch.Kind = schemas.ChunkDone
 		return ch
 	}
 	if string(ev.Type) == "error" {
-		ch.Kind = KindError
-		c.fail(ctx, res, ErrServerEvent, fmt.Errorf("error event: %s", clip(ev.Data)))
+		ch.Kind = schemas.ChunkError
+		c.fail(ctx, res, schemas.ErrServerEvent, fmt.Errorf("error event: %s", clip(ev.Data)))
 		return ch
 	}
 	s.pl.Text = s.text
@@ -800,18 +778,18 @@ func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *
 	pl := &s.pl
 	switch {
 	case err != nil:
-		ch.Kind = KindEmpty
-		c.fail(ctx, res, ErrMalformedStream, fmt.Errorf("event %d: %w: %s", len(res.Chunks)-1, err, clip(ev.Data)))
+		ch.Kind = schemas.ChunkEmpty
+		c.fail(ctx, res, schemas.ErrMalformedStream, fmt.Errorf("event %d: %w: %s", len(res.Chunks)-1, err, clip(ev.Data)))
 		return ch
 	case pl.Error != nil:
-		ch.Kind = KindError
-		c.fail(ctx, res, ErrServerEvent, fmt.Errorf("error event: %s", clip(pl.Error)))
+		ch.Kind = schemas.ChunkError
+		c.fail(ctx, res, schemas.ErrServerEvent, fmt.Errorf("error event: %s", clip(pl.Error)))
 	case pl.Content+pl.Reasoning > 0:
-		ch.Kind = KindContent
+		ch.Kind = schemas.ChunkContent
 	case pl.Choices == 0 && pl.HasUsage:
-		ch.Kind = KindUsage
+		ch.Kind = schemas.ChunkUsage
 	default:
-		ch.Kind = KindEmpty
+		ch.Kind = schemas.ChunkEmpty
 	}
 	ch.ContentBytes, ch.ReasoningBytes, ch.ToolCalls = int32(pl.Content), int32(pl.Reasoning), int32(pl.ToolCalls)
 	res.Req.ContentBytes += int64(pl.Content)
@@ -865,7 +843,7 @@ func (c *Client) finish(res *Result) {
 			toks[i] = s.tok[i]
 			ch.Tokens = &toks[i]
 		}
-		if ch.Kind == KindContent {
+		if ch.Kind == schemas.ChunkContent {
 			if content < len(s.srv) {
 				ints[n+i] = s.srv[content]
 				ch.ServerSentNs = &ints[n+i]
@@ -944,7 +922,7 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 			}
 		}
 	}
-	if v := resp.header.Get("X-Sim-Sent-Ns"); v != "" && ch.Kind == KindContent {
+	if v := resp.header.Get("X-Sim-Sent-Ns"); v != "" && ch.Kind == schemas.ChunkContent {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			s.srv = append(s.srv, n)
 		}

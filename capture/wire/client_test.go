@@ -34,7 +34,7 @@ func TestDoStream(t *testing.T) {
 			if len(res.Chunks) != 8 || q.Chunks != 8 {
 				t.Fatalf("crlf=%v: %d chunks (row says %d); want 8", crlf, len(res.Chunks), q.Chunks)
 			}
-			wantKinds := []string{KindEmpty, KindContent, KindContent, KindContent, KindContent, KindContent, KindUsage, KindDone}
+			wantKinds := []string{schemas.ChunkEmpty, schemas.ChunkContent, schemas.ChunkContent, schemas.ChunkContent, schemas.ChunkContent, schemas.ChunkContent, schemas.ChunkUsage, schemas.ChunkDone}
 			for j, ch := range res.Chunks {
 				if ch.Kind != wantKinds[j] || ch.Index != int32(j) || ch.Seq != 42 {
 					t.Errorf("crlf=%v chunk %d: kind %s index %d seq %d; want %s %d 42", crlf, j, ch.Kind, ch.Index, ch.Seq, wantKinds[j], j)
@@ -42,7 +42,7 @@ func TestDoStream(t *testing.T) {
 				if runtime.GOOS == "linux" {
 					checkQuality(t, res.Chunks, j)
 				}
-				if (ch.Kind == KindContent) != (ch.ServerSentNs != nil) {
+				if (ch.Kind == schemas.ChunkContent) != (ch.ServerSentNs != nil) {
 					t.Errorf("crlf=%v chunk %d (%s): ServerSentNs = %v; want set exactly on content chunks", crlf, j, ch.Kind, ch.ServerSentNs)
 				}
 				if ch.ServerSentNs != nil && ch.RxKernelNs != nil {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // gateListener accepts its first connection, then nothing more until closed: later connections
@@ -131,8 +133,8 @@ func TestWaitForConnectionTimesOut(t *testing.T) {
 	t0 := time.Now()
 	c.Send(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &b, func(*Result) { close(bDone) })
 	<-bDone
-	if took := time.Since(t0); b.Req.ErrorKind != ErrTimeout || took > 2*time.Second {
-		t.Errorf("B: error kind %q (%s) after %v; want %q soon after its 300 ms timeout", b.Req.ErrorKind, b.Req.ErrorMessage, took, ErrTimeout)
+	if took := time.Since(t0); b.Req.ErrorKind != schemas.ErrTimeout || took > 2*time.Second {
+		t.Errorf("B: error kind %q (%s) after %v; want %q soon after its 300 ms timeout", b.Req.ErrorKind, b.Req.ErrorMessage, took, schemas.ErrTimeout)
 	}
 	<-aDone
 }

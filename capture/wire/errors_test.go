@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // rawSSE answers with the given SSE body, flushed at once.
@@ -69,16 +71,16 @@ func TestDoErrorKinds(t *testing.T) {
 	}{
 		{name: "ok", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"), status: 200, chunks: 2},
 		{name: "ok without [DONE] but finished", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"length\"}]}"), status: 200, chunks: 1},
-		{name: "status 503", handler: func(w http.ResponseWriter, r *http.Request) { http.Error(w, "overloaded", 503) }, kind: ErrHTTPStatus, message: "overloaded", status: 503},
-		{name: "connection refused", url: closedURL, kind: ErrConnect},
-		{name: "timeout", handler: slowSSE, timeout: 100 * time.Millisecond, kind: ErrTimeout, status: 200, chunks: 1},
-		{name: "cancelled", handler: slowSSE, cancel: 100 * time.Millisecond, kind: ErrCancelled, status: 200, chunks: 1},
-		{name: "reset mid-stream", handler: resetMid, kind: ErrReset, status: 200, chunks: 1},
-		{name: "bad JSON", handler: rawSSE("data: {\"choices\":[\n\ndata: [DONE]\n\n"), kind: ErrMalformedStream, message: "invalid JSON", status: 200, chunks: 2},
-		{name: "error object", handler: rawSSE("data: {\"error\":{\"message\":\"boom\",\"code\":500}}\n\ndata: [DONE]\n\n"), kind: ErrServerEvent, message: "boom", status: 200, chunks: 2},
-		{name: "error event type", handler: rawSSE("event: error\ndata: engine died\n\n"), kind: ErrServerEvent, message: "engine died", status: 200, chunks: 1},
-		{name: "vLLM-style error object", handler: rawSSE("data: {\"object\":\"error\",\"message\":\"too long\",\"code\":400}\n\ndata: [DONE]\n\n"), kind: ErrServerEvent, message: "too long", status: 200, chunks: 2},
-		{name: "no [DONE] no finish", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"), kind: ErrMalformedStream, message: "without [DONE]", status: 200, chunks: 1},
+		{name: "status 503", handler: func(w http.ResponseWriter, r *http.Request) { http.Error(w, "overloaded", 503) }, kind: schemas.ErrHTTPStatus, message: "overloaded", status: 503},
+		{name: "connection refused", url: closedURL, kind: schemas.ErrConnect},
+		{name: "timeout", handler: slowSSE, timeout: 100 * time.Millisecond, kind: schemas.ErrTimeout, status: 200, chunks: 1},
+		{name: "cancelled", handler: slowSSE, cancel: 100 * time.Millisecond, kind: schemas.ErrCancelled, status: 200, chunks: 1},
+		{name: "reset mid-stream", handler: resetMid, kind: schemas.ErrReset, status: 200, chunks: 1},
+		{name: "bad JSON", handler: rawSSE("data: {\"choices\":[\n\ndata: [DONE]\n\n"), kind: schemas.ErrMalformedStream, message: "invalid JSON", status: 200, chunks: 2},
+		{name: "error object", handler: rawSSE("data: {\"error\":{\"message\":\"boom\",\"code\":500}}\n\ndata: [DONE]\n\n"), kind: schemas.ErrServerEvent, message: "boom", status: 200, chunks: 2},
+		{name: "error event type", handler: rawSSE("event: error\ndata: engine died\n\n"), kind: schemas.ErrServerEvent, message: "engine died", status: 200, chunks: 1},
+		{name: "vLLM-style error object", handler: rawSSE("data: {\"object\":\"error\",\"message\":\"too long\",\"code\":400}\n\ndata: [DONE]\n\n"), kind: schemas.ErrServerEvent, message: "too long", status: 200, chunks: 2},
+		{name: "no [DONE] no finish", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"), kind: schemas.ErrMalformedStream, message: "without [DONE]", status: 200, chunks: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +109,7 @@ func TestDoErrorKinds(t *testing.T) {
 				t.Errorf("Status, Chunks = %d, %d; want %d, %d", q.Status, q.Chunks, tt.status, tt.chunks)
 			}
 			// done_ns is null exactly when no response or the stream did not end.
-			ended := tt.status != 0 && tt.kind != ErrTimeout && tt.kind != ErrCancelled && tt.kind != ErrReset
+			ended := tt.status != 0 && tt.kind != schemas.ErrTimeout && tt.kind != schemas.ErrCancelled && tt.kind != schemas.ErrReset
 			if (q.DoneNs != nil) != ended {
 				t.Errorf("DoneNs = %v; want set: %v", q.DoneNs, ended)
 			}
@@ -133,7 +135,7 @@ func TestDoNonStreaming(t *testing.T) {
 	if q.ErrorKind != "" || q.Chunks != 1 || len(res.Chunks) != 1 {
 		t.Fatalf("ErrorKind %q (%s), Chunks %d; want none and 1", q.ErrorKind, q.ErrorMessage, q.Chunks)
 	}
-	if res.Text != "hello é" || q.ContentBytes != 8 || q.FinishReason != "length" || res.Chunks[0].Kind != KindContent {
+	if res.Text != "hello é" || q.ContentBytes != 8 || q.FinishReason != "length" || res.Chunks[0].Kind != schemas.ChunkContent {
 		t.Errorf("Text %q ContentBytes %d FinishReason %q kind %s; want \"hello é\" 8 length content", res.Text, q.ContentBytes, q.FinishReason, res.Chunks[0].Kind)
 	}
 	if q.UsagePrompt == nil || *q.UsagePrompt != 4 || q.UsageComplete == nil || *q.UsageComplete != 2 || q.UsageCached != nil {

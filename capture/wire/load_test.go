@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // delays holds the arrival delays of events behind the server's send time.
@@ -79,7 +81,7 @@ func runStreams(t *testing.T, n, events int, interval time.Duration) *delays {
 				d.mismatches++
 			}
 			for _, ch := range res.Chunks {
-				if ch.Kind != KindContent || ch.ServerSentNs == nil {
+				if ch.Kind != schemas.ChunkContent || ch.ServerSentNs == nil {
 					continue
 				}
 				d.total++

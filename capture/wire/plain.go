@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // The plain path: HTTP/1.1 over plain TCP without net/http. net/http writes every request from
@@ -194,7 +196,7 @@ func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*R
 	res.Req.SendStartNs = time.Now().UnixNano()
 	ep, err := c.endpointFor(r.URL)
 	if err != nil {
-		c.fail(ctx, res, ErrConnect, fmt.Errorf("build request: %w", err))
+		c.fail(ctx, res, schemas.ErrConnect, fmt.Errorf("build request: %w", err))
 		done(res)
 		return
 	}
@@ -260,9 +262,9 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 		case <-p.avail:
 		case err := <-dialErr:
 			if err != nil {
-				c.fail(cl.ctx, cl.res, ErrConnect, err)
+				c.fail(cl.ctx, cl.res, schemas.ErrConnect, err)
 				if cl.ctx.Err() != nil {
-					cl.res.Req.ErrorKind = ErrCancelled
+					cl.res.Req.ErrorKind = schemas.ErrCancelled
 				}
 				t.Stop()
 				cl.done(cl.res)
@@ -272,18 +274,18 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 		case <-t.C:
 			now := time.Now().UnixNano()
 			if cl.deadline != 0 && now > cl.deadline {
-				c.fail(cl.ctx, cl.res, ErrTimeout, fmt.Errorf("no connection within the request timeout (waited %v)", time.Since(t0).Round(time.Millisecond)))
+				c.fail(cl.ctx, cl.res, schemas.ErrTimeout, fmt.Errorf("no connection within the request timeout (waited %v)", time.Since(t0).Round(time.Millisecond)))
 				cl.done(cl.res)
 				return
 			}
 			if cl.ttftAt != 0 && now > cl.ttftAt {
-				c.fail(cl.ctx, cl.res, ErrTTFTTimeout, fmt.Errorf("no connection within ttft_timeout %v", c.cfg.TTFTTimeout))
+				c.fail(cl.ctx, cl.res, schemas.ErrTTFTTimeout, fmt.Errorf("no connection within ttft_timeout %v", c.cfg.TTFTTimeout))
 				cl.done(cl.res)
 				return
 			}
 		case <-cl.ctx.Done():
 			t.Stop()
-			c.fail(cl.ctx, cl.res, ErrCancelled, cl.ctx.Err())
+			c.fail(cl.ctx, cl.res, schemas.ErrCancelled, cl.ctx.Err())
 			cl.done(cl.res)
 			return
 		}
@@ -586,7 +588,7 @@ func (c *Client) serve(pc *plainConn, cl *call, err error) bool {
 	// Until this response's headers are in.
 	for !(fr.Response() == s.resp && !fr.InHeaders()) {
 		if fr.Bad() {
-			c.fail(cl.ctx, res, ErrMalformedStream, errors.New("malformed HTTP response"))
+			c.fail(cl.ctx, res, schemas.ErrMalformedStream, errors.New("malformed HTTP response"))
 			return false
 		}
 		if err != nil {
@@ -609,7 +611,7 @@ func (c *Client) serve(pc *plainConn, cl *call, err error) bool {
 	} else {
 		c.handle(cl.ctx, cl.ctx, response{status: status, statusText: text, header: rawHeader(head), body: b}, cl.req, res)
 	}
-	if res.Req.ErrorKind != "" && res.Req.ErrorKind != ErrHTTPStatus && res.Req.ErrorKind != ErrServerEvent {
+	if res.Req.ErrorKind != "" && res.Req.ErrorKind != schemas.ErrHTTPStatus && res.Req.ErrorKind != schemas.ErrServerEvent {
 		return false
 	}
 	// Read the rest of an error body or anything the decoder left, so the next response starts
@@ -799,12 +801,12 @@ func (cl *call) cut(conn *Conn, now int64) *cutError {
 	}
 	if conn.bodyResp.Load() >= cl.resp {
 		if q := now - conn.lastRead.Load(); cl.gap != 0 && q > cl.gap {
-			return &cutError{kind: ErrGapTimeout, limit: time.Duration(cl.gap), quiet: time.Duration(q)}
+			return &cutError{kind: schemas.ErrGapTimeout, limit: time.Duration(cl.gap), quiet: time.Duration(q)}
 		}
 		return nil
 	}
 	if cl.ttftAt != 0 && now > cl.ttftAt {
-		return &cutError{kind: ErrTTFTTimeout, limit: time.Duration(cl.ttft), quiet: time.Duration(now - (cl.ttftAt - cl.ttft))}
+		return &cutError{kind: schemas.ErrTTFTTimeout, limit: time.Duration(cl.ttft), quiet: time.Duration(now - (cl.ttftAt - cl.ttft))}
 	}
 	return nil
 }

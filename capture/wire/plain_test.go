@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 const okSSE = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
@@ -296,7 +298,7 @@ func TestPlainEarlyResponseStopsTheWrite(t *testing.T) {
 	var res Result
 	start := time.Now()
 	c.Do(ctx, &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: make([]byte, 64<<20)}, &res)
-	if res.Req.ErrorKind != ErrHTTPStatus || res.Req.Status != 413 || !strings.Contains(res.Req.ErrorMessage, "too long") {
+	if res.Req.ErrorKind != schemas.ErrHTTPStatus || res.Req.Status != 413 || !strings.Contains(res.Req.ErrorMessage, "too long") {
 		t.Errorf("error %q status %d message %q; want http_status 413 'too long'", res.Req.ErrorKind, res.Req.Status, res.Req.ErrorMessage)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -343,7 +345,7 @@ func TestPlainMalformedResponse(t *testing.T) {
 	var res Result
 	start := time.Now()
 	c.Do(context.Background(), &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
-	if res.Req.ErrorKind != ErrMalformedStream || !strings.Contains(res.Req.ErrorMessage, "malformed HTTP") {
+	if res.Req.ErrorKind != schemas.ErrMalformedStream || !strings.Contains(res.Req.ErrorMessage, "malformed HTTP") {
 		t.Errorf("error %q (%s); want malformed_stream, malformed HTTP response", res.Req.ErrorKind, res.Req.ErrorMessage)
 	}
 	if d := time.Since(start); d > 500*time.Millisecond {

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // stallHandler sends the headers and `events` content events, then stalls until the client goes
@@ -80,8 +82,8 @@ func TestTTFTTimeout(t *testing.T) {
 			const limit = 200 * time.Millisecond
 			url, conns, c := startTimeoutServer(t, tlsOn, stallHandler(0), ClientConfig{MaxConns: 4, Timeout: 5 * time.Second, TTFTTimeout: limit, GapTimeout: time.Second})
 			res, doneAt := sendTimed(c, url+"/v1/completions")
-			if res.Req.ErrorKind != ErrTTFTTimeout {
-				t.Fatalf("error %q (%s); want %s", res.Req.ErrorKind, res.Req.ErrorMessage, ErrTTFTTimeout)
+			if res.Req.ErrorKind != schemas.ErrTTFTTimeout {
+				t.Fatalf("error %q (%s); want %s", res.Req.ErrorKind, res.Req.ErrorMessage, schemas.ErrTTFTTimeout)
 			}
 			if len(res.Chunks) != 0 {
 				t.Errorf("%d chunks; want 0", len(res.Chunks))
@@ -101,10 +103,10 @@ func TestGapTimeoutKeepsChunks(t *testing.T) {
 			const limit = 200 * time.Millisecond
 			url, conns, c := startTimeoutServer(t, tlsOn, stallHandler(2), ClientConfig{MaxConns: 4, Timeout: 5 * time.Second, TTFTTimeout: time.Second, GapTimeout: limit})
 			res, doneAt := sendTimed(c, url+"/v1/completions")
-			if res.Req.ErrorKind != ErrGapTimeout {
-				t.Fatalf("error %q (%s); want %s", res.Req.ErrorKind, res.Req.ErrorMessage, ErrGapTimeout)
+			if res.Req.ErrorKind != schemas.ErrGapTimeout {
+				t.Fatalf("error %q (%s); want %s", res.Req.ErrorKind, res.Req.ErrorMessage, schemas.ErrGapTimeout)
 			}
-			if len(res.Chunks) != 2 || res.Req.Chunks != 2 || res.Chunks[1].Kind != KindContent {
+			if len(res.Chunks) != 2 || res.Req.Chunks != 2 || res.Chunks[1].Kind != schemas.ChunkContent {
 				t.Fatalf("%d chunks (row says %d); want the 2 content chunks that arrived", len(res.Chunks), res.Req.Chunks)
 			}
 			last := res.Chunks[1].RxUserNs
