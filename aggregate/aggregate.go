@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	if out == "" {
 		out = runs[0].dir
 	}
-	metricsDir := filepath.Join(out, "metrics")
+	metricsDir := filepath.Dir(schemas.FileOf[schemas.Stage](out))
 	if err := os.MkdirAll(metricsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", metricsDir, err)
 	}
@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	fb := dp.fb
 
 	// Pass 2: fill the decomposition, write requests.parquet, add the decomposition dists.
-	n, err := a.pass2(ctx, pass1, filepath.Join(metricsDir, "requests.parquet"), prod, dp)
+	n, err := a.pass2(ctx, pass1, schemas.FileOf[schemas.MetricRequest](out), prod, dp)
 	if err != nil {
 		return nil, err
 	}
@@ -267,10 +267,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 			log.Warn("client-bound stage: its numbers may be distorted by the client", "stage", r.Stage, "name", r.Name, "reason", r.ClientBoundReason)
 		}
 	}
-	if err := schemas.WriteFile(filepath.Join(metricsDir, "stages.parquet"), rows, prod); err != nil {
+	if err := schemas.WriteFile(schemas.FileOf[schemas.Stage](out), rows, prod); err != nil {
 		return nil, err
 	}
-	if err := schemas.WriteFile(filepath.Join(metricsDir, "timeseries.parquet"), ts, prod); err != nil {
+	if err := schemas.WriteFile(schemas.FileOf[schemas.Timeseries](out), ts, prod); err != nil {
 		return nil, err
 	}
 
@@ -344,7 +344,7 @@ func (a *aggregator) pass2(ctx context.Context, in, out string, prod schemas.Pro
 func readWorkers(runs []*runDir, w *warner) (map[int32][]workerStats, error) {
 	out := map[int32][]workerStats{}
 	for _, r := range runs {
-		path := filepath.Join(r.dir, "raw", "workers.parquet")
+		path := schemas.FileOf[schemas.Worker](r.dir)
 		rows, err := schemas.ReadFile[schemas.Worker](path)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, schemas.ErrCorrupt) {
 			if werr := w.warn(path, "unreadable or missing (%v): worker utilisation unknown", errors.Unwrap(err)); werr != nil {
@@ -378,7 +378,7 @@ func readWorkers(runs []*runDir, w *warner) (map[int32][]workerStats, error) {
 func readServerMetrics(runs []*runDir, w *warner) ([]schemas.ServerMetric, error) {
 	var out []schemas.ServerMetric
 	for _, r := range runs {
-		path := filepath.Join(r.dir, "raw", "server-metrics.parquet")
+		path := schemas.FileOf[schemas.ServerMetric](r.dir)
 		rows, err := schemas.ReadFile[schemas.ServerMetric](path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -414,9 +414,9 @@ func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, re
 		m = &cp
 	}
 	m.Steps = append(m.Steps, schemas.Step{Name: "aggregate", Args: cfg.Args, Started: started, Ended: time.Now(), Status: "ok"})
-	m.AddFile(schemas.FileEntry{Path: "metrics/requests.parquet", Kind: "metric-requests", Rows: reqRows})
-	m.AddFile(schemas.FileEntry{Path: "metrics/stages.parquet", Kind: "stages", Rows: stageRows})
-	m.AddFile(schemas.FileEntry{Path: "metrics/timeseries.parquet", Kind: "timeseries", Rows: tsRows})
+	m.AddFile(schemas.EntryOf[schemas.MetricRequest](reqRows))
+	m.AddFile(schemas.EntryOf[schemas.Stage](stageRows))
+	m.AddFile(schemas.EntryOf[schemas.Timeseries](tsRows))
 	if err := m.Write(path); err != nil {
 		return fmt.Errorf("update manifest: %w", err)
 	}

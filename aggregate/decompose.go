@@ -206,14 +206,13 @@ func (p *plan) decompose(m *schemas.MetricRequest) {
 // stages are the measured stages and least is the least-loaded one the fit used (nil when none
 // had two TTFTs). A forced histograms mode warns about each measured stage without histograms.
 func (p *plan) check(runs []*runDir, srvRows int64, samples int, stages []int32, least *stageAcc, w *warner) error {
-	raw := filepath.Join(runs[0].dir, "raw")
 	switch p.mode {
 	case SourceServer:
 		if srvRows == 0 {
-			return fmt.Errorf("decomposition server: no request in %s has server timings (server_queue_ns, server_prefill_ns, server_decode_ns): the server does not report them; use histograms or fit", filepath.Join(raw, "requests-*.parquet"))
+			return fmt.Errorf("decomposition server: no request in %s has server timings (server_queue_ns, server_prefill_ns, server_decode_ns): the server does not report them; use histograms or fit", filepath.Join(runs[0].dir, schemas.KindOf[schemas.RawRequest]().Path))
 		}
 	case SourceHistograms:
-		metrics := filepath.Join(raw, "server-metrics.parquet")
+		metrics := schemas.FileOf[schemas.ServerMetric](runs[0].dir)
 		if samples == 0 {
 			return fmt.Errorf("decomposition histograms: no server metrics in %s: set target.metrics_url so that capture scrapes the server's /metrics", metrics)
 		}

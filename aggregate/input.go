@@ -3,13 +3,10 @@ package aggregate
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
 
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -40,8 +37,6 @@ type runDir struct {
 	parts    []*part
 	tap      *tapIndex // the packet tap's segments; nil without
 }
-
-var partRe = regexp.MustCompile(`^(requests|chunks)-w(\d+)-(\d+)\.parquet$`)
 
 // warner collects warnings: logged with the file they concern, and errors when strict.
 type warner struct {
@@ -123,26 +118,16 @@ func sameStages(a, b []schemas.StageInfo) bool {
 // listParts finds raw/requests-wNN-PPPP.parquet and raw/chunks-wNN-PPPP.parquet, pairs them and
 // compares them with the manifest's file list.
 func (r *runDir) listParts(w *warner) error {
-	raw := filepath.Join(r.dir, "raw")
-	ents, err := os.ReadDir(raw)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("list %s: %w", raw, err)
-	}
+	reqKind, chunkKind := schemas.KindOf[schemas.RawRequest](), schemas.KindOf[schemas.RawChunk]()
 	byKey := map[[2]int]*part{}
-	for _, e := range ents {
-		m := partRe.FindStringSubmatch(e.Name())
-		if m == nil {
-			continue
-		}
-		wk, _ := strconv.Atoi(m[2])
-		pn, _ := strconv.Atoi(m[3])
+	for _, path := range append(reqKind.Glob(r.dir), chunkKind.Glob(r.dir)...) {
+		k, wk, pn, _ := schemas.ParsePartPath(path[len(r.dir)+1:])
 		p := byKey[[2]int{wk, pn}]
 		if p == nil {
 			p = &part{run: r, worker: wk, num: pn}
 			byKey[[2]int{wk, pn}] = p
 		}
-		path := filepath.Join(raw, e.Name())
-		if m[1] == "requests" {
+		if k.Name == reqKind.Name {
 			p.requests = path
 		} else {
 			p.chunks = path
@@ -154,7 +139,7 @@ func (r *runDir) listParts(w *warner) error {
 	}
 	mpath := filepath.Join(r.dir, schemas.ManifestName)
 	for f, e := range listed {
-		if e.Kind != "raw-requests" && e.Kind != "raw-chunks" {
+		if e.Kind != reqKind.Name && e.Kind != chunkKind.Name {
 			continue
 		}
 		if _, err := os.Stat(f); err != nil {
@@ -194,7 +179,7 @@ func (r *runDir) listParts(w *warner) error {
 		return a.num < b.num
 	})
 	if len(r.parts) == 0 {
-		if err := w.warn(raw, "no raw request parts"); err != nil {
+		if err := w.warn(filepath.Join(r.dir, "raw"), "no raw request parts"); err != nil {
 			return err
 		}
 	}

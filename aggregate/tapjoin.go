@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sort"
 
@@ -48,7 +47,7 @@ type rawSeg struct {
 
 // loadTap reads a run directory's segment parts; nil when it has none.
 func loadTap(ctx context.Context, r *runDir, w *warner) (*tapIndex, error) {
-	paths, _ := filepath.Glob(filepath.Join(r.dir, "raw", "segments-*.parquet"))
+	paths := schemas.KindOf[schemas.RawSegment]().Glob(r.dir)
 	if len(paths) == 0 {
 		return nil, nil
 	}
@@ -165,7 +164,7 @@ func LoadTapTimes(ctx context.Context, dir string) (*TapTimes, error) {
 		return out, err
 	}
 	conns := map[int64]*tapConn{}
-	reqs, _ := filepath.Glob(filepath.Join(dir, "raw", "requests-*.parquet"))
+	reqs := schemas.KindOf[schemas.RawRequest]().Glob(dir)
 	for _, p := range reqs {
 		rows, err := schemas.ReadFile[schemas.RawRequest](p)
 		if err != nil {
@@ -187,7 +186,7 @@ func LoadTapTimes(ctx context.Context, dir string) (*TapTimes, error) {
 			}
 		}
 	}
-	chunks, _ := filepath.Glob(filepath.Join(dir, "raw", "chunks-*.parquet"))
+	chunks := schemas.KindOf[schemas.RawChunk]().Glob(dir)
 	for _, p := range chunks {
 		rows, err := schemas.ReadFile[schemas.RawChunk](p)
 		if err != nil {

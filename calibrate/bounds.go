@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -64,11 +63,11 @@ func CoverTTFT(reqs []schemas.MetricRequest, chunks []schemas.RawChunk) map[int3
 // addBounds fills each rate's bounds coverage and widths from aggregate's metrics in dir, and
 // the calibration's stamp transit from the raw chunks.
 func (c *Calibration) addBounds(dir string, d *rawData) error {
-	reqs, err := schemas.ReadFile[schemas.MetricRequest](filepath.Join(dir, "metrics", "requests.parquet"))
+	reqs, err := schemas.ReadFile[schemas.MetricRequest](schemas.FileOf[schemas.MetricRequest](dir))
 	if err != nil {
 		return fmt.Errorf("bounds coverage: %w", err)
 	}
-	stages, err := schemas.ReadFile[schemas.Stage](filepath.Join(dir, "metrics", "stages.parquet"))
+	stages, err := schemas.ReadFile[schemas.Stage](schemas.FileOf[schemas.Stage](dir))
 	if err != nil {
 		return fmt.Errorf("bounds coverage: %w", err)
 	}

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"fmt"
 	"path/filepath"
 	"time"
 
@@ -21,12 +20,12 @@ type fileDone struct {
 // or every interval. A part's files are created on its first row and closed atomically, so a
 // crash loses at most the open part. It is used by a single goroutine.
 type partWriter struct {
-	run, rawDir string
-	worker      int
-	producer    schemas.Producer
-	maxRows     int64
-	interval    time.Duration
-	onFile      func(fileDone)
+	run      string
+	worker   int
+	producer schemas.Producer
+	maxRows  int64
+	interval time.Duration
+	onFile   func(fileDone)
 
 	part    int32
 	opened  time.Time
@@ -40,24 +39,24 @@ const flushRows = 4096
 
 func newPartWriter(run string, worker int, p schemas.Producer, maxRows int, interval time.Duration, onFile func(fileDone)) *partWriter {
 	return &partWriter{
-		run: run, rawDir: filepath.Join(run, "raw"), worker: worker, producer: p,
+		run: run, worker: worker, producer: p,
 		maxRows: int64(maxRows), interval: interval, onFile: onFile,
 		reqBuf: make([]schemas.RawRequest, 0, flushRows), chunkBf: make([]schemas.RawChunk, 0, flushRows),
 	}
 }
 
-func (w *partWriter) name(kind string) string {
-	return filepath.Join(w.rawDir, fmt.Sprintf("%s-w%02d-%04d.parquet", kind, w.worker, w.part))
+func (w *partWriter) name(k schemas.Kind) string {
+	return filepath.Join(w.run, filepath.FromSlash(k.PartPath(w.worker, int(w.part))))
 }
 
 // add buffers one request and its chunks; rows are copied, so the caller may reuse them.
 func (w *partWriter) add(r *schemas.RawRequest, chunks []schemas.RawChunk) error {
 	if w.reqs == nil {
 		var err error
-		if w.reqs, err = schemas.Create[schemas.RawRequest](w.name("requests"), w.producer); err != nil {
+		if w.reqs, err = schemas.Create[schemas.RawRequest](w.name(schemas.KindOf[schemas.RawRequest]()), w.producer); err != nil {
 			return err
 		}
-		if w.chunks, err = schemas.Create[schemas.RawChunk](w.name("chunks"), w.producer); err != nil {
+		if w.chunks, err = schemas.Create[schemas.RawChunk](w.name(schemas.KindOf[schemas.RawChunk]()), w.producer); err != nil {
 			w.reqs.Abort()
 			w.reqs = nil
 			return err
@@ -122,11 +121,11 @@ func (w *partWriter) roll() error {
 		chunks.Abort()
 		return err
 	}
-	w.report(reqs.Path(), "raw-requests", reqs.Rows())
+	w.report(reqs.Path(), schemas.KindOf[schemas.RawRequest]().Name, reqs.Rows())
 	if err := chunks.Close(); err != nil {
 		return err
 	}
-	w.report(chunks.Path(), "raw-chunks", chunks.Rows())
+	w.report(chunks.Path(), schemas.KindOf[schemas.RawChunk]().Name, chunks.Rows())
 	w.part++
 	return nil
 }

@@ -200,7 +200,7 @@ func resolve(cfg *Config, rc *schemas.Config) error {
 
 // plannedPerStage counts this host's planned requests per stage.
 func plannedPerStage(run string, shard, shards int) (map[int32]int64, int64, error) {
-	rows, err := schemas.ReadFile[schemas.ScheduleRequest](filepath.Join(run, "schedule", "requests.parquet"))
+	rows, err := schemas.ReadFile[schemas.ScheduleRequest](schemas.FileOf[schemas.ScheduleRequest](run))
 	if err != nil {
 		return nil, 0, fmt.Errorf("read schedule: %w", err)
 	}
@@ -591,7 +591,6 @@ func (c *coord) stageAt(ns int64) int32 {
 
 // result writes the coordinator's files and decides the outcome.
 func (c *coord) result() error {
-	rawDir := filepath.Join(c.cfg.Run, "raw")
 	prod := schemas.Producer{Command: "capture", Args: c.cfg.Args}
 	var ferr error
 	sort.Slice(c.rows, func(i, j int) bool {
@@ -599,17 +598,17 @@ func (c *coord) result() error {
 		return a.Worker < b.Worker || a.Worker == b.Worker && a.Stage < b.Stage
 	})
 	if len(c.rows) > 0 {
-		if err := schemas.WriteFile(filepath.Join(rawDir, "workers.parquet"), c.rows, prod); err != nil {
+		if err := schemas.WriteFile(schemas.FileOf[schemas.Worker](c.cfg.Run), c.rows, prod); err != nil {
 			ferr = err
 		} else {
-			c.m.AddFile(schemas.FileEntry{Path: "raw/workers.parquet", Kind: "workers", Rows: int64(len(c.rows))})
+			c.m.AddFile(schemas.EntryOf[schemas.Worker](int64(len(c.rows))))
 		}
 	}
 	if len(c.server) > 0 {
-		if err := schemas.WriteFile(filepath.Join(rawDir, "server-metrics.parquet"), c.server, prod); err != nil && ferr == nil {
+		if err := schemas.WriteFile(schemas.FileOf[schemas.ServerMetric](c.cfg.Run), c.server, prod); err != nil && ferr == nil {
 			ferr = err
 		} else if err == nil {
-			c.m.AddFile(schemas.FileEntry{Path: "raw/server-metrics.parquet", Kind: "server-metrics", Rows: int64(len(c.server))})
+			c.m.AddFile(schemas.EntryOf[schemas.ServerMetric](int64(len(c.server))))
 		}
 	}
 	var dead []string

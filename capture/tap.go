@@ -166,7 +166,7 @@ func (r *tapRecorder) write(segs []tap.Segment) {
 }
 
 func (r *tapRecorder) path() string {
-	return filepath.Join(r.run, "raw", fmt.Sprintf("segments-%04d.parquet", r.part))
+	return filepath.Join(r.run, filepath.FromSlash(schemas.KindOf[schemas.RawSegment]().PartPath(0, int(r.part))))
 }
 
 func (r *tapRecorder) closePart() {
@@ -177,7 +177,7 @@ func (r *tapRecorder) closePart() {
 	if err := r.w.Close(); err != nil {
 		r.fail(err)
 	} else {
-		r.files = append(r.files, schemas.FileEntry{Path: fmt.Sprintf("raw/segments-%04d.parquet", r.part), Kind: schemas.KindOf[schemas.RawSegment]().Name, Rows: rows, Part: r.part})
+		r.files = append(r.files, schemas.FileEntry{Path: schemas.KindOf[schemas.RawSegment]().PartPath(0, int(r.part)), Kind: schemas.KindOf[schemas.RawSegment]().Name, Rows: rows, Part: r.part})
 	}
 	r.w = nil
 	r.part++

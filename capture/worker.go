@@ -269,7 +269,7 @@ func (w *worker) load() error {
 		maxStage = max(maxStage, s.Index)
 	}
 
-	sched, err := schemas.ReadFile[schemas.ScheduleRequest](filepath.Join(w.cfg.Run, "schedule", "requests.parquet"))
+	sched, err := schemas.ReadFile[schemas.ScheduleRequest](schemas.FileOf[schemas.ScheduleRequest](w.cfg.Run))
 	if err != nil {
 		return fmt.Errorf("read schedule: %w", err)
 	}
@@ -287,7 +287,7 @@ func (w *worker) load() error {
 		need[r.PromptID] = nil
 	}
 	sched = nil
-	prompts, err := schemas.ReadFile[schemas.Prompt](filepath.Join(w.cfg.Run, "schedule", "prompts.parquet"))
+	prompts, err := schemas.ReadFile[schemas.Prompt](schemas.FileOf[schemas.Prompt](w.cfg.Run))
 	if err != nil {
 		return fmt.Errorf("read prompts: %w", err)
 	}

@@ -29,11 +29,11 @@ func copyRun(dir, api string, o *output) ([]schemas.StageInfo, error) {
 	for i := range o.stats {
 		o.stats[i] = newStageStats()
 	}
-	if err := copyRows(filepath.Join(dir, "schedule", "prompts.parquet"), o.addPromptRow); err != nil {
+	if err := copyRows(schemas.FileOf[schemas.Prompt](dir), o.addPromptRow); err != nil {
 		return nil, err
 	}
 	nst := int32(len(m.Stages))
-	err = copyRows(filepath.Join(dir, "schedule", "requests.parquet"), func(r schemas.ScheduleRequest) error {
+	err = copyRows(schemas.FileOf[schemas.ScheduleRequest](dir), func(r schemas.ScheduleRequest) error {
 		if r.Stage < 0 || r.Stage >= nst {
 			return fmt.Errorf("workload.run: %s: request seq %d has stage %d; the manifest lists %d stages", dir, r.Seq, r.Stage, nst)
 		}

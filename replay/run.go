@@ -84,12 +84,12 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		if _, err := os.Stat(opts.Out); errors.Is(err, os.ErrNotExist) {
 			createdOut = true
 		}
-		schedDir = filepath.Join(opts.Out, "schedule")
+		schedDir = filepath.Dir(schemas.FileOf[schemas.Prompt](opts.Out))
 		p := schemas.Producer{Command: "replay", Args: scheduleArgs(opts.Args)}
-		if o.promptW, err = schemas.Create[schemas.Prompt](filepath.Join(schedDir, "prompts.parquet"), p); err != nil {
+		if o.promptW, err = schemas.Create[schemas.Prompt](schemas.FileOf[schemas.Prompt](opts.Out), p); err != nil {
 			return err
 		}
-		if o.reqW, err = schemas.Create[schemas.ScheduleRequest](filepath.Join(schedDir, "requests.parquet"), p); err != nil {
+		if o.reqW, err = schemas.Create[schemas.ScheduleRequest](schemas.FileOf[schemas.ScheduleRequest](opts.Out), p); err != nil {
 			o.promptW.Abort()
 			return err
 		}
@@ -141,8 +141,8 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		return fmt.Errorf("encode config: %w", err)
 	}
 	m.Steps = []schemas.Step{{Name: "replay", Args: opts.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: "ok"}}
-	m.AddFile(schemas.FileEntry{Path: "schedule/requests.parquet", Kind: schemas.KindOf[schemas.ScheduleRequest]().Name, Rows: o.reqW.Rows()})
-	m.AddFile(schemas.FileEntry{Path: "schedule/prompts.parquet", Kind: schemas.KindOf[schemas.Prompt]().Name, Rows: o.promptW.Rows()})
+	m.AddFile(schemas.EntryOf[schemas.ScheduleRequest](o.reqW.Rows()))
+	m.AddFile(schemas.EntryOf[schemas.Prompt](o.promptW.Rows()))
 	if err := m.Write(filepath.Join(opts.Out, schemas.ManifestName)); err != nil {
 		return err
 	}

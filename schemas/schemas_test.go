@@ -285,3 +285,46 @@ func TestRowGroupsBounded(t *testing.T) {
 		t.Errorf("rows = %d; want %d", f.NumRows(), total)
 	}
 }
+
+func TestPartPathsRoundTrip(t *testing.T) {
+	for _, k := range Kinds {
+		if !k.Rolled() {
+			if _, _, _, ok := ParsePartPath(k.Path); ok {
+				t.Errorf("%s: ParsePartPath(%q) ok for a kind that is not rolled", k.Name, k.Path)
+			}
+			continue
+		}
+		p := k.PartPath(7, 123)
+		got, w, n, ok := ParsePartPath(p)
+		wantW := 7
+		if !strings.Contains(k.Path, "NN") {
+			wantW = 0
+		}
+		if !ok || got.Name != k.Name || w != wantW || n != 123 {
+			t.Errorf("ParsePartPath(%q) = (%s, %d, %d, %v); want (%s, %d, 123, true)", p, got.Name, w, n, ok, k.Name, wantW)
+		}
+	}
+	if got := KindOf[RawRequest]().PartPath(3, 12); got != "raw/requests-w03-0012.parquet" {
+		t.Errorf("PartPath = %q", got)
+	}
+	for _, bad := range []string{"raw/requests-w3-0012.parquet", "raw/requests-w03-0012.parquet.tmp", "raw/other-w03-0012.parquet"} {
+		if _, _, _, ok := ParsePartPath(bad); ok {
+			t.Errorf("ParsePartPath(%q) ok", bad)
+		}
+	}
+}
+
+func TestGlobFindsOnlyParts(t *testing.T) {
+	dir := t.TempDir()
+	k := KindOf[RawChunk]()
+	os.MkdirAll(filepath.Join(dir, "raw"), 0o755)
+	for _, name := range []string{k.PartPath(0, 1), k.PartPath(1, 0), "raw/chunks-w01-0000.parquet.tmp", "raw/requests-w00-0000.parquet"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := k.Glob(dir)
+	if len(got) != 2 || got[0] != filepath.Join(dir, k.PartPath(0, 1)) || got[1] != filepath.Join(dir, k.PartPath(1, 0)) {
+		t.Errorf("Glob = %v", got)
+	}
+}
