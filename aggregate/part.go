@@ -3,22 +3,11 @@ package aggregate
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/wirebench/wirebench/schemas"
 )
-
-var requestCols = []string{
-	"seq", "stage", "worker", "shard", "warmup", "conversation", "turn", "input_tokens",
-	"planned_ns", "sent_ns", "done_ns", "status", "error_kind", "usage_prompt_tokens",
-	"usage_completion_tokens", "server_queue_ns", "server_prefill_ns", "server_decode_ns", "output_text",
-	"sent_end_ns", "send_start_ns", "connect_ns", "local_port", "tx_stream_end", "conn_wait_ns", "syn_retrans", "conn_capped",
-}
-
-var chunkCols = []string{"seq", "index", "rx_kernel_ns", "rx_user_ns", "quality", "kind", "tokens", "rx_after_ns", "rx_stream_end"}
 
 // partReader joins one part's requests and chunks. Its buffers are reused from part to part.
 type partReader struct {
@@ -30,127 +19,39 @@ type partReader struct {
 }
 
 // read loads the part's requests into per-request state, streams its chunks through that state
-// and returns the finished state (valid until the next call).
+// and returns the finished state (valid until the next call; nil when the part is unreadable).
 func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
-	a := pr.agg
 	pr.states = pr.states[:0]
 	clear(pr.index)
-	off := p.run.offsetNs
-	dups := 0
-	if err := checkOpen(p.requests, schemas.KindOf[schemas.RawRequest]()); err != nil {
-		if errors.Is(err, schemas.ErrCorrupt) {
-			if werr := a.w.warn(p.requests, "truncated or not Parquet; part skipped with its chunks"); werr != nil {
-				return nil, werr
-			}
-			return nil, nil
-		}
+	if ok, err := pr.readRequests(ctx, p); err != nil || !ok {
 		return nil, err
 	}
-	rows, err := forBatches(ctx, p.requests, schemas.KindOf[schemas.RawRequest](), requestCols, func(n int, cols []arrow.Array) error {
-		var e error
-		get64 := func(i int) (c interface {
-			Value(int) int64
-			IsNull(int) bool
-		}) {
-			if e == nil {
-				c, e = i64(p.requests, requestCols[i], cols[i])
-			}
-			return c
+	if p.chunks != "" {
+		if err := pr.readChunks(ctx, p); err != nil {
+			return nil, err
 		}
-		get32 := func(i int) (c interface {
-			Value(int) int32
-			IsNull(int) bool
-		}) {
-			if e == nil {
-				c, e = i32(p.requests, requestCols[i], cols[i])
-			}
-			return c
+	}
+	return pr.states, nil
+}
+
+// readRequests reads the part's request rows into pr.states; false when the file is cut short
+// (warned; the part is skipped with its chunks).
+func (pr *partReader) readRequests(ctx context.Context, p *part) (bool, error) {
+	a := pr.agg
+	if err := checkOpen(p.requests, schemas.KindOf[schemas.RawRequest]()); err != nil {
+		if errors.Is(err, schemas.ErrCorrupt) {
+			return false, a.w.warn(p.requests, "truncated or not Parquet; part skipped with its chunks")
 		}
-		seq, stage, worker, shard := get64(0), get32(1), get32(2), get32(3)
-		conv, turn, inTok, planned, sent, done, status := get64(5), get32(6), get32(7), get64(8), get64(9), get64(10), get32(11)
-		uPrompt, uOut, sq, sp, sd := get32(13), get32(14), get64(15), get64(16), get64(17)
-		col := func(name string) int { return slices.Index(requestCols, name) }
-		sentEnd, sendStart, connect, txEnd := get64(col("sent_end_ns")), get64(col("send_start_ns")), get64(col("connect_ns")), get64(col("tx_stream_end"))
-		port, connWait, synRe := get32(col("local_port")), get64(col("conn_wait_ns")), get32(col("syn_retrans"))
-		if e != nil {
-			return e
+		return false, err
+	}
+	dups := 0
+	rows, err := forBatches(ctx, p.requests, schemas.KindOf[schemas.RawRequest](), requestCols, func(b *batch) error {
+		c := takeRequestColumns(b)
+		if b.err != nil {
+			return b.err
 		}
-		warm, e := boolean(p.requests, "warmup", cols[4])
-		if e != nil {
-			return e
-		}
-		ekind, e := str(p.requests, "error_kind", cols[12])
-		if e != nil {
-			return e
-		}
-		text, e := str(p.requests, "output_text", cols[18])
-		if e != nil {
-			return e
-		}
-		capped, e := boolean(p.requests, "conn_capped", cols[slices.Index(requestCols, "conn_capped")])
-		if e != nil {
-			return e
-		}
-		for i := range n {
-			s := reqState{
-				seq: seq.Value(i), stage: stage.Value(i), worker: worker.Value(i), shard: shard.Value(i),
-				warmup: warm.Value(i), conversation: conv.Value(i), turn: turn.Value(i),
-				inputSched: inTok.Value(i), plannedNs: planned.Value(i) + off, sentNs: sent.Value(i) + off,
-				status: status.Value(i), textTokens: -1, lastIndex: -1, evTokensOK: true,
-				sendStartNs: sendStart.Value(i) + off, connectNs: -1,
-			}
-			if sent.Value(i) == 0 {
-				s.unsent, s.sentNs = true, s.sendStartNs // never written: the timeline uses its start
-			}
-			s.sentEndNs = s.sentNs
-			if !sentEnd.IsNull(i) {
-				s.sentEndNs = max(sentEnd.Value(i)+off, s.sentNs)
-			}
-			if !connect.IsNull(i) {
-				s.connectNs = connect.Value(i)
-			}
-			if !connWait.IsNull(i) {
-				s.connWaitNs = connWait.Value(i)
-			}
-			if !synRe.IsNull(i) {
-				s.synRetrans = synRe.Value(i)
-			}
-			s.connCapped = capped.Value(i)
-			s.sNs, s.sEndNs = s.sentNs, s.sentEndNs
-			if tp := p.run.tap; tp != nil && !port.IsNull(i) && !s.unsent {
-				s.conn = tp.conn(port.Value(i), s.sentNs)
-			}
-			if s.conn != nil && !txEnd.IsNull(i) {
-				if ns, ok := at(s.conn.tx, txEnd.Value(i)); ok {
-					s.txTapNs, s.sNs, s.sEndNs = ns, ns, ns
-				}
-			}
-			if !done.IsNull(i) {
-				s.doneNs, s.hasDone = done.Value(i)+off, true
-			}
-			if k := ekind(i); k != "" {
-				s.errorKind = pr.intern(k)
-			}
-			if !uPrompt.IsNull(i) {
-				s.usagePrompt, s.hasUPrompt = uPrompt.Value(i), true
-			}
-			if !uOut.IsNull(i) {
-				s.usageOut, s.hasUOut = uOut.Value(i), true
-			} else if t := text(i); t != "" && a.tok != nil {
-				s.textTokens = int32(a.tok.Count(t))
-			}
-			if !sp.IsNull(i) {
-				s.srvPrefill, s.hasSrv = sp.Value(i), true
-				if !sq.IsNull(i) {
-					s.srvQueue = sq.Value(i)
-				}
-				if !sd.IsNull(i) {
-					s.srvDecode = sd.Value(i)
-				}
-			}
-			if !s.warmup || a.cfg.IncludeWarmup {
-				s.acc = a.stageOf(s.stage, p.requests)
-			}
+		for i := range b.n {
+			s := pr.request(&c, i, p)
 			if _, dup := pr.index[s.seq]; dup {
 				dups++
 			}
@@ -160,186 +61,273 @@ func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	if dups > 0 {
 		if err := a.w.warn(p.requests, "%d duplicate seq values; the last row of each wins", dups); err != nil {
-			return nil, err
+			return false, err
 		}
 	}
 	if want := p.run.listedRows(p.requests); want >= 0 && want != rows {
 		if err := a.w.warn(p.requests, "has %d rows; the manifest says %d", rows, want); err != nil {
-			return nil, err
+			return false, err
 		}
 	}
 	a.requestsRead += rows
-	if p.chunks == "" {
-		return pr.states, nil
+	return true, nil
+}
+
+// requestColumns are the raw-requests columns of one batch, by the schema's names.
+type requestColumns struct {
+	seq, conv, planned, sent, done, srvQueue, srvPrefill, srvDecode       *array.Int64
+	sentEnd, sendStart, connect, txEnd, connWait                          *array.Int64
+	stage, worker, shard, turn, inTok, status, uPrompt, uOut, port, synRe *array.Int32
+	warmup, capped                                                        *array.Boolean
+	errorKind, text                                                       func(int) string
+}
+
+var requestCols = []string{
+	"seq", "stage", "worker", "shard", "warmup", "conversation", "turn", "input_tokens",
+	"planned_ns", "sent_ns", "done_ns", "status", "error_kind", "usage_prompt_tokens",
+	"usage_completion_tokens", "server_queue_ns", "server_prefill_ns", "server_decode_ns", "output_text",
+	"sent_end_ns", "send_start_ns", "connect_ns", "local_port", "tx_stream_end", "conn_wait_ns", "syn_retrans", "conn_capped",
+}
+
+func takeRequestColumns(b *batch) requestColumns {
+	return requestColumns{
+		seq: b.i64("seq"), conv: b.i64("conversation"), planned: b.i64("planned_ns"), sent: b.i64("sent_ns"), done: b.i64("done_ns"),
+		srvQueue: b.i64("server_queue_ns"), srvPrefill: b.i64("server_prefill_ns"), srvDecode: b.i64("server_decode_ns"),
+		sentEnd: b.i64("sent_end_ns"), sendStart: b.i64("send_start_ns"), connect: b.i64("connect_ns"),
+		txEnd: b.i64("tx_stream_end"), connWait: b.i64("conn_wait_ns"),
+		stage: b.i32("stage"), worker: b.i32("worker"), shard: b.i32("shard"), turn: b.i32("turn"), inTok: b.i32("input_tokens"),
+		status: b.i32("status"), uPrompt: b.i32("usage_prompt_tokens"), uOut: b.i32("usage_completion_tokens"),
+		port: b.i32("local_port"), synRe: b.i32("syn_retrans"),
+		warmup: b.boolean("warmup"), capped: b.boolean("conn_capped"),
+		errorKind: b.str("error_kind"), text: b.str("output_text"),
 	}
+}
+
+// request makes row i's state: its times on the run's clock, its send moments (from the tap
+// when it saw them), and what the server reported.
+func (pr *partReader) request(c *requestColumns, i int, p *part) reqState {
+	a, off := pr.agg, p.run.offsetNs
+	s := reqState{
+		seq: c.seq.Value(i), stage: c.stage.Value(i), worker: c.worker.Value(i), shard: c.shard.Value(i),
+		warmup: c.warmup.Value(i), conversation: c.conv.Value(i), turn: c.turn.Value(i),
+		inputSched: c.inTok.Value(i), plannedNs: c.planned.Value(i) + off, sentNs: c.sent.Value(i) + off,
+		status: c.status.Value(i), textTokens: -1, lastIndex: -1, evTokensOK: true,
+		sendStartNs: c.sendStart.Value(i) + off, connectNs: -1, connCapped: c.capped.Value(i),
+	}
+	if c.sent.Value(i) == 0 {
+		s.unsent, s.sentNs = true, s.sendStartNs // never written: the timeline uses its start
+	}
+	s.sentEndNs = s.sentNs
+	if v, ok := optI64(c.sentEnd, i); ok {
+		s.sentEndNs = max(v+off, s.sentNs)
+	}
+	if v, ok := optI64(c.connect, i); ok {
+		s.connectNs = v
+	}
+	s.connWaitNs, _ = optI64(c.connWait, i)
+	s.synRetrans, _ = optI32(c.synRe, i)
+	pr.sendMoments(&s, c, i, p.run.tap)
+	if v, ok := optI64(c.done, i); ok {
+		s.doneNs, s.hasDone = v+off, true
+	}
+	if k := c.errorKind(i); k != "" {
+		s.errorKind = pr.intern(k)
+	}
+	s.usagePrompt, s.hasUPrompt = optI32(c.uPrompt, i)
+	if s.usageOut, s.hasUOut = optI32(c.uOut, i); !s.hasUOut {
+		if t := c.text(i); t != "" && a.tok != nil {
+			s.textTokens = int32(a.tok.Count(t))
+		}
+	}
+	if v, ok := optI64(c.srvPrefill, i); ok {
+		s.srvPrefill, s.hasSrv = v, true
+		s.srvQueue, _ = optI64(c.srvQueue, i)
+		s.srvDecode, _ = optI64(c.srvDecode, i)
+	}
+	if !s.warmup || a.cfg.IncludeWarmup {
+		s.acc = a.stageOf(s.stage, p.requests)
+	}
+	return s
+}
+
+// sendMoments sets the send interval used by latencies: [sent_ns, sent_end_ns] of the client,
+// or the tap's time of the segment that carried the request's last byte.
+func (pr *partReader) sendMoments(s *reqState, c *requestColumns, i int, tp *tapIndex) {
+	s.sNs, s.sEndNs = s.sentNs, s.sentEndNs
+	if port, ok := optI32(c.port, i); ok && tp != nil && !s.unsent {
+		s.conn = tp.conn(port, s.sentNs)
+	}
+	if end, ok := optI64(c.txEnd, i); ok && s.conn != nil {
+		if ns, ok := at(s.conn.tx, end); ok {
+			s.txTapNs, s.sNs, s.sEndNs = ns, ns, ns
+		}
+	}
+}
+
+// chunkColumns are the raw-chunks columns of one batch, by the schema's names.
+type chunkColumns struct {
+	seq, kernel, user, after, rxEnd *array.Int64
+	index, tokens                   *array.Int32
+	quality, kind                   func(int) string
+}
+
+var chunkCols = []string{"seq", "index", "rx_kernel_ns", "rx_user_ns", "quality", "kind", "tokens", "rx_after_ns", "rx_stream_end"}
+
+func takeChunkColumns(b *batch) chunkColumns {
+	return chunkColumns{
+		seq: b.i64("seq"), kernel: b.i64("rx_kernel_ns"), user: b.i64("rx_user_ns"), after: b.i64("rx_after_ns"), rxEnd: b.i64("rx_stream_end"),
+		index: b.i32("index"), tokens: b.i32("tokens"), quality: b.str("quality"), kind: b.str("kind"),
+	}
+}
+
+// readChunks streams the part's events through the state of their requests.
+func (pr *partReader) readChunks(ctx context.Context, p *part) error {
+	a := pr.agg
 	if err := checkOpen(p.chunks, schemas.KindOf[schemas.RawChunk]()); err != nil {
 		if errors.Is(err, schemas.ErrCorrupt) {
-			if werr := a.w.warn(p.chunks, "truncated or not Parquet; its requests have no events"); werr != nil {
-				return nil, werr
-			}
-			return pr.states, nil
+			return a.w.warn(p.chunks, "truncated or not Parquet; its requests have no events")
 		}
-		return nil, err
+		return err
 	}
 	unknown, disorder := 0, 0
-	crows, err := forBatches(ctx, p.chunks, schemas.KindOf[schemas.RawChunk](), chunkCols, func(n int, cols []arrow.Array) error {
-		seq, e := i64(p.chunks, "seq", cols[0])
-		if e != nil {
-			return e
+	rows, err := forBatches(ctx, p.chunks, schemas.KindOf[schemas.RawChunk](), chunkCols, func(b *batch) error {
+		c := takeChunkColumns(b)
+		if b.err != nil {
+			return b.err
 		}
-		idx, e := i32(p.chunks, "index", cols[1])
-		if e != nil {
-			return e
-		}
-		kern, e := i64(p.chunks, "rx_kernel_ns", cols[2])
-		if e != nil {
-			return e
-		}
-		user, e := i64(p.chunks, "rx_user_ns", cols[3])
-		if e != nil {
-			return e
-		}
-		qual, e := str(p.chunks, "quality", cols[4])
-		if e != nil {
-			return e
-		}
-		kind, e := str(p.chunks, "kind", cols[5])
-		if e != nil {
-			return e
-		}
-		tokens, e := i32(p.chunks, "tokens", cols[6])
-		if e != nil {
-			return e
-		}
-		after, e := i64(p.chunks, "rx_after_ns", cols[7])
-		if e != nil {
-			return e
-		}
-		rxEnd, e := i64(p.chunks, "rx_stream_end", cols[8])
-		if e != nil {
-			return e
-		}
-		for i := range n {
-			j, ok := pr.index[seq.Value(i)]
+		for i := range b.n {
+			j, ok := pr.index[c.seq.Value(i)]
 			if !ok {
 				unknown++
 				continue
 			}
 			s := &pr.states[j]
-			x := idx.Value(i)
-			if x <= s.lastIndex {
+			if x := c.index.Value(i); x <= s.lastIndex {
 				disorder++
 				continue
-			}
-			s.lastIndex = x
-			u := user.Value(i) + off
-			t := u
-			k, hasK := optI64(kern, i)
-			if hasK {
-				k += off
-				t = k
-				lag := u - k
-				if !s.hasKernel || lag > s.readLagMax {
-					s.readLagMax = lag
-				}
-				s.hasKernel = true
-			}
-			q, stamped := qual(i), hasK // stamped: t is a kernel time (socket read or tap)
-			if e, ok := optI64(rxEnd, i); ok && s.conn != nil {
-				if ns, ok := at(s.conn.rx, e); ok {
-					t, stamped, q = ns, true, schemas.QualityExact // the segment's own arrival
-					s.tapChunks++
-					if s.acc != nil {
-						s.acc.tapped++
-					}
-				}
-			}
-			s.lastEvNs = max(s.lastEvNs, t)
-			if s.hasDone {
-				s.doneNs = t // E: the final event's time
-			}
-			switch q { // with a tap time, exact
-			case schemas.QualityExact:
-				s.quality[qExact]++
-			case schemas.QualityUpperBound:
-				s.quality[qUpper]++
-			case schemas.QualityUser:
-				s.quality[qUser]++
-			case schemas.QualityApprox:
-				s.quality[qApprox]++
-			}
-			acc := s.acc
-			if acc != nil {
-				acc.events++
-				if q == schemas.QualityExact {
-					acc.exact++
-				}
-				if hasK {
-					acc.readLag.add(u - k)
-				}
-			}
-			var aft int64
-			if v, ok := optI64(after, i); ok {
-				aft = v + off
-			}
-			content := kind(i) == schemas.ChunkContent
-			gap, hasGap := s.addEvent(s.eventSpan(t, q, stamped, aft, a.allow), content)
-			if !content {
-				continue
-			}
-			tok, hasTok := optI32(tokens, i)
-			if hasTok && tok > 0 {
-				s.evTokens += int64(tok)
 			} else {
-				s.evTokensOK = false
-				tok = 1
+				s.lastIndex = x
 			}
-			if s.content == 0 {
-				s.firstNs = t
-			} else {
-				g := t - s.lastNs
-				s.gaps++
-				s.gapSum += g
-				s.gapMax = max(s.gapMax, g)
-				if acc != nil && s.ok() && hasGap {
-					w := int64(tok)
-					acc.itl.addB(g, gap.lo, gap.hi, 1)
-					acc.itlW.addB(g/w, gap.lo/w, gap.hi/w, w)
-				}
-			}
-			s.lastNs = t
-			s.content++
-			s.credited += int64(tok)
-			if acc != nil && s.ok() {
-				acc.bucket(t).outTok += int64(tok)
-			}
+			pr.event(s, &c, i, p.run.offsetNs)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	a.chunksRead += crows
-	if want := p.run.listedRows(p.chunks); want >= 0 && want != crows {
-		if err := a.w.warn(p.chunks, "has %d rows; the manifest says %d", crows, want); err != nil {
-			return nil, err
+	a.chunksRead += rows
+	if want := p.run.listedRows(p.chunks); want >= 0 && want != rows {
+		if err := a.w.warn(p.chunks, "has %d rows; the manifest says %d", rows, want); err != nil {
+			return err
 		}
 	}
 	if unknown > 0 {
 		if err := a.w.warn(p.chunks, "%d events belong to no request of %s (a request's events must be in the part of its row); skipped", unknown, p.requests); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if disorder > 0 {
-		if err := a.w.warn(p.chunks, "%d events out of index order within their request; skipped", disorder); err != nil {
-			return nil, err
+		return a.w.warn(p.chunks, "%d events out of index order within their request; skipped", disorder)
+	}
+	return nil
+}
+
+// event adds event i, in index order, to its request's state s.
+func (pr *partReader) event(s *reqState, c *chunkColumns, i int, off int64) {
+	u := c.user.Value(i) + off
+	t := u
+	k, hasK := optI64(c.kernel, i)
+	if hasK {
+		k += off
+		t = k
+		if lag := u - k; !s.hasKernel || lag > s.readLagMax {
+			s.readLagMax = lag
+		}
+		s.hasKernel = true
+	}
+	q, stamped := c.quality(i), hasK // stamped: t is a kernel time (socket read or tap)
+	if e, ok := optI64(c.rxEnd, i); ok && s.conn != nil {
+		if ns, ok := at(s.conn.rx, e); ok {
+			t, stamped, q = ns, true, schemas.QualityExact // the segment's own arrival
+			s.tapChunks++
+			if s.acc != nil {
+				s.acc.tapped++
+			}
 		}
 	}
-	return pr.states, nil
+	s.lastEvNs = max(s.lastEvNs, t)
+	if s.hasDone {
+		s.doneNs = t // E: the final event's time
+	}
+	s.countQuality(q)
+	if acc := s.acc; acc != nil {
+		acc.events++
+		if q == schemas.QualityExact {
+			acc.exact++
+		}
+		if hasK {
+			acc.readLag.add(u - k)
+		}
+	}
+	var aft int64
+	if v, ok := optI64(c.after, i); ok {
+		aft = v + off
+	}
+	content := c.kind(i) == schemas.ChunkContent
+	gap, hasGap := s.addEvent(s.eventSpan(t, q, stamped, aft, pr.agg.allow), content)
+	if content {
+		tok, hasTok := optI32(c.tokens, i)
+		s.addContent(t, tok, hasTok, gap, hasGap)
+	}
+}
+
+// countQuality counts one event of timestamp quality q (with a tap time, exact).
+func (s *reqState) countQuality(q string) {
+	switch q {
+	case schemas.QualityExact:
+		s.quality[qExact]++
+	case schemas.QualityUpperBound:
+		s.quality[qUpper]++
+	case schemas.QualityUser:
+		s.quality[qUser]++
+	case schemas.QualityApprox:
+		s.quality[qApprox]++
+	}
+}
+
+// addContent credits a content event at t carrying tok tokens (1 when not reported) and its
+// gap from the previous content event to the stage's ITL distributions.
+func (s *reqState) addContent(t int64, tok int32, hasTok bool, gap span, hasGap bool) {
+	if hasTok && tok > 0 {
+		s.evTokens += int64(tok)
+	} else {
+		s.evTokensOK = false
+		tok = 1
+	}
+	acc := s.acc
+	if s.content == 0 {
+		s.firstNs = t
+	} else {
+		g := t - s.lastNs
+		s.gaps++
+		s.gapSum += g
+		s.gapMax = max(s.gapMax, g)
+		if acc != nil && s.ok() && hasGap {
+			w := int64(tok)
+			acc.itl.addB(g, gap.lo, gap.hi, 1)
+			acc.itlW.addB(g/w, gap.lo/w, gap.hi/w, w)
+		}
+	}
+	s.lastNs = t
+	s.content++
+	s.credited += int64(tok)
+	if acc != nil && s.ok() {
+		acc.bucket(t).outTok += int64(tok)
+	}
 }
 
 func (pr *partReader) intern(k string) string {

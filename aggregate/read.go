@@ -18,9 +18,8 @@ import (
 const batchRows = 64 << 10
 
 // forBatches opens path as a Parquet file of kind (version and kind checked by schemas.OpenKind),
-// reads the named columns with pqarrow in record batches and calls f for each batch with the
-// columns in the order of names.
-func forBatches(ctx context.Context, path string, kind schemas.Kind, names []string, f func(n int, cols []arrow.Array) error) (rows int64, err error) {
+// reads the named columns with pqarrow in record batches and calls f for each batch.
+func forBatches(ctx context.Context, path string, kind schemas.Kind, names []string, f func(b *batch) error) (rows int64, err error) {
 	sf, err := schemas.OpenKind(path, kind)
 	if err != nil {
 		return 0, err
@@ -50,23 +49,16 @@ func forBatches(ctx context.Context, path string, kind schemas.Kind, names []str
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	defer rr.Release()
-	cols := make([]arrow.Array, len(names))
+	b := &batch{path: path}
 	for rr.Next() {
 		if err := ctx.Err(); err != nil {
 			return rows, err
 		}
-		rec := rr.RecordBatch()
-		for i, n := range names {
-			fi := rec.Schema().FieldIndices(n)
-			if len(fi) != 1 {
-				return rows, fmt.Errorf("%s: %w: no column %q", path, schemas.ErrKind, n)
-			}
-			cols[i] = rec.Column(fi[0])
-		}
-		if err := f(int(rec.NumRows()), cols); err != nil {
+		b.rec, b.n, b.err = rr.RecordBatch(), int(rr.RecordBatch().NumRows()), nil
+		if err := f(b); err != nil {
 			return rows, err
 		}
-		rows += rec.NumRows()
+		rows += int64(b.n)
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, context.Canceled) {
 		return rows, fmt.Errorf("%s: %w: %v", path, schemas.ErrCorrupt, err)
@@ -74,41 +66,79 @@ func forBatches(ctx context.Context, path string, kind schemas.Kind, names []str
 	return rows, ctx.Err()
 }
 
-// Typed column views; a wrong physical type is an error naming the file and column.
-func i64(path, name string, a arrow.Array) (*array.Int64, error) {
-	if c, ok := a.(*array.Int64); ok {
-		return c, nil
-	}
-	return nil, fmt.Errorf("%s: %w: column %s is %s, want int64", path, schemas.ErrKind, name, a.DataType())
+// batch is one record batch of a file, its columns taken by name. The first missing or
+// mistyped column is kept in err (naming the file and the column): a reader takes every column
+// it needs, then checks err once before using any.
+type batch struct {
+	path string
+	rec  arrow.RecordBatch
+	n    int
+	err  error
 }
 
-func i32(path, name string, a arrow.Array) (*array.Int32, error) {
-	if c, ok := a.(*array.Int32); ok {
-		return c, nil
+func (b *batch) col(name string) arrow.Array {
+	if b.err != nil {
+		return nil
 	}
-	return nil, fmt.Errorf("%s: %w: column %s is %s, want int32", path, schemas.ErrKind, name, a.DataType())
+	fi := b.rec.Schema().FieldIndices(name)
+	if len(fi) != 1 {
+		b.err = fmt.Errorf("%s: %w: no column %q", b.path, schemas.ErrKind, name)
+		return nil
+	}
+	return b.rec.Column(fi[0])
 }
 
-func boolean(path, name string, a arrow.Array) (*array.Boolean, error) {
-	if c, ok := a.(*array.Boolean); ok {
-		return c, nil
+func (b *batch) mistyped(name, want string, a arrow.Array) {
+	if b.err == nil {
+		b.err = fmt.Errorf("%s: %w: column %s is %s, want %s", b.path, schemas.ErrKind, name, a.DataType(), want)
 	}
-	return nil, fmt.Errorf("%s: %w: column %s is %s, want bool", path, schemas.ErrKind, name, a.DataType())
 }
 
-// str returns a function reading string values of a (plain or dictionary-encoded) column.
-func str(path, name string, a arrow.Array) (func(int) string, error) {
-	switch c := a.(type) {
+func (b *batch) i64(name string) *array.Int64 {
+	a := b.col(name)
+	c, ok := a.(*array.Int64)
+	if a != nil && !ok {
+		b.mistyped(name, "int64", a)
+	}
+	return c
+}
+
+func (b *batch) i32(name string) *array.Int32 {
+	a := b.col(name)
+	c, ok := a.(*array.Int32)
+	if a != nil && !ok {
+		b.mistyped(name, "int32", a)
+	}
+	return c
+}
+
+func (b *batch) boolean(name string) *array.Boolean {
+	a := b.col(name)
+	c, ok := a.(*array.Boolean)
+	if a != nil && !ok {
+		b.mistyped(name, "bool", a)
+	}
+	return c
+}
+
+// str returns a function reading the string values of a (plain or dictionary-encoded) column.
+func (b *batch) str(name string) func(int) string {
+	switch c := b.col(name).(type) {
+	case nil:
+		return nil
 	case *array.String:
-		return c.Value, nil
+		return c.Value
 	case *array.LargeString:
-		return c.Value, nil
+		return c.Value
 	case *array.Dictionary:
 		if d, ok := c.Dictionary().(*array.String); ok {
-			return func(i int) string { return d.Value(c.GetValueIndex(i)) }, nil
+			return func(i int) string { return d.Value(c.GetValueIndex(i)) }
 		}
+		b.mistyped(name, "string", c)
+	default:
+		b.mistyped(name, "string", c)
 	}
-	return nil, fmt.Errorf("%s: %w: column %s is %s, want string", path, schemas.ErrKind, name, a.DataType())
+	return nil
 }
 
 // optI64 returns v and whether it is set.

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -62,18 +60,12 @@ func loadTap(ctx context.Context, r *runDir, w *warner) (*tapIndex, error) {
 			}
 			return nil, err
 		}
-		if _, err := forBatches(ctx, p, schemas.KindOf[schemas.RawSegment](), segmentCols, func(n int, cols []arrow.Array) error {
-			var e error
-			ts, e1 := i64(p, "ts_ns", cols[0])
-			dir, e2 := str(p, "dir", cols[1])
-			port, e3 := i32(p, "local_port", cols[2])
-			seq, e4 := i64(p, "seq", cols[3])
-			ln, e5 := i32(p, "len", cols[4])
-			fl, e6 := i32(p, "flags", cols[5])
-			if e = errors.Join(e1, e2, e3, e4, e5, e6); e != nil {
-				return e
+		if _, err := forBatches(ctx, p, schemas.KindOf[schemas.RawSegment](), segmentCols, func(b *batch) error {
+			ts, dir, port, seq, ln, fl := b.i64("ts_ns"), b.str("dir"), b.i32("local_port"), b.i64("seq"), b.i32("len"), b.i32("flags")
+			if b.err != nil {
+				return b.err
 			}
-			for i := range n {
+			for i := range b.n {
 				f := fl.Value(i)
 				segs = append(segs, rawSeg{ns: ts.Value(i) + r.offsetNs, tx: dir(i) == schemas.SegmentTx, port: port.Value(i),
 					seq: uint32(seq.Value(i)), len: ln.Value(i), syn: f&2 != 0, ack: f&16 != 0})
