@@ -1,12 +1,14 @@
 package aggregate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,10 +93,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := cfg.Out
-	if out == "" {
-		out = runs[0].dir
-	}
+	out := cmp.Or(cfg.Out, runs[0].dir)
 	metricsDir := filepath.Dir(schemas.FileOf[schemas.Stage](out))
 	if err := os.MkdirAll(metricsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", metricsDir, err)
@@ -104,11 +103,58 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 		return nil, fmt.Errorf("create spill directory: %w", err)
 	}
 	defer os.RemoveAll(spill)
+	a, err := newAggregator(cfg, runs, spill, w, log)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	prod := schemas.Producer{Command: "aggregate", Args: cfg.Args}
 
+	// Pass 1: raw parts -> per-request rows without the estimated decomposition.
+	pass1 := filepath.Join(spill, "requests-pass1.parquet")
+	done, err := a.pass1(ctx, runs, pass1, prod)
+	if err != nil {
+		return nil, err
+	}
+	workers, err := readWorkers(runs, w)
+	if err != nil {
+		return nil, err
+	}
+	dp, err := a.planDecomposition(runs, mode)
+	if err != nil {
+		return nil, err
+	}
+	// Pass 2: fill the decomposition, write requests.parquet, add the decomposition dists.
+	n, err := a.pass2(ctx, pass1, schemas.FileOf[schemas.MetricRequest](out), prod, dp)
+	if err != nil {
+		return nil, err
+	}
+	a.setPrefillPerToken(dp.fb)
+	rows, ts, sat, err := a.stageRows(workers, &done)
+	if err != nil {
+		return nil, err
+	}
+	if err := schemas.WriteFile(schemas.FileOf[schemas.Stage](out), rows, prod); err != nil {
+		return nil, err
+	}
+	if err := schemas.WriteFile(schemas.FileOf[schemas.Timeseries](out), ts, prod); err != nil {
+		return nil, err
+	}
+	if err := writeManifest(out, runs, cfg, started, n, int64(len(rows)), int64(len(ts))); err != nil {
+		return nil, err
+	}
+	log.Info("aggregate: done", "out", metricsDir, "requests", a.requestsRead, "chunks", a.chunksRead, "stages", len(rows), "warnings", len(w.list))
+	return &Summary{RunID: runs[0].manifest.RunID, Out: out, Requests: a.requestsRead, Chunks: a.chunksRead, Stages: rows, SaturationStage: sat, Warnings: w.list}, nil
+}
+
+// newAggregator makes the aggregator of runs: the first run's SLO, bias and tokenizer, and one
+// accumulator per planned stage (spilling into spill).
+func newAggregator(cfg Config, runs []*runDir, spill string, w *warner, log *slog.Logger) (*aggregator, error) {
 	m0 := runs[0].manifest
 	bias := runs[0].config.Bias.WithDefaults()
 	a := &aggregator{cfg: cfg, log: log, w: w, slo: runs[0].config.SLO, bias: bias, allow: int64(bias.StampAllowance),
 		startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill}
+	var err error
 	if a.tok, err = tokenizer.Load(runs[0].config.Tokenizer); err != nil {
 		if werr := w.warn(filepath.Join(runs[0].dir, schemas.ManifestName), "tokenizer: %v; output tokens without usage are counted as content events", err); werr != nil {
 			return nil, werr
@@ -118,16 +164,27 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	for _, si := range m0.Stages {
 		a.stages[si.Index] = newStageAcc(si, m0.StartNs+si.OffsetNs, spill)
 	}
-	defer func() {
-		for _, acc := range a.stages {
-			acc.close()
-		}
-	}()
-	prod := schemas.Producer{Command: "aggregate", Args: cfg.Args}
+	return a, nil
+}
 
-	// Pass 1: raw parts -> per-request rows without the estimated decomposition.
-	pass1 := filepath.Join(spill, "requests-pass1.parquet")
-	pw, err := schemas.Create[schemas.MetricRequest](pass1, prod)
+func (a *aggregator) close() {
+	for _, acc := range a.stages {
+		acc.close()
+	}
+}
+
+// stageOrder returns the stage indexes in order.
+func (a *aggregator) stageOrder() []int32 {
+	idxs := slices.Collect(maps.Keys(a.stages))
+	slices.Sort(idxs)
+	return idxs
+}
+
+// pass1 reads every raw part of runs, writes one metric row per request to path (without the
+// estimated decomposition), feeds the stage accumulators and returns the ok completions in
+// time order.
+func (a *aggregator) pass1(ctx context.Context, runs []*runDir, path string, prod schemas.Producer) (completions, error) {
+	pw, err := schemas.Create[schemas.MetricRequest](path, prod)
 	if err != nil {
 		return nil, err
 	}
@@ -135,41 +192,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	var done completions
 	lastLog := time.Now()
 	for _, r := range runs {
-		if r.tap, err = loadTap(ctx, r, w); err != nil {
+		if r.tap, err = loadTap(ctx, r, a.w); err != nil {
 			pw.Abort()
 			return nil, err
 		}
 		for _, p := range r.parts {
-			states, err := pr.read(ctx, p)
-			if err == nil {
-				err = a.pendErr
-			}
-			if err != nil {
-				pw.Abort()
-				return nil, err
-			}
-			pr.rows = pr.rows[:0]
-			for i := range states {
-				s := &states[i]
-				m := s.metric(a.slo)
-				if m.DecompositionSource == SourceServer {
-					a.srvRows++
-				}
-				if s.acc != nil {
-					s.acc.addRequest(s, &m)
-				}
-				if m.OK {
-					done = append(done, completion{endNs: s.endNs(), in: *m.InputTokens, out: *m.OutputTokens})
-				}
-				pr.rows = append(pr.rows, m)
-			}
-			if err := pw.Write(pr.rows); err != nil {
+			if err := a.addPart(ctx, pr, p, pw, &done); err != nil {
 				pw.Abort()
 				return nil, err
 			}
 			if time.Since(lastLog) > time.Second {
 				lastLog = time.Now()
-				log.Info("aggregate: reading parts", "requests", a.requestsRead, "chunks", a.chunksRead, "part", p.requests)
+				a.log.Info("aggregate: reading parts", "requests", a.requestsRead, "chunks", a.chunksRead, "part", p.requests)
 			}
 		}
 	}
@@ -177,25 +211,49 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 		return nil, err
 	}
 	done.sort()
+	return done, nil
+}
 
-	workers, err := readWorkers(runs, w)
-	if err != nil {
-		return nil, err
+// addPart reads part p and writes its requests' metric rows.
+func (a *aggregator) addPart(ctx context.Context, pr *partReader, p *part, pw *schemas.Writer[schemas.MetricRequest], done *completions) error {
+	states, err := pr.read(ctx, p)
+	if err == nil {
+		err = a.pendErr
 	}
-	samples, err := readServerMetrics(runs, w)
+	if err != nil {
+		return err
+	}
+	pr.rows = pr.rows[:0]
+	for i := range states {
+		s := &states[i]
+		m := s.metric(a.slo)
+		if m.DecompositionSource == SourceServer {
+			a.srvRows++
+		}
+		if s.acc != nil {
+			s.acc.addRequest(s, &m)
+		}
+		if m.OK {
+			*done = append(*done, completion{endNs: s.endNs(), in: *m.InputTokens, out: *m.OutputTokens})
+		}
+		pr.rows = append(pr.rows, m)
+	}
+	return pw.Write(pr.rows)
+}
+
+// planDecomposition decides how queue and prefill are estimated: the server's /metrics
+// histograms per stage, and a Theil-Sen fit of TTFT on input tokens over the least-loaded
+// measured stage with two TTFTs; it checks the requested mode has what it needs.
+func (a *aggregator) planDecomposition(runs []*runDir, mode string) (*plan, error) {
+	samples, err := readServerMetrics(runs, a.w)
 	if err != nil {
 		return nil, err
 	}
 	deltas := histDeltas(samples)
-	idxs := make([]int32, 0, len(a.stages))
-	for i := range a.stages {
-		idxs = append(idxs, i)
-	}
-	slices.Sort(idxs)
 	var least *stageAcc
 	dp := &plan{mode: mode, hist: map[int32]histStage{}}
 	var measured []int32
-	for _, i := range idxs {
+	for _, i := range a.stageOrder() {
 		acc := a.stages[i]
 		meanIn := 0.0
 		if acc.completed > 0 {
@@ -203,55 +261,54 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 		}
 		dp.hist[i] = histStats(deltas[i], meanIn)
 		acc.histPerTokNs = dp.hist[i].perTokNs()
-		if acc.info.Warmup && !cfg.IncludeWarmup {
+		if acc.info.Warmup && !a.cfg.IncludeWarmup {
 			continue
 		}
 		measured = append(measured, i)
-		if len(acc.fit) < 2 {
-			continue
-		}
-		if least == nil || lessLoaded(acc.info, least.info) {
+		if len(acc.fit) >= 2 && (least == nil || lessLoaded(acc.info, least.info)) {
 			least = acc
 		}
 	}
 	if least != nil {
 		dp.fa, dp.fb, dp.fitOK = theilSen(least.fit)
 	}
-	if err := dp.check(runs, a.srvRows, len(samples), measured, least, w); err != nil {
+	if err := dp.check(runs, a.srvRows, len(samples), measured, least, a.w); err != nil {
 		return nil, err
 	}
-	fb := dp.fb
+	return dp, nil
+}
 
-	// Pass 2: fill the decomposition, write requests.parquet, add the decomposition dists.
-	n, err := a.pass2(ctx, pass1, schemas.FileOf[schemas.MetricRequest](out), prod, dp)
-	if err != nil {
-		return nil, err
-	}
-	for _, i := range idxs {
-		acc := a.stages[i]
+// setPrefillPerToken sets each stage's prefill time per input token from the source most of
+// its requests used (fitB: the fit's slope).
+func (a *aggregator) setPrefillPerToken(fitB float64) {
+	for _, acc := range a.stages {
 		switch majority(acc.sources) {
 		case SourceHistograms:
 			acc.prefillPerTok = acc.histPerTokNs
 		case SourceFit:
-			acc.prefillPerTok = fb
+			acc.prefillPerTok = fitB
 		case SourceServer:
 			if acc.srvIn > 0 {
 				acc.prefillPerTok = float64(acc.srvPrefill) / float64(acc.srvIn)
 			}
 		}
 	}
+}
 
+// stageRows makes the stages.parquet and timeseries.parquet rows of the measured stages and
+// marks the saturation stage (its index, or -1).
+func (a *aggregator) stageRows(workers map[int32][]workerStats, done *completions) ([]schemas.Stage, []schemas.Timeseries, int32, error) {
 	var rows []schemas.Stage
 	var accs []*stageAcc
 	var ts []schemas.Timeseries
-	for _, i := range idxs {
+	for _, i := range a.stageOrder() {
 		acc := a.stages[i]
-		if acc.info.Warmup && !cfg.IncludeWarmup {
+		if acc.info.Warmup && !a.cfg.IncludeWarmup {
 			continue
 		}
-		st, err := acc.row(workers[i], &done, a.bias)
+		st, err := acc.row(workers[i], done, a.bias)
 		if err != nil {
-			return nil, err
+			return nil, nil, -1, err
 		}
 		rows = append(rows, st)
 		accs = append(accs, acc)
@@ -264,21 +321,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	}
 	for _, r := range rows {
 		if r.ClientBound {
-			log.Warn("client-bound stage: its numbers may be distorted by the client", "stage", r.Stage, "name", r.Name, "reason", r.ClientBoundReason)
+			a.log.Warn("client-bound stage: its numbers may be distorted by the client", "stage", r.Stage, "name", r.Name, "reason", r.ClientBoundReason)
 		}
 	}
-	if err := schemas.WriteFile(schemas.FileOf[schemas.Stage](out), rows, prod); err != nil {
-		return nil, err
-	}
-	if err := schemas.WriteFile(schemas.FileOf[schemas.Timeseries](out), ts, prod); err != nil {
-		return nil, err
-	}
-
-	if err := writeManifest(out, runs, cfg, started, n, int64(len(rows)), int64(len(ts))); err != nil {
-		return nil, err
-	}
-	log.Info("aggregate: done", "out", metricsDir, "requests", a.requestsRead, "chunks", a.chunksRead, "stages", len(rows), "warnings", len(w.list))
-	return &Summary{RunID: m0.RunID, Out: out, Requests: a.requestsRead, Chunks: a.chunksRead, Stages: rows, SaturationStage: sat, Warnings: w.list}, nil
+	return rows, ts, sat, nil
 }
 
 // lessLoaded orders stages by offered load: open loop by target rate before closed loop by
