@@ -367,10 +367,7 @@ func analyse(d *rawData) []Rate {
 		if c.Quality == schemas.QualityExact {
 			a.exact++
 		}
-		t := c.RxUserNs
-		if c.RxKernelNs != nil {
-			t = *c.RxKernelNs
-		}
+		t := c.Time()
 		if ns, ok := d.tapRx(c); ok {
 			t = ns // the arrival of the segment that carried the event
 			a.tapped++

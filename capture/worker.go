@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bufio"
+	"cmp"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -135,23 +137,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 	if err := w.load(); err != nil {
 		return err
 	}
-	keepText := cfg.KeepText
-	for _, it := range w.allChained() {
-		if it.r.DependsOn >= 0 {
-			keepText = true // conversations carry the real answers
-			break
-		}
-	}
-	// The pool size caps the connections per host. There is no hidden cap: it is
-	// --max-connections or the in-flight cap when set, else what the open-files limit allows;
-	// a request that waits at it is marked (conn_capped).
-	maxConns := connCap(cfg.MaxConns, cfg.MaxInflight, openFilesLimit())
-	log.Info("connections", "max_connections", maxConns, "open_files_limit", openFilesLimit())
-	log.Info("timeouts", "timeout", cfg.Timeout, "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout)
-	// Spare idle connections (half the warm ones) are kept dialed off the send path.
-	w.client = wire.NewClient(wire.ClientConfig{MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
-		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
-		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
+	w.client = w.newClient()
 	defer w.client.Close()
 	if cfg.MaxInflight > 0 {
 		w.sem = make(chan struct{}, cfg.MaxInflight)
@@ -161,37 +147,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 	if err := w.buildUntil(int64(bodyWindow)); err != nil {
 		return err
 	}
-	warn := ""
-	if conns := min(cfg.Connections, int(w.owned)); conns > 0 {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := w.client.Warm(wctx, w.cfg.Target, conns); err != nil {
-			warn = fmt.Sprintf("warm %d connections to %s: %v", conns, w.cfg.Target, err)
-			log.Warn("warm-up failed; connections will be dialed on the send path", "err", err)
-		}
-		cancel()
-	}
-	w.out.send(message{Type: "ready", Worker: cfg.Worker, Planned: w.owned, Warn: warn})
-
-	// Control: start, stop, EOF.
-	startCh := make(chan int64, 1)
-	abort := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(cfg.In)
-		for sc.Scan() {
-			var c control
-			if json.Unmarshal(sc.Bytes(), &c) != nil {
-				continue
-			}
-			if c.StartNs != 0 {
-				startCh <- c.StartNs
-			}
-			if c.Stop {
-				w.stop()
-			}
-		}
-		close(abort)
-		w.stop()
-	}()
+	w.out.send(message{Type: "ready", Worker: cfg.Worker, Planned: w.owned, Warn: w.warm(ctx)})
+	startCh, abort := w.control()
 	select {
 	case w.startNs = <-startCh:
 	case <-abort:
@@ -213,19 +170,87 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 	wdone := make(chan error, 1)
 	go func() { wdone <- w.writeLoop() }()
 	go w.buildLoop()
-
 	w.pace(reqCtx)
+	w.drain(cancelReqs, abort)
+	close(w.results)
+	werr := <-wdone
+	w.out.send(message{Type: "done", Worker: cfg.Worker, Sent: w.sentTotal.Load(), Unsent: w.owned - w.sentTotal.Load() - w.skipped.Load(), Skipped: w.skipped.Load(), LateBody: w.lateBody.Load()})
+	return werr
+}
 
-	// Drain what is in flight: all of it after a normal end (each request has the target
-	// timeout), up to the drain timeout after a stop, nothing once the coordinator is gone.
+// newClient makes the worker's wire client. The pool size caps the connections per host. There
+// is no hidden cap: it is --max-connections or the in-flight cap when set, else what the
+// open-files limit allows; a request that waits at it is marked (conn_capped). Spare idle
+// connections (half the warm ones) are kept dialed off the send path.
+func (w *worker) newClient() *wire.Client {
+	cfg := w.cfg
+	keepText := cfg.KeepText
+	for _, it := range w.allChained() {
+		if it.r.DependsOn >= 0 {
+			keepText = true // conversations carry the real answers
+			break
+		}
+	}
+	maxConns := connCap(cfg.MaxConns, cfg.MaxInflight, openFilesLimit())
+	w.log.Info("connections", "max_connections", maxConns, "open_files_limit", openFilesLimit())
+	w.log.Info("timeouts", "timeout", cfg.Timeout, "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout)
+	return wire.NewClient(wire.ClientConfig{MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
+		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
+		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
+}
+
+// warm dials the warm connections before "ready"; it returns the problem, if any, for the
+// coordinator (the connections are then dialed on the send path).
+func (w *worker) warm(ctx context.Context) string {
+	conns := min(w.cfg.Connections, int(w.owned))
+	if conns <= 0 {
+		return ""
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := w.client.Warm(wctx, w.cfg.Target, conns); err != nil {
+		w.log.Warn("warm-up failed; connections will be dialed on the send path", "err", err)
+		return fmt.Sprintf("warm %d connections to %s: %v", conns, w.cfg.Target, err)
+	}
+	return ""
+}
+
+// control reads the coordinator's lines on stdin: the start time (sent on the first channel)
+// and stop; EOF (the coordinator is gone) closes abort and stops the worker.
+func (w *worker) control() (<-chan int64, <-chan struct{}) {
+	startCh := make(chan int64, 1)
+	abort := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(w.cfg.In)
+		for sc.Scan() {
+			var c control
+			if json.Unmarshal(sc.Bytes(), &c) != nil {
+				continue
+			}
+			if c.StartNs != 0 {
+				startCh <- c.StartNs
+			}
+			if c.Stop {
+				w.stop()
+			}
+		}
+		close(abort)
+		w.stop()
+	}()
+	return startCh, abort
+}
+
+// drain waits for what is in flight: all of it after a normal end (each request has the target
+// timeout), up to the drain timeout after a stop, nothing once the coordinator is gone.
+func (w *worker) drain(cancelReqs func(), abort <-chan struct{}) {
 	drained := make(chan struct{})
 	go func() { w.wg.Wait(); close(drained) }()
 	if w.stopping.Load() {
-		t := time.NewTimer(cfg.DrainTimeout)
+		t := time.NewTimer(w.cfg.DrainTimeout)
 		select {
 		case <-drained:
 		case <-t.C:
-			log.Warn("drain timeout: cancelling requests in flight", "inflight", w.inflight.Load())
+			w.log.Warn("drain timeout: cancelling requests in flight", "inflight", w.inflight.Load())
 			cancelReqs()
 		case <-abort:
 			cancelReqs()
@@ -233,10 +258,6 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 		t.Stop()
 	}
 	<-drained
-	close(w.results)
-	werr := <-wdone
-	w.out.send(message{Type: "done", Worker: cfg.Worker, Sent: w.sentTotal.Load(), Unsent: w.owned - w.sentTotal.Load() - w.skipped.Load(), Skipped: w.skipped.Load(), LateBody: w.lateBody.Load()})
-	return werr
 }
 
 func (w *worker) stop() {
@@ -624,137 +645,156 @@ func (w *worker) usage() (u usage, heapBytes int64) {
 // writeLoop owns the part writer, the TTFT histogram and the per-stage accounting. It runs off
 // the send path: send goroutines hand it finished results through a buffered channel.
 func (w *worker) writeLoop() error {
-	nStages := len(w.sent)
 	pw := newPartWriter(w.cfg.Run, w.cfg.Worker, schemas.Producer{Command: "capture", Args: w.cfg.Args},
 		w.cfg.PartRows, w.cfg.PartInterval, func(f fileDone) {
 			w.out.send(message{Type: "file", Worker: w.cfg.Worker, File: &f})
 		})
-	done := make([]int64, nStages)
-	errs := make([]int64, nStages)
-	hists := make([]*hdrhistogram.Histogram, nStages)
-	for i := range hists {
-		hists[i] = hdrhistogram.New(1, 600_000_000, 2) // µs
-	}
-	var fok, ffail int64
-	firstErr := ""
-
-	// Stage clock: stage s runs from start+offset(s) to the next stage's start (the last one
-	// to the end of the worker).
-	order := make([]schemas.StageInfo, len(w.stages))
-	copy(order, w.stages)
-	sort.Slice(order, func(i, j int) bool { return order[i].OffsetNs < order[j].OffsetNs })
-	cur, nextIdx := int32(-1), 0
-	var begin usage
-	var heapPeak int64
-	closeStage := func(now usage) {
-		if cur < 0 {
-			return
-		}
-		row := schemas.Worker{
-			Worker: int32(w.cfg.Worker), Shard: int32(w.cfg.Shard), Stage: cur, CPU: int32(w.cfg.CPU),
-			GOMAXPROCS: int32(runtime.GOMAXPROCS(0)), WallNs: now.wall - begin.wall,
-			CPUUserNs: now.user - begin.user, CPUSysNs: now.sys - begin.sys, GCPauseNs: now.gcPause - begin.gcPause,
-			HeapPeakBytes: heapPeak, MaxRSSBytes: now.maxRSS, Requests: w.sent[cur].Load(),
-			Reads: now.reads - begin.reads, BytesRead: now.bytes - begin.bytes,
-			InflightPeak: int32(w.peak.Swap(w.inflight.Load())), InflightWaits: w.waits[cur].Load(),
-		}
-		w.out.send(message{Type: "worker", Worker: w.cfg.Worker, Row: &row})
-	}
-	advance := func() {
-		now := time.Now().UnixNano()
-		for nextIdx < len(order) && w.startNs+order[nextIdx].OffsetNs <= now {
-			u, hb := w.usage()
-			closeStage(u)
-			begin, heapPeak = u, hb
-			cur = order[nextIdx].Index
-			nextIdx++
-		}
-	}
-	sendProgress := func() {
-		u, hb := w.usage()
-		heapPeak = max(heapPeak, hb)
-		p := &progress{Stage: cur, Done: done, Errors: errs, Inflight: w.inflight.Load(),
-			CPUNs: u.user + u.sys, NowNs: u.wall, FirstSent: w.fsent.Load(), FirstOK: fok, FirstFailed: ffail, FirstError: firstErr}
-		p.Sent = make([]int64, nStages)
-		for i := range p.Sent {
-			p.Sent[i] = w.sent[i].Load()
-		}
-		if cur >= 0 {
-			if b, err := hists[cur].Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
-				p.TTFT = b
-			}
-		}
-		w.out.send(message{Type: "progress", Worker: w.cfg.Worker, Progress: p})
-	}
-
+	tl := newTally(len(w.sent))
+	clk := newStageClock(w.stages)
 	var werr error
+	fail := func(err error, what string) {
+		if err != nil && werr == nil {
+			werr = err
+			w.log.Error(what+"; stopping", "err", err)
+			w.stop()
+		}
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	advance()
+	clk.advance(w)
 	for {
 		select {
 		case res, ok := <-w.results:
 			if !ok {
-				advance()
+				clk.advance(w)
 				u, _ := w.usage()
-				closeStage(u)
-				sendProgress()
+				clk.closeStage(w, u)
+				w.sendProgress(tl, clk)
 				if err := pw.close(); err != nil && werr == nil {
 					werr = err
 				}
 				return werr
 			}
-			q := &res.Req
-			if q.ErrorKind != "" {
-				errs[q.Stage]++
-			} else {
-				done[q.Stage]++
-			}
-			if q.PlannedNs < w.startNs+int64(time.Second) {
-				if q.ErrorKind != "" {
-					ffail++
-					if firstErr == "" {
-						firstErr = q.ErrorKind + ": " + q.ErrorMessage
-					}
-				} else {
-					fok++
-				}
-			}
-			for i := range res.Chunks {
-				c := &res.Chunks[i]
-				c.Seq = q.Seq
-				if c.Kind == schemas.ChunkContent {
-					t := c.RxUserNs
-					if c.RxKernelNs != nil {
-						t = *c.RxKernelNs
-					}
-					_ = hists[q.Stage].RecordValue(max((t-q.SentNs)/1000, 1))
-					break
-				}
-			}
-			for i := range res.Chunks {
-				res.Chunks[i].Seq = q.Seq
-			}
+			tl.add(res, w.startNs)
 			if werr == nil {
-				if err := pw.add(q, res.Chunks); err != nil {
-					werr = err
-					w.log.Error("write raw part; stopping", "err", err)
-					w.stop()
-				}
+				fail(pw.add(&res.Req, res.Chunks), "write raw part")
 			}
 			res.Text = ""
-			q.OutputText = ""
+			res.Req.OutputText = ""
 			w.pool.Put(res)
 		case now := <-tick.C:
-			advance()
-			sendProgress()
+			clk.advance(w)
+			w.sendProgress(tl, clk)
 			if werr == nil {
-				if err := pw.tick(now); err != nil {
-					werr = err
-					w.log.Error("roll raw part; stopping", "err", err)
-					w.stop()
-				}
+				fail(pw.tick(now), "roll raw part")
 			}
 		}
 	}
+}
+
+// tally counts the worker's finished requests for the coordinator's progress lines.
+type tally struct {
+	done, errs []int64                   // per stage
+	ttft       []*hdrhistogram.Histogram // per stage, µs
+	firstOK    int64                     // requests planned in the first second: finished ok ...
+	firstFail  int64                     // ... failed
+	firstErr   string                    // the first of those failures
+}
+
+func newTally(stages int) *tally {
+	t := &tally{done: make([]int64, stages), errs: make([]int64, stages), ttft: make([]*hdrhistogram.Histogram, stages)}
+	for i := range t.ttft {
+		t.ttft[i] = hdrhistogram.New(1, 600_000_000, 2)
+	}
+	return t
+}
+
+// add counts res and gives its chunks their request's seq.
+func (t *tally) add(res *wire.Result, startNs int64) {
+	q := &res.Req
+	if q.ErrorKind != "" {
+		t.errs[q.Stage]++
+	} else {
+		t.done[q.Stage]++
+	}
+	if q.PlannedNs < startNs+int64(time.Second) {
+		if q.ErrorKind == "" {
+			t.firstOK++
+		} else if t.firstFail++; t.firstErr == "" {
+			t.firstErr = q.ErrorKind + ": " + q.ErrorMessage
+		}
+	}
+	first := true
+	for i := range res.Chunks {
+		c := &res.Chunks[i]
+		c.Seq = q.Seq
+		if first && c.Kind == schemas.ChunkContent {
+			_ = t.ttft[q.Stage].RecordValue(max((c.Time()-q.SentNs)/1000, 1))
+			first = false
+		}
+	}
+}
+
+// stageClock follows the stages of the worker's plan: stage s runs from start+offset(s) to the
+// next stage's start (the last one to the end of the worker); each stage ends with its
+// workers.parquet row.
+type stageClock struct {
+	order    []schemas.StageInfo // by offset
+	cur      int32               // running stage; -1 before the first
+	next     int                 // index into order of the next stage to begin
+	begin    usage               // at the running stage's start
+	heapPeak int64
+}
+
+func newStageClock(stages []schemas.StageInfo) *stageClock {
+	order := slices.Clone(stages)
+	slices.SortFunc(order, func(a, b schemas.StageInfo) int { return cmp.Compare(a.OffsetNs, b.OffsetNs) })
+	return &stageClock{order: order, cur: -1}
+}
+
+// advance begins every stage whose start has passed, closing the running one.
+func (c *stageClock) advance(w *worker) {
+	now := time.Now().UnixNano()
+	for c.next < len(c.order) && w.startNs+c.order[c.next].OffsetNs <= now {
+		u, hb := w.usage()
+		c.closeStage(w, u)
+		c.begin, c.heapPeak = u, hb
+		c.cur = c.order[c.next].Index
+		c.next++
+	}
+}
+
+// closeStage sends the running stage's workers.parquet row, measured up to now.
+func (c *stageClock) closeStage(w *worker, now usage) {
+	if c.cur < 0 {
+		return
+	}
+	b := c.begin
+	row := schemas.Worker{
+		Worker: int32(w.cfg.Worker), Shard: int32(w.cfg.Shard), Stage: c.cur, CPU: int32(w.cfg.CPU),
+		GOMAXPROCS: int32(runtime.GOMAXPROCS(0)), WallNs: now.wall - b.wall,
+		CPUUserNs: now.user - b.user, CPUSysNs: now.sys - b.sys, GCPauseNs: now.gcPause - b.gcPause,
+		HeapPeakBytes: c.heapPeak, MaxRSSBytes: now.maxRSS, Requests: w.sent[c.cur].Load(),
+		Reads: now.reads - b.reads, BytesRead: now.bytes - b.bytes,
+		InflightPeak: int32(w.peak.Swap(w.inflight.Load())), InflightWaits: w.waits[c.cur].Load(),
+	}
+	w.out.send(message{Type: "worker", Worker: w.cfg.Worker, Row: &row})
+}
+
+// sendProgress sends the worker's cumulative state, with the running stage's TTFT histogram.
+func (w *worker) sendProgress(t *tally, c *stageClock) {
+	u, hb := w.usage()
+	c.heapPeak = max(c.heapPeak, hb)
+	p := &progress{Stage: c.cur, Done: t.done, Errors: t.errs, Inflight: w.inflight.Load(),
+		CPUNs: u.user + u.sys, NowNs: u.wall, FirstSent: w.fsent.Load(), FirstOK: t.firstOK, FirstFailed: t.firstFail, FirstError: t.firstErr}
+	p.Sent = make([]int64, len(w.sent))
+	for i := range p.Sent {
+		p.Sent[i] = w.sent[i].Load()
+	}
+	if c.cur >= 0 {
+		if b, err := t.ttft[c.cur].Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
+			p.TTFT = b
+		}
+	}
+	w.out.send(message{Type: "progress", Worker: w.cfg.Worker, Progress: p})
 }

@@ -100,6 +100,15 @@ type RawChunk struct {
 	ServerSentNs   *int64 `parquet:"server_sent_ns,optional" doc:"the server's own send time for this event when it reports one (the built-in simulator does); null otherwise"`
 }
 
+// Time is the event's arrival as the client recorded it: rx_kernel_ns when present, else
+// rx_user_ns (aggregate may replace it with the packet tap's time).
+func (c *RawChunk) Time() int64 {
+	if c.RxKernelNs != nil {
+		return *c.RxKernelNs
+	}
+	return c.RxUserNs
+}
+
 // Segment directions of RawSegment.Dir.
 const (
 	SegmentTx = "tx" // client to server, the outgoing copy
