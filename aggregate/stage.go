@@ -233,9 +233,7 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 		st.EndNs = a.startNs
 	}
 	window := float64(st.EndNs-st.StartNs) / 1e9
-	if a.requests > 1 && a.lastSent > a.firstSent {
-		st.AchievedRate = float64(a.requests-1) / (float64(a.lastSent-a.firstSent) / 1e9)
-	}
+	st.AchievedRate = schemas.AchievedRate(a.requests, a.firstSent, a.lastSent)
 	// Throughput is what the server delivered while this stage's load was offered: ok
 	// completions of any stage's requests (done) inside the stage's windows, counted where they
 	// complete. Counting only this stage's own requests would show a saturated stage, whose
@@ -294,7 +292,7 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	b, _ = json.Marshal(rhos)
 	st.WorkerRho = string(b)
 	st.Workers = int32(len(workers))
-	st.WorkersForRhoHalf = int32(math.Ceil(rhoSum / targetRho))
+	st.WorkersForRhoHalf = int32(math.Ceil(rhoSum / schemas.TargetRho))
 	st.SynRetrans, st.ConnCapped = a.synRetrans, a.connCapped
 	a.planned(&st)
 	judgeLatency(&st, bias)

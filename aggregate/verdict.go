@@ -4,24 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/wirebench/wirebench/schemas"
-)
-
-// The load verdict's limits.
-const (
-	// maxRateError is how far achieved/planned may stray from 1: beyond run-to-run noise of a
-	// pacer that is on time (the first and the last send's lateness alone move it).
-	maxRateError = 0.02
-	// minLateLimit and lateGapShare: lateness matters to the arrival process the server sees once
-	// its p99 exceeds a tenth of the mean planned gap between sends (requests then start to
-	// bunch and swap places), and never below 1 ms, under which no LLM server's behaviour turns.
-	minLateLimit = int64(time.Millisecond)
-	lateGapShare = 0.1
-	// Advice (more workers) only when the client is blamed and a worker's utilisation is high.
-	maxRho    = 0.7
-	targetRho = 0.5
 )
 
 // addLateness adds a request's lateness S − P (in [S − P, sent_end − P]) and splits it into
@@ -115,9 +99,9 @@ func judgeLatency(st *schemas.Stage, bias schemas.Bias) {
 // lateLimit is the send lag p99 above which lateness distorts the planned arrival process.
 func lateLimit(st *schemas.Stage) int64 {
 	if st.Mode == schemas.ModeClosed || st.PlannedRate <= 0 {
-		return minLateLimit
+		return int64(schemas.MinLateLimit)
 	}
-	return max(minLateLimit, int64(lateGapShare*1e9/st.PlannedRate))
+	return max(int64(schemas.MinLateLimit), int64(schemas.LateGapShare*1e9/st.PlannedRate))
 }
 
 // judgeLoad sets the load verdict: were the sends made as the schedule planned them, and when
@@ -127,7 +111,7 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 		st.LateShareClient = float64(a.pacerLateNs) / float64(a.lateNs)
 	}
 	var why []string
-	if st.Mode != schemas.ModeClosed && a.requests > 1 && math.Abs(st.RateFidelity-1) > maxRateError {
+	if st.Mode != schemas.ModeClosed && a.requests > 1 && math.Abs(st.RateFidelity-1) > schemas.MaxRateError {
 		why = append(why, fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity %.3f)", st.AchievedRate, st.PlannedRate, st.RateFidelity))
 	}
 	if limit := lateLimit(st); st.SendLag.Count > 0 && st.SendLag.P99 > limit {
@@ -149,15 +133,15 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 func (a *stageAcc) blame(st *schemas.Stage) (who, why string) {
 	share := func(ns int64) float64 { return 100 * float64(ns) / float64(max(a.lateNs, 1)) }
 	switch {
-	case st.LateShareClient >= 0.5:
+	case st.LateShareClient >= schemas.ClientLateShare:
 		why = fmt.Sprintf("the client: %.0f%% of the lateness was before the worker began the request (pacer and CPU)", 100*st.LateShareClient)
-		if st.WorkerRhoMax <= maxRho {
+		if st.WorkerRhoMax <= schemas.AdviceRho {
 			return schemas.BlameClient, why
 		}
-		return schemas.BlameClientCPU, why + fmt.Sprintf("; worker utilisation %.2f: %d workers would bring it under %.1f", st.WorkerRhoMax, st.WorkersForRhoHalf, targetRho)
+		return schemas.BlameClientCPU, why + fmt.Sprintf("; worker utilisation %.2f: %d workers would bring it under %.1f", st.WorkerRhoMax, st.WorkersForRhoHalf, schemas.TargetRho)
 	case a.capLateNs*2 >= a.lateNs:
 		return schemas.BlameClientCap, fmt.Sprintf("the client's connection cap: %.0f%% of the lateness was %d requests waiting at capture --max-connections", share(a.capLateNs), st.ConnCapped)
-	case a.connLateNs*2 >= a.lateNs && (st.SynRetrans > 0 || st.Connect.P99 > minLateLimit):
+	case a.connLateNs*2 >= a.lateNs && (st.SynRetrans > 0 || st.Connect.P99 > int64(schemas.MinLateLimit)):
 		return schemas.BlameServerAccept, fmt.Sprintf("the server was not accepting connections fast enough: %.0f%% of the lateness was waiting for a connection (connect p99 %s over %d new connections, %d SYN retransmissions: its accept queue overflowed)",
 			share(a.connLateNs), fmtMs(st.Connect.P99), st.Connect.Count, st.SynRetrans)
 	case a.connLateNs*2 >= a.lateNs:

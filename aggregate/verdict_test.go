@@ -33,7 +33,7 @@ func TestBlame(t *testing.T) {
 		if who != tt.who || !strings.Contains(got, tt.want) {
 			t.Errorf("%s: blame = %q, %q; want %q and a reason containing %q", tt.name, who, got, tt.who, tt.want)
 		}
-		if tt.rho < maxRho && strings.Contains(got, "workers would") {
+		if tt.rho < schemas.AdviceRho && strings.Contains(got, "workers would") {
 			t.Errorf("%s: blame = %q; advice without a busy worker", tt.name, got)
 		}
 	}

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -113,13 +114,11 @@ const TransitAllowance = 200 * time.Microsecond
 
 // Faithful-rate thresholds.
 const (
-	// FaithfulFidelity bounds achieved/target on both sides: below, sends were lost to lag;
-	// above, late sends were bunched up to catch up (the send window shrank). Either way the
-	// schedule was not held.
-	FaithfulFidelity = 0.995
+	// FaithfulFidelity bounds achieved/target on both sides, as the load verdict of a run does
+	// (schemas.MaxRateError): below, sends were lost to lag; above, late sends were bunched up
+	// to catch up (the send window shrank). Either way the schedule was not held.
+	FaithfulFidelity = 1 - schemas.MaxRateError
 	FaithfulTTFTErr  = time.Millisecond
-	// rhoTarget is the worker utilisation WorkersFor aims at.
-	rhoTarget = 0.5
 )
 
 // faithfulRule describes judge in words, for the JSON and the table.
@@ -232,10 +231,10 @@ func ols(xs, ys []float64) (a, b float64) {
 // WorkersFor returns the smallest k with IdleRho + slope·rate/k <= 0.5, or 0 when no k does
 // (the idle cost alone reaches 0.5, or nothing was fitted).
 func (f Fit) WorkersFor(rate float64) int {
-	if f.CPUPerReqNs <= 0 || f.IdleRho >= rhoTarget || rate <= 0 {
+	if f.CPUPerReqNs <= 0 || f.IdleRho >= schemas.TargetRho || rate <= 0 {
 		return 0
 	}
-	k := math.Ceil(f.CPUPerReqNs * 1e-9 * rate / (rhoTarget - f.IdleRho))
+	k := math.Ceil(f.CPUPerReqNs * 1e-9 * rate / (schemas.TargetRho - f.IdleRho))
 	return max(1, int(k))
 }
 
@@ -404,8 +403,8 @@ func analyse(d *rawData) []Rate {
 		a := accs[idx]
 		r := a.r
 		slices.Sort(a.sent)
-		if n := len(a.sent); n >= 2 && a.sent[n-1] > a.sent[0] {
-			r.AchievedRate = float64(n-1) / (float64(a.sent[n-1]-a.sent[0]) / 1e9)
+		if n := len(a.sent); n > 0 {
+			r.AchievedRate = schemas.AchievedRate(int64(n), a.sent[0], a.sent[n-1])
 		}
 		if r.TargetRate > 0 {
 			r.Fidelity = r.AchievedRate / r.TargetRate
@@ -523,4 +522,13 @@ func (c *Calibration) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "for %g requests/s at ρ = 0.5: not reachable with this fit\n", c.ForRate)
 	}
 	return nil
+}
+
+// write writes the calibration to path as indented JSON, atomically.
+func (c *Calibration) write(path string) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return schemas.WriteFileAtomic(path, append(b, '\n'))
 }

@@ -51,12 +51,12 @@ func TestJudgeAndFaithfulRate(t *testing.T) {
 		bad   []string // substrings of Why, per rate ("" = faithful)
 	}{
 		{"all faithful: the highest", []Rate{ok(10), ok(20), ok(40)}, 40, []string{"", "", ""}},
-		{"fidelity just under 99.5% fails",
-			[]Rate{ok(10), with(ok(20), func(r *Rate) { r.Fidelity = 0.9949 }), ok(40)}, 10, []string{"", "fidelity", ""}},
-		{"fidelity above 100.5% fails (bunched catch-up)",
+		{"fidelity just under 98% fails",
+			[]Rate{ok(10), with(ok(20), func(r *Rate) { r.Fidelity = 0.9799 }), ok(40)}, 10, []string{"", "fidelity", ""}},
+		{"fidelity above 102% fails (bunched catch-up)",
 			[]Rate{with(ok(10), func(r *Rate) { r.Fidelity = 1.042 })}, 0, []string{"bunched"}},
-		{"fidelity exactly 100.5% passes", []Rate{with(ok(10), func(r *Rate) { r.Fidelity = 1.005 })}, 10, []string{""}},
-		{"fidelity exactly 99.5% passes", []Rate{with(ok(10), func(r *Rate) { r.Fidelity = 0.995 })}, 10, []string{""}},
+		{"fidelity exactly 102% passes", []Rate{with(ok(10), func(r *Rate) { r.Fidelity = 1.02 })}, 10, []string{""}},
+		{"fidelity exactly 98% passes", []Rate{with(ok(10), func(r *Rate) { r.Fidelity = 0.98 })}, 10, []string{""}},
 		{"TTFT error p99 of 1 ms fails", []Rate{ok(10), with(ok(20), func(r *Rate) { r.TTFTErr.P99 = int64(time.Millisecond) })}, 10, []string{"", "TTFT error p99"}},
 		{"TTFT error p99 just under 1 ms passes", []Rate{with(ok(10), func(r *Rate) { r.TTFTErr.P99 = int64(time.Millisecond) - 1 })}, 10, []string{""}},
 		{"a pass above a failure does not count", []Rate{with(ok(10), func(r *Rate) { r.Errors = 1 }), ok(20)}, 0, []string{"failed", ""}},
@@ -223,7 +223,7 @@ func TestAnalyse(t *testing.T) {
 
 func TestWriteTable(t *testing.T) {
 	c := &Calibration{Host: "h", CPUs: 2, SharedCPUs: true, Workers: 2, GOMAXPROCS: 2, Notes: []string{"client and server SHARE the CPUs"},
-		Rates:        []Rate{{TargetRate: 10, AchievedRate: 10, Fidelity: 1, Faithful: true}, {TargetRate: 20, AchievedRate: 15, Fidelity: 0.75, Why: "fidelity 75.00% < 99.5%"}},
+		Rates:        []Rate{{TargetRate: 10, AchievedRate: 10, Fidelity: 1, Faithful: true}, {TargetRate: 20, AchievedRate: 15, Fidelity: 0.75, Why: "fidelity 75.00% < 98.0%"}},
 		FaithfulRate: 10, FaithfulRule: faithfulRule, Fit: Fit{CPUPerReqNs: 50e3, Mu: 20000, Points: 1, Method: "m"}, ForRate: 1000, WorkersFor: 1}
 	var b bytes.Buffer
 	if err := c.WriteTable(&b); err != nil {

@@ -3,7 +3,6 @@ package calibrate
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -170,7 +169,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Calibration, error
 	cal.FaithfulRate = faithfulRate(cal.Rates)
 	cal.Fit = fitCPU(cal.Rates, cal.Workers)
 	cal.WorkersFor = cal.Fit.WorkersFor(cfg.ForRate)
-	if err := writeJSON(filepath.Join(cfg.Dir, "calibration.json"), cal); err != nil {
+	if err := cal.write(filepath.Join(cfg.Dir, "calibration.json")); err != nil {
 		return cal, err
 	}
 	if cfg.Out != nil {
@@ -289,32 +288,4 @@ func loadRaw(ctx context.Context, dir string) (*rawData, error) {
 		return nil, fmt.Errorf("%s: the capture recorded no request", dir)
 	}
 	return d, nil
-}
-
-// writeJSON writes v as indented JSON to path through a temporary file and a rename.
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
