@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/capture/internal/worker"
 	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -40,10 +41,9 @@ func TestMain(m *testing.M) {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "worker" {
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		wc, rest, err := ReadWorkerConfig(os.Stdin)
+		wp, err := ReadWorker(os.Stdin, os.Stdout)
 		if err == nil {
-			wc.In, wc.Out = rest, os.Stdout
-			err = RunWorker(context.Background(), wc, log)
+			err = wp.Run(context.Background(), log)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
@@ -275,41 +275,6 @@ func TestRunRefusesUsedRunDir(t *testing.T) {
 	}
 }
 
-func TestOwnerSplitsKeysEvenly(t *testing.T) {
-	tests := []struct {
-		name            string
-		shards, workers int
-	}{
-		{"one host two workers", 1, 2},
-		{"two hosts two workers", 2, 2},
-		{"three hosts four workers", 3, 4},
-	}
-	for _, tt := range tests {
-		counts := map[[2]int]int{}
-		for seq := range int64(1200) {
-			r := schemas.ScheduleRequest{Seq: seq, Conversation: -1, User: -1}
-			s, w := owner(&r, tt.shards, tt.workers)
-			counts[[2]int{s, w}]++
-		}
-		if len(counts) != tt.shards*tt.workers {
-			t.Errorf("%s: %d (shard, worker) cells used; want %d", tt.name, len(counts), tt.shards*tt.workers)
-		}
-		for cell, n := range counts {
-			if want := 1200 / (tt.shards * tt.workers); n != want {
-				t.Errorf("%s: cell %v got %d requests; want %d", tt.name, cell, n, want)
-			}
-		}
-	}
-	// A conversation stays together whatever its seqs.
-	a := schemas.ScheduleRequest{Seq: 1, Conversation: 7, User: -1}
-	b := schemas.ScheduleRequest{Seq: 2, Conversation: 7, User: -1}
-	sa, wa := owner(&a, 2, 3)
-	sb, wb := owner(&b, 2, 3)
-	if sa != sb || wa != wb {
-		t.Errorf("owner(conversation 7 seq 1) = (%d, %d), owner(seq 2) = (%d, %d); want equal", sa, wa, sb, wb)
-	}
-}
-
 func TestParseShard(t *testing.T) {
 	tests := []struct {
 		in     string
@@ -381,66 +346,6 @@ process_up 1
 	}
 }
 
-func TestBodyBuilder(t *testing.T) {
-	tests := []struct {
-		name   string
-		target schemas.Target
-		text   string
-		msgs   string
-		prev   []byte
-		answer string
-		want   string
-	}{
-		{"completions", schemas.Target{Model: "m"}, "hi there", "", nil, "",
-			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"prompt":"hi there"}`},
-		{"completions max_tokens none", schemas.Target{Model: "m", MaxTokens: "none"}, "hi", "", nil, "",
-			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"prompt":"hi"}`},
-		{"completions ignore_eos extra", schemas.Target{Model: "m", IgnoreEOS: true, ExtraBody: map[string]any{"temperature": 0}}, "x", "", nil, "",
-			`{"model":"m","stream":true,"ignore_eos":true,"stream_options":{"include_usage":true},"temperature":0,"max_tokens":4,"prompt":"x"}`},
-		{"completions next turn", schemas.Target{Model: "m"}, "more", "", []byte("first"), "answer",
-			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"prompt":"firstanswer\n\nmore"}`},
-		{"chat with system", schemas.Target{Model: "m", API: "chat"}, "q", `[{"role":"system","content":"s"}]`, nil, "",
-			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"messages":[{"role":"system","content":"s"},{"role":"user","content":"q"}]}`},
-		{"chat next turn", schemas.Target{Model: "m", API: "chat"}, "q2", `ignored`, []byte(`{"role":"user","content":"q1"}`), "a1",
-			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"messages":[{"role":"user","content":"q1"},{"role":"assistant","content":"a1"},{"role":"user","content":"q2"}]}`},
-	}
-	for _, tt := range tests {
-		bb, err := newBodyBuilder(tt.target)
-		if err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		body, _, err := bb.build(4, tt.text, tt.msgs, tt.prev, tt.answer)
-		if err != nil || string(body) != tt.want {
-			t.Errorf("%s: build = (%s, %v); want %s", tt.name, body, err, tt.want)
-		}
-		if !json.Valid(body) {
-			t.Errorf("%s: body is not valid JSON: %s", tt.name, body)
-		}
-	}
-	if _, err := newBodyBuilder(schemas.Target{ExtraBody: map[string]any{"max_tokens": 3}}); err == nil {
-		t.Error("newBodyBuilder(extra_body.max_tokens) = nil error; want an error")
-	}
-	if _, err := newBodyBuilder(schemas.Target{MaxTokens: "some"}); err == nil {
-		t.Error("newBodyBuilder(max_tokens some) = nil error; want an error")
-	}
-	if _, err := newBodyBuilder(schemas.Target{API: "embeddings"}); err == nil {
-		t.Error("newBodyBuilder(api embeddings) = nil error; want an error")
-	}
-}
-
-func TestEndpoint(t *testing.T) {
-	tests := []struct{ base, api, want string }{
-		{"http://h:1", "completions", "http://h:1/v1/completions"},
-		{"http://h:1/", "chat", "http://h:1/v1/chat/completions"},
-		{"http://h:1/v1", "chat", "http://h:1/v1/chat/completions"},
-	}
-	for _, tt := range tests {
-		if got := endpoint(tt.base, tt.api); got != tt.want {
-			t.Errorf("endpoint(%q, %q) = %q; want %q", tt.base, tt.api, got, tt.want)
-		}
-	}
-}
-
 func TestResolveShardsFromConfig(t *testing.T) {
 	rc := &schemas.Config{Target: schemas.Target{URL: "http://127.0.0.1:9"}, Capture: schemas.CaptureOptions{Shards: 4}}
 	for _, tc := range []struct {
@@ -476,7 +381,7 @@ func TestJudgeStagesStopsBelowFidelity(t *testing.T) {
 		c := &coord{cfg: Config{StopBelowFidelity: 0.9}, log: testLog(t), m: &schemas.Manifest{Stages: stages},
 			planned: map[int32]int64{0: 1000, 1: 10000}, startNs: 1000 * sec}
 		for w := range 2 {
-			c.sampleStages(w, &progress{Sent: []int64{500, tc.sent[w]}, NowNs: c.startNs + 19*sec + sec/2})
+			c.sampleStages(w, &worker.Progress{Sent: []int64{500, tc.sent[w]}, NowNs: c.startNs + 19*sec + sec/2})
 		}
 		c.judgeStages(c.startNs + 19*sec) // stage 1 not over yet: nothing judged
 		if c.earlyStop != "" || c.judged[1] {

@@ -74,8 +74,6 @@ const (
 	DefaultGOMAXPROCS = 4
 	// startLead is how far after the last worker's "ready" the coordinator puts the common start.
 	startLead = 300 * time.Millisecond
-	// bodyWindow is how far ahead of their send time request bodies are built.
-	bodyWindow = 2 * time.Second
 )
 
 // Sentinel errors.

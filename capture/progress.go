@@ -11,6 +11,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/wirebench/wirebench/capture/internal/worker"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -31,7 +32,7 @@ type tracker struct {
 	planned map[int32]int64 // this host's planned requests per stage
 	shards  int
 	startNs int64
-	last    map[int]*progress
+	last    map[int]*worker.Progress
 	prevCPU map[int][2]int64 // worker -> (cpu ns, now ns) of the previous render
 	util    map[int]float64
 	live    io.Writer // nil: log lines
@@ -40,11 +41,11 @@ type tracker struct {
 }
 
 func newTracker(stages []schemas.StageInfo, planned map[int32]int64, shards int, live io.Writer, log *slog.Logger) *tracker {
-	return &tracker{stages: stages, planned: planned, shards: shards, last: map[int]*progress{},
+	return &tracker{stages: stages, planned: planned, shards: shards, last: map[int]*worker.Progress{},
 		prevCPU: map[int][2]int64{}, util: map[int]float64{}, live: live, log: log, shown: -1}
 }
 
-func (t *tracker) update(worker int, p *progress) {
+func (t *tracker) update(worker int, p *worker.Progress) {
 	if prev, ok := t.prevCPU[worker]; ok && p.NowNs > prev[1] {
 		t.util[worker] = float64(p.CPUNs-prev[0]) / float64(p.NowNs-prev[1])
 	}

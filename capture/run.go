@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wirebench/wirebench/capture/internal/worker"
 	"github.com/wirebench/wirebench/internal/cpuset"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -88,8 +89,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	m.Tap = tapStatus
-	m.OpenFilesLimit = openFilesLimit()
-	m.MaxConnections = connCap(cfg.MaxConns, cfg.MaxInflight, m.OpenFilesLimit)
+	m.OpenFilesLimit = worker.OpenFilesLimit()
+	m.MaxConnections = worker.ConnCap(cfg.MaxConns, cfg.MaxInflight, m.OpenFilesLimit)
 	defer func() {
 		if rec != nil {
 			if terr := rec.finish(c.m); terr != nil && err == nil {
@@ -119,7 +120,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		if len(pinned) > 0 {
 			cpu = pinned[i]
 		}
-		wc := WorkerConfig{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
+		wc := worker.Config{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
 			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
 			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
 			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode}
@@ -207,7 +208,7 @@ func plannedPerStage(run string, shard, shards int) (map[int32]int64, int64, err
 	out := map[int32]int64{}
 	var total int64
 	for i := range rows {
-		if s, _ := owner(&rows[i], shards, 1); s == shard {
+		if s, _ := worker.Owner(&rows[i], shards, 1); s == shard {
 			out[rows[i].Stage]++
 			total++
 		}
@@ -217,7 +218,7 @@ func plannedPerStage(run string, shard, shards int) (map[int32]int64, int64, err
 
 type workerMsg struct {
 	worker int
-	msg    message
+	msg    worker.Message
 }
 
 type workerExit struct {
@@ -227,14 +228,14 @@ type workerExit struct {
 }
 
 type workerProc struct {
-	cfg   WorkerConfig
+	cfg   worker.Config
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	mu    sync.Mutex
 	ready bool
-	done  *message
+	done  *worker.Message
 	exit  *workerExit
-	last  *progress
+	last  *worker.Progress
 }
 
 type coord struct {
@@ -267,7 +268,7 @@ type coord struct {
 // endSample is a worker's cumulative sends of a stage at a time inside the stage window.
 type endSample struct{ sent, nowNs int64 }
 
-func (c *coord) start(exe string, wc WorkerConfig) error {
+func (c *coord) start(exe string, wc worker.Config) error {
 	cmd := exec.Command(exe, "worker")
 	cmd.Stderr = os.Stderr
 	// Own process group: a terminal's Ctrl-C reaches only the coordinator, which stops the
@@ -296,7 +297,7 @@ func (c *coord) start(exe string, wc WorkerConfig) error {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 64<<10), 16<<20)
 		for sc.Scan() {
-			var m message
+			var m worker.Message
 			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 				c.log.Warn("worker wrote a line that is not a message", "worker", wc.Worker, "line", sc.Text())
 				continue
@@ -313,7 +314,7 @@ func (c *coord) start(exe string, wc WorkerConfig) error {
 	return nil
 }
 
-func (c *coord) control(p *workerProc, v control) {
+func (c *coord) control(p *workerProc, v worker.Control) {
 	b, _ := json.Marshal(v)
 	p.stdin.Write(append(b, '\n')) // a dead worker is reported by its exit
 }
@@ -325,7 +326,7 @@ func (c *coord) stopAll() {
 	}
 	c.stopped = true
 	for _, p := range c.procs {
-		c.control(p, control{Stop: true})
+		c.control(p, worker.Control{Stop: true})
 	}
 }
 
@@ -404,7 +405,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 		return err
 	}
 	for _, p := range c.procs {
-		c.control(p, control{StartNs: c.startNs})
+		c.control(p, worker.Control{StartNs: c.startNs})
 	}
 	c.log.Info("capture starting", "workers", len(c.procs), "start", start.Format(time.RFC3339Nano), "planned", c.total, "target", c.cfg.Target)
 
@@ -473,7 +474,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 
 // sampleStages keeps, for every open-loop stage whose window contains the sample's time, the
 // worker's cumulative sends of that stage.
-func (c *coord) sampleStages(worker int, p *progress) {
+func (c *coord) sampleStages(worker int, p *worker.Progress) {
 	if c.cfg.StopBelowFidelity <= 0 {
 		return
 	}

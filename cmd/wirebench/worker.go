@@ -19,13 +19,12 @@ import (
 type WorkerCmd struct{}
 
 func (c *WorkerCmd) Run(ctx context.Context, log *slog.Logger) error {
-	wc, rest, err := capture.ReadWorkerConfig(os.Stdin)
+	wp, err := capture.ReadWorker(os.Stdin, os.Stdout)
 	if err != nil {
 		return err
 	}
-	wc.In, wc.Out = rest, os.Stdout
 	if dir := os.Getenv("WIREBENCH_WORKER_CPUPROFILE"); dir != "" {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%02d.pprof", wc.Worker)))
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%02d.pprof", wp.Index())))
 		if err != nil {
 			return fmt.Errorf("cpu profile: %w", err)
 		}
@@ -36,5 +35,5 @@ func (c *WorkerCmd) Run(ctx context.Context, log *slog.Logger) error {
 		defer pprof.StopCPUProfile()
 	}
 	// The coordinator stops workers through stdin; a worker's own SIGINT (ctx) also drains.
-	return capture.RunWorker(ctx, wc, log)
+	return wp.Run(ctx, log)
 }

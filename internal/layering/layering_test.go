@@ -17,20 +17,21 @@ const module = "github.com/wirebench/wirebench/"
 // (outside its tests). The pipeline replay → capture → aggregate → report hands files down
 // through schemas; calibrate and the command orchestrate the stages.
 var below = map[string][]string{
-	"schemas":           {},
-	"tokenizer":         {},
-	"sim":               {},
-	"internal/cpuset":   {},
-	"replay":            {"schemas", "tokenizer"},
-	"capture/tap":       {},
-	"capture/wire":      {"schemas"},
-	"capture":           {"schemas", "capture/wire", "capture/tap", "internal/cpuset"},
-	"aggregate":         {"schemas", "tokenizer"},
-	"report":            {"schemas"},
-	"internal/simkit":   {"replay", "schemas", "internal/cpuset"},
-	"calibrate":         {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simkit"},
-	"cmd/wirebench":     nil, // the command may import every package
-	"internal/layering": {},
+	"schemas":                 {},
+	"tokenizer":               {},
+	"sim":                     {},
+	"internal/cpuset":         {},
+	"replay":                  {"schemas", "tokenizer"},
+	"capture/tap":             {},
+	"capture/wire":            {"schemas"},
+	"capture/internal/worker": {"schemas", "capture/wire", "internal/cpuset"},
+	"capture":                 {"schemas", "capture/wire", "capture/tap", "capture/internal/worker", "internal/cpuset"},
+	"aggregate":               {"schemas", "tokenizer"},
+	"report":                  {"schemas"},
+	"internal/simkit":         {"replay", "schemas", "internal/cpuset"},
+	"calibrate":               {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simkit"},
+	"cmd/wirebench":           nil, // the command may import every package
+	"internal/layering":       {},
 }
 
 type pkg struct {

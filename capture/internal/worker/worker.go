@@ -1,4 +1,4 @@
-package capture
+package worker
 
 import (
 	"bufio"
@@ -27,9 +27,12 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// WorkerConfig is one worker process's share of a capture. The coordinator sends it as the
+// bodyWindow is how far ahead of their send time request bodies are built.
+const bodyWindow = 2 * time.Second
+
+// Config is one worker process's share of a capture. The coordinator sends it as the
 // first JSON line of the worker's stdin.
-type WorkerConfig struct {
+type Config struct {
 	Run          string        `json:"run"`
 	Worker       int           `json:"worker"`
 	Workers      int           `json:"workers"`
@@ -57,17 +60,17 @@ type WorkerConfig struct {
 	Out io.Writer `json:"-"` // messages for the coordinator
 }
 
-// ReadWorkerConfig reads the first line of in as a WorkerConfig and leaves the rest of in for
-// RunWorker.
-func ReadWorkerConfig(in io.Reader) (WorkerConfig, *bufio.Reader, error) {
+// ReadConfig reads the first line of in as a WorkerConfig and leaves the rest of in for
+// Run.
+func ReadConfig(in io.Reader) (Config, *bufio.Reader, error) {
 	br := bufio.NewReader(in)
 	line, err := br.ReadBytes('\n')
 	if err != nil && len(line) == 0 {
-		return WorkerConfig{}, nil, fmt.Errorf("read worker config from stdin: %w", err)
+		return Config{}, nil, fmt.Errorf("read worker config from stdin: %w", err)
 	}
-	var wc WorkerConfig
+	var wc Config
 	if err := json.Unmarshal(line, &wc); err != nil {
-		return WorkerConfig{}, nil, fmt.Errorf("read worker config from stdin: %w", err)
+		return Config{}, nil, fmt.Errorf("read worker config from stdin: %w", err)
 	}
 	return wc, br, nil
 }
@@ -83,9 +86,9 @@ type item struct {
 }
 
 type worker struct {
-	cfg    WorkerConfig
+	cfg    Config
 	log    *slog.Logger
-	out    *lineWriter
+	out    *LineWriter
 	tgt    schemas.Target
 	stages []schemas.StageInfo
 	url    string
@@ -120,9 +123,9 @@ type worker struct {
 	pool    sync.Pool
 }
 
-// RunWorker runs one worker process: pin, load its share, warm, report ready, wait for the
+// Run runs one worker process: pin, load its share, warm, report ready, wait for the
 // start, pace, drain and close its parts.
-func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.GOMAXPROCS > 0 {
 		runtime.GOMAXPROCS(cfg.GOMAXPROCS)
 	}
@@ -133,7 +136,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 		}
 	}
 	log = log.With("worker", cfg.Worker)
-	w := &worker{cfg: cfg, log: log, out: newLineWriter(cfg.Out), stopCh: make(chan struct{})}
+	w := &worker{cfg: cfg, log: log, out: NewLineWriter(cfg.Out), stopCh: make(chan struct{})}
 	if err := w.load(); err != nil {
 		return err
 	}
@@ -147,8 +150,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 	if err := w.buildUntil(int64(bodyWindow)); err != nil {
 		return err
 	}
-	w.out.send(message{Type: "ready", Worker: cfg.Worker, Planned: w.owned, Warn: w.warm(ctx)})
-	startCh, abort := w.control()
+	w.out.send(Message{Type: "ready", Worker: cfg.Worker, Planned: w.owned, Warn: w.warm(ctx)})
+	startCh, abort := w.readControl()
 	select {
 	case w.startNs = <-startCh:
 	case <-abort:
@@ -174,7 +177,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, log *slog.Logger) error {
 	w.drain(cancelReqs, abort)
 	close(w.results)
 	werr := <-wdone
-	w.out.send(message{Type: "done", Worker: cfg.Worker, Sent: w.sentTotal.Load(), Unsent: w.owned - w.sentTotal.Load() - w.skipped.Load(), Skipped: w.skipped.Load(), LateBody: w.lateBody.Load()})
+	w.out.send(Message{Type: "done", Worker: cfg.Worker, Sent: w.sentTotal.Load(), Unsent: w.owned - w.sentTotal.Load() - w.skipped.Load(), Skipped: w.skipped.Load(), LateBody: w.lateBody.Load()})
 	return werr
 }
 
@@ -191,8 +194,8 @@ func (w *worker) newClient() *wire.Client {
 			break
 		}
 	}
-	maxConns := connCap(cfg.MaxConns, cfg.MaxInflight, openFilesLimit())
-	w.log.Info("connections", "max_connections", maxConns, "open_files_limit", openFilesLimit())
+	maxConns := ConnCap(cfg.MaxConns, cfg.MaxInflight, OpenFilesLimit())
+	w.log.Info("connections", "max_connections", maxConns, "open_files_limit", OpenFilesLimit())
 	w.log.Info("timeouts", "timeout", cfg.Timeout, "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout)
 	return wire.NewClient(wire.ClientConfig{MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
 		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
@@ -215,15 +218,15 @@ func (w *worker) warm(ctx context.Context) string {
 	return ""
 }
 
-// control reads the coordinator's lines on stdin: the start time (sent on the first channel)
+// readControl reads the coordinator's lines on stdin: the start time (sent on the first channel)
 // and stop; EOF (the coordinator is gone) closes abort and stops the worker.
-func (w *worker) control() (<-chan int64, <-chan struct{}) {
+func (w *worker) readControl() (<-chan int64, <-chan struct{}) {
 	startCh := make(chan int64, 1)
 	abort := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(w.cfg.In)
 		for sc.Scan() {
-			var c control
+			var c Control
 			if json.Unmarshal(sc.Bytes(), &c) != nil {
 				continue
 			}
@@ -298,7 +301,7 @@ func (w *worker) load() error {
 	need := map[int64]*schemas.Prompt{}
 	for i := range sched {
 		r := &sched[i]
-		if sh, wk := owner(r, w.cfg.Shards, w.cfg.Workers); sh != w.cfg.Shard || wk != w.cfg.Worker {
+		if sh, wk := Owner(r, w.cfg.Shards, w.cfg.Workers); sh != w.cfg.Shard || wk != w.cfg.Worker {
 			continue
 		}
 		if r.Stage < 0 || r.Stage > maxStage {
@@ -646,8 +649,8 @@ func (w *worker) usage() (u usage, heapBytes int64) {
 // the send path: send goroutines hand it finished results through a buffered channel.
 func (w *worker) writeLoop() error {
 	pw := newPartWriter(w.cfg.Run, w.cfg.Worker, schemas.Producer{Command: "capture", Args: w.cfg.Args},
-		w.cfg.PartRows, w.cfg.PartInterval, func(f fileDone) {
-			w.out.send(message{Type: "file", Worker: w.cfg.Worker, File: &f})
+		w.cfg.PartRows, w.cfg.PartInterval, func(f FileDone) {
+			w.out.send(Message{Type: "file", Worker: w.cfg.Worker, File: &f})
 		})
 	tl := newTally(len(w.sent))
 	clk := newStageClock(w.stages)
@@ -778,14 +781,14 @@ func (c *stageClock) closeStage(w *worker, now usage) {
 		Reads: now.reads - b.reads, BytesRead: now.bytes - b.bytes,
 		InflightPeak: int32(w.peak.Swap(w.inflight.Load())), InflightWaits: w.waits[c.cur].Load(),
 	}
-	w.out.send(message{Type: "worker", Worker: w.cfg.Worker, Row: &row})
+	w.out.send(Message{Type: "worker", Worker: w.cfg.Worker, Row: &row})
 }
 
 // sendProgress sends the worker's cumulative state, with the running stage's TTFT histogram.
 func (w *worker) sendProgress(t *tally, c *stageClock) {
 	u, hb := w.usage()
 	c.heapPeak = max(c.heapPeak, hb)
-	p := &progress{Stage: c.cur, Done: t.done, Errors: t.errs, Inflight: w.inflight.Load(),
+	p := &Progress{Stage: c.cur, Done: t.done, Errors: t.errs, Inflight: w.inflight.Load(),
 		CPUNs: u.user + u.sys, NowNs: u.wall, FirstSent: w.fsent.Load(), FirstOK: t.firstOK, FirstFailed: t.firstFail, FirstError: t.firstErr}
 	p.Sent = make([]int64, len(w.sent))
 	for i := range p.Sent {
@@ -796,5 +799,5 @@ func (w *worker) sendProgress(t *tally, c *stageClock) {
 			p.TTFT = b
 		}
 	}
-	w.out.send(message{Type: "progress", Worker: w.cfg.Worker, Progress: p})
+	w.out.send(Message{Type: "progress", Worker: w.cfg.Worker, Progress: p})
 }

@@ -1,4 +1,4 @@
-package capture
+package worker
 
 import "golang.org/x/sys/unix"
 
@@ -6,9 +6,9 @@ import "golang.org/x/sys/unix"
 // the runtime, pipes).
 const reservedFiles = 64
 
-// connCap is a worker's connection cap: the smallest of maxConns and maxInflight that is set,
+// ConnCap is a worker's connection cap: the smallest of maxConns and maxInflight that is set,
 // and what the open-files limit allows.
-func connCap(maxConns, maxInflight int, nofile int64) int {
+func ConnCap(maxConns, maxInflight int, nofile int64) int {
 	n := int(max(nofile-reservedFiles, 1))
 	for _, c := range []int{maxConns, maxInflight} {
 		if c > 0 {
@@ -18,9 +18,9 @@ func connCap(maxConns, maxInflight int, nofile int64) int {
 	return n
 }
 
-// openFilesLimit returns this process's RLIMIT_NOFILE soft limit (Go raises it to the hard limit
+// OpenFilesLimit returns this process's RLIMIT_NOFILE soft limit (Go raises it to the hard limit
 // at start), or 1024 when unknown.
-func openFilesLimit() int64 {
+func OpenFilesLimit() int64 {
 	var r unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r); err != nil || r.Cur > 1<<30 {
 		return 1024

@@ -1,4 +1,4 @@
-package capture
+package worker
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package capture
+package worker
 
 import "github.com/wirebench/wirebench/schemas"
 
@@ -16,10 +16,10 @@ func splitKey(r *schemas.ScheduleRequest) int64 {
 	}
 }
 
-// owner reports which host shard (key mod shards) and which worker of that host
+// Owner reports which host shard (key mod shards) and which worker of that host
 // ((key / shards) mod workers) send r. Dividing before the worker split keeps both splits even:
 // with 2 hosts of 2 workers, keys 0,2,4,6 go to host 0 and then alternate between its workers.
-func owner(r *schemas.ScheduleRequest, shards, workers int) (shard, worker int) {
+func Owner(r *schemas.ScheduleRequest, shards, workers int) (shard, worker int) {
 	k := splitKey(r)
 	if k < 0 {
 		k = -k

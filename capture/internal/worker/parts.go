@@ -1,4 +1,4 @@
-package capture
+package worker
 
 import (
 	"path/filepath"
@@ -7,8 +7,8 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// fileDone reports one finished part file.
-type fileDone struct {
+// FileDone reports one finished part file.
+type FileDone struct {
 	Path string `json:"path"` // relative to the run directory
 	Kind string `json:"kind"`
 	Rows int64  `json:"rows"`
@@ -25,7 +25,7 @@ type partWriter struct {
 	producer schemas.Producer
 	maxRows  int64
 	interval time.Duration
-	onFile   func(fileDone)
+	onFile   func(FileDone)
 
 	part    int32
 	opened  time.Time
@@ -37,7 +37,7 @@ type partWriter struct {
 
 const flushRows = 4096
 
-func newPartWriter(run string, worker int, p schemas.Producer, maxRows int, interval time.Duration, onFile func(fileDone)) *partWriter {
+func newPartWriter(run string, worker int, p schemas.Producer, maxRows int, interval time.Duration, onFile func(FileDone)) *partWriter {
 	return &partWriter{
 		run: run, worker: worker, producer: p,
 		maxRows: int64(maxRows), interval: interval, onFile: onFile,
@@ -136,7 +136,7 @@ func (w *partWriter) report(path, kind string, rows int64) {
 		rel = path
 	}
 	if w.onFile != nil {
-		w.onFile(fileDone{Path: filepath.ToSlash(rel), Kind: kind, Rows: rows, Part: w.part})
+		w.onFile(FileDone{Path: filepath.ToSlash(rel), Kind: kind, Rows: rows, Part: w.part})
 	}
 }
 

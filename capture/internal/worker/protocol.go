@@ -1,4 +1,4 @@
-package capture
+package worker
 
 import (
 	"encoding/json"
@@ -9,14 +9,14 @@ import (
 )
 
 // message is one line a worker writes to its stdout for the coordinator.
-type message struct {
+type Message struct {
 	Type     string          `json:"type"` // ready, progress, file, worker, done
 	Worker   int             `json:"worker"`
 	Planned  int64           `json:"planned,omitempty"`   // ready: requests this worker owns
 	Warn     string          `json:"warn,omitempty"`      // ready: warm-up problem
-	File     *fileDone       `json:"file,omitempty"`      // file: a finished part
+	File     *FileDone       `json:"file,omitempty"`      // file: a finished part
 	Row      *schemas.Worker `json:"row,omitempty"`       // worker: one workers.parquet row
-	Progress *progress       `json:"progress,omitempty"`  // progress: once a second
+	Progress *Progress       `json:"progress,omitempty"`  // progress: once a second
 	Sent     int64           `json:"sent,omitempty"`      // done
 	Unsent   int64           `json:"unsent,omitempty"`    // done: owned but never sent (stopped)
 	Skipped  int64           `json:"skipped,omitempty"`   // done: closed-loop requests after their stage's end
@@ -24,7 +24,7 @@ type message struct {
 }
 
 // progress is a worker's state, cumulative since the start.
-type progress struct {
+type Progress struct {
 	Stage       int32   `json:"stage"` // stage whose clock is running; -1 before the start
 	Sent        []int64 `json:"sent"`  // per stage
 	Done        []int64 `json:"done"`
@@ -40,20 +40,20 @@ type progress struct {
 }
 
 // control is one line the coordinator writes to a worker's stdin after the config.
-type control struct {
+type Control struct {
 	StartNs int64 `json:"start_ns,omitempty"`
 	Stop    bool  `json:"stop,omitempty"`
 }
 
-// lineWriter writes JSON lines from several goroutines.
-type lineWriter struct {
+// LineWriter writes JSON lines from several goroutines.
+type LineWriter struct {
 	mu  sync.Mutex
 	enc *json.Encoder
 }
 
-func newLineWriter(w io.Writer) *lineWriter { return &lineWriter{enc: json.NewEncoder(w)} }
+func NewLineWriter(w io.Writer) *LineWriter { return &LineWriter{enc: json.NewEncoder(w)} }
 
-func (l *lineWriter) send(v any) {
+func (l *LineWriter) send(v any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	_ = l.enc.Encode(v) // a gone coordinator is noticed on stdin

@@ -1,4 +1,4 @@
-package capture
+package worker
 
 import "testing"
 
@@ -16,7 +16,7 @@ func TestConnCap(t *testing.T) {
 		{0, 0, 10, 1},
 	}
 	for _, tt := range tests {
-		if got := connCap(tt.maxConns, tt.maxInflight, tt.nofile); got != tt.want {
+		if got := ConnCap(tt.maxConns, tt.maxInflight, tt.nofile); got != tt.want {
 			t.Errorf("connCap(%d, %d, %d) = %d; want %d", tt.maxConns, tt.maxInflight, tt.nofile, got, tt.want)
 		}
 	}
