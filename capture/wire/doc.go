@@ -6,7 +6,7 @@
 // wakeup, netpoller, scheduler, GC) as server latency. Measured on a 2-vCPU machine, user-space
 // stamps lagged the server's send by p99 9.3 ms at 1,000 streams; kernel stamps by p99 22 µs.
 //
-// How (see ../../shared/WIRE-TIMESTAMPS.md for the measurements behind each choice):
+// How (see docs/design/wire-timestamps.md for the measurements behind each choice):
 //
 //   - Plain-HTTP targets go through the package's own HTTP/1.1 path (plain.go): Send writes the
 //     request with one non-blocking writev on the caller's goroutine, so a pacer's request leaves
