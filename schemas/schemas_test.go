@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -326,5 +327,24 @@ func TestGlobFindsOnlyParts(t *testing.T) {
 	got := k.Glob(dir)
 	if len(got) != 2 || got[0] != filepath.Join(dir, k.PartPath(0, 1)) || got[1] != filepath.Join(dir, k.PartPath(1, 0)) {
 		t.Errorf("Glob = %v", got)
+	}
+}
+
+func TestJSONFieldsNestAndName(t *testing.T) {
+	type inner struct {
+		A int `json:"a" doc:"an a"`
+	}
+	type outer struct {
+		T  time.Time        `json:"t" doc:"when"`
+		In []inner          `json:"in,omitempty" doc:"list"`
+		M  map[string]inner `json:"m" doc:"by name"`
+		P  *inner           `json:"p" doc:"maybe"`
+		X  int              `json:"-"`
+	}
+	got := JSONFile{Type: reflect.TypeFor[outer]()}.Fields()
+	want := []JSONField{{"t", "string (RFC 3339 time)", "when"}, {"in", "array of object", "list"}, {"in[].a", "integer", "an a"},
+		{"m", "map of object", "by name"}, {"m{}.a", "integer", "an a"}, {"p", "object", "maybe"}, {"p.a", "integer", "an a"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Fields =\n%v\nwant\n%v", got, want)
 	}
 }
