@@ -94,32 +94,19 @@ func (b *batch) mistyped(name, want string, a arrow.Array) {
 	}
 }
 
-func (b *batch) i64(name string) *array.Int64 {
+// typed returns the named column as array type T (nil, with b.err set, when it is not).
+func typed[T arrow.Array](b *batch, name, want string) T {
 	a := b.col(name)
-	c, ok := a.(*array.Int64)
+	c, ok := a.(T)
 	if a != nil && !ok {
-		b.mistyped(name, "int64", a)
+		b.mistyped(name, want, a)
 	}
 	return c
 }
 
-func (b *batch) i32(name string) *array.Int32 {
-	a := b.col(name)
-	c, ok := a.(*array.Int32)
-	if a != nil && !ok {
-		b.mistyped(name, "int32", a)
-	}
-	return c
-}
-
-func (b *batch) boolean(name string) *array.Boolean {
-	a := b.col(name)
-	c, ok := a.(*array.Boolean)
-	if a != nil && !ok {
-		b.mistyped(name, "bool", a)
-	}
-	return c
-}
+func (b *batch) i64(name string) *array.Int64       { return typed[*array.Int64](b, name, "int64") }
+func (b *batch) i32(name string) *array.Int32       { return typed[*array.Int32](b, name, "int32") }
+func (b *batch) boolean(name string) *array.Boolean { return typed[*array.Boolean](b, name, "bool") }
 
 // str returns a function reading the string values of a (plain or dictionary-encoded) column.
 func (b *batch) str(name string) func(int) string {
