@@ -30,7 +30,10 @@ type Config struct {
 	// histograms, else fit, per request), or one of server, histograms, fit forced for every
 	// request; forcing a source the run cannot support is an error naming what is missing.
 	Decomposition string
-	Args          []string // the command line, recorded in the files and the manifest
+	// ClockTolerance is the largest clock max error a host may have, when the hosts read
+	// different clocks, before aggregate warns (with Strict: fails); 0 = DefaultClockTolerance.
+	ClockTolerance time.Duration
+	Args           []string // the command line, recorded in the files and the manifest
 }
 
 // Summary is what Run wrote.
@@ -93,6 +96,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkHosts(runs, cmp.Or(cfg.ClockTolerance, DefaultClockTolerance), w); err != nil {
+		return nil, err
+	}
 	out := cmp.Or(cfg.Out, runs[0].dir)
 	metricsDir := filepath.Dir(schemas.FileOf[schemas.Stage](out))
 	if err := os.MkdirAll(metricsDir, 0o755); err != nil {
@@ -130,7 +136,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 		return nil, err
 	}
 	a.setPrefillPerToken(dp.fb)
-	rows, ts, sat, err := a.stageRows(workers, &done)
+	rows, ts, sat, err := a.stageRows(runs, workers, &done)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +156,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 // newAggregator makes the aggregator of runs: the first run's SLO, bias and tokenizer, and one
 // accumulator per planned stage (spilling into spill).
 func newAggregator(cfg Config, runs []*runDir, spill string, w *warner, log *slog.Logger) (*aggregator, error) {
-	m0 := runs[0].manifest
+	m0 := reference(runs).manifest
 	bias := runs[0].config.Bias.WithDefaults()
 	a := &aggregator{cfg: cfg, log: log, w: w, slo: runs[0].config.SLO, bias: bias, allow: int64(bias.StampAllowance),
 		startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill}
@@ -227,6 +233,8 @@ func (a *aggregator) addPart(ctx context.Context, pr *partReader, p *part, pw *s
 	for i := range states {
 		s := &states[i]
 		m := s.metric(a.slo)
+		p.run.recorded[m.Stage]++
+		p.run.lastSentNs = max(p.run.lastSentNs, s.sentNs)
 		if m.DecompositionSource == SourceServer {
 			a.srvRows++
 		}
@@ -295,9 +303,10 @@ func (a *aggregator) setPrefillPerToken(fitB float64) {
 	}
 }
 
-// stageRows makes the stages.parquet and timeseries.parquet rows of the measured stages and
-// marks the saturation stage (its index, or -1).
-func (a *aggregator) stageRows(workers map[int32][]workerStats, done *completions) ([]schemas.Stage, []schemas.Timeseries, int32, error) {
+// stageRows makes the stages.parquet and timeseries.parquet rows of the measured stages, flags
+// those short of a host's share (stageGap), gives each the clock uncertainty of the hosts in it,
+// and marks the saturation stage (its index, or -1).
+func (a *aggregator) stageRows(runs []*runDir, workers map[int32][]workerStats, done *completions) ([]schemas.Stage, []schemas.Timeseries, int32, error) {
 	var rows []schemas.Stage
 	var accs []*stageAcc
 	var ts []schemas.Timeseries
@@ -310,9 +319,11 @@ func (a *aggregator) stageRows(workers map[int32][]workerStats, done *completion
 		if err != nil {
 			return nil, nil, -1, err
 		}
+		flagGap(&st, stageGap(runs, acc.info, a.startNs))
+		st.ClockUncertaintyNs = stageClock(runs, i)
 		rows = append(rows, st)
 		accs = append(accs, acc)
-		ts = append(ts, acc.timeseries()...)
+		ts = append(ts, acc.timeseries(st.ClockUncertaintyNs)...)
 	}
 	sat := int32(-1)
 	if s := saturation(rows, accs); s >= 0 {
@@ -390,6 +401,9 @@ func (a *aggregator) pass2(ctx context.Context, in, out string, prod schemas.Pro
 func readWorkers(runs []*runDir, w *warner) (map[int32][]workerStats, error) {
 	out := map[int32][]workerStats{}
 	for _, r := range runs {
+		if r.shards == 0 {
+			continue // never captured: checkHosts said so
+		}
 		path := schemas.FileOf[schemas.Worker](r.dir)
 		rows, err := schemas.ReadFile[schemas.Worker](path)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, schemas.ErrCorrupt) {
@@ -454,10 +468,11 @@ func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, re
 			return fmt.Errorf("update manifest: %w", err)
 		}
 	} else {
-		cp := *runs[0].manifest
+		cp := *reference(runs).manifest
 		cp.Files = nil
 		cp.Steps = slices.Clone(cp.Steps)
 		m = &cp
+		mergeManifest(m, runs, clockUncertainty(runs))
 	}
 	m.Steps = append(m.Steps, schemas.Step{Name: "aggregate", Args: cfg.Args, Started: started, Ended: time.Now(), Status: "ok"})
 	m.AddFile(schemas.EntryOf[schemas.MetricRequest](reqRows))

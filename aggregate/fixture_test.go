@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -26,16 +27,19 @@ func p32(v int32) *int32 { return &v }
 
 // fixture is a hand-made run directory.
 type fixture struct {
-	runID    string
-	offsetNs int64
-	stages   []schemas.StageInfo
-	slo      schemas.SLO
-	reqs     map[[2]int][]schemas.RawRequest // (worker, part) -> rows
-	chunks   map[[2]int][]schemas.RawChunk
-	workers  []schemas.Worker
-	server   []schemas.ServerMetric
-	missing  []string
-	wexit    []schemas.WorkerStatus
+	runID   string
+	status  string          // manifest status; "" = complete (planned: a directory without a capture)
+	shard   string          // "i/n" for a host of a split run
+	planned map[int32]int64 // shard_planned
+	clock   *schemas.Clock  // the host's clock state
+	stages  []schemas.StageInfo
+	slo     schemas.SLO
+	reqs    map[[2]int][]schemas.RawRequest // (worker, part) -> rows
+	chunks  map[[2]int][]schemas.RawChunk
+	workers []schemas.Worker
+	server  []schemas.ServerMetric
+	missing []string
+	wexit   []schemas.WorkerStatus
 }
 
 func newFixture() *fixture {
@@ -72,7 +76,11 @@ func (f *fixture) chunk(worker int, c schemas.RawChunk) {
 func (f *fixture) write(t testing.TB, dir string) string {
 	t.Helper()
 	cfg, _ := json.Marshal(schemas.Config{SLO: f.slo})
-	m := &schemas.Manifest{RunID: f.runID, StartNs: t0, ClockOffsetNs: f.offsetNs, Config: cfg, Stages: f.stages, Status: schemas.StatusComplete, Missing: f.missing, Workers: f.wexit, Created: time.Unix(0, t0)}
+	m := &schemas.Manifest{RunID: f.runID, StartNs: t0, Config: cfg, Stages: f.stages, Status: cmp.Or(f.status, schemas.StatusComplete), Missing: f.missing, Workers: f.wexit, Created: time.Unix(0, t0),
+		Shard: f.shard, ShardPlanned: f.planned, Clock: f.clock}
+	if m.Status != schemas.StatusPlanned {
+		m.Steps = []schemas.Step{{Name: "capture", Status: m.Status}}
+	}
 	p := schemas.Producer{Command: "test"}
 	for k, rows := range f.reqs {
 		path := filepath.Join("raw", partName("requests", k))

@@ -28,14 +28,20 @@ type part struct {
 
 func (p *part) String() string { return fmt.Sprintf("%s w%02d part %04d", p.run.dir, p.worker, p.num) }
 
-// runDir is one RUN directory (one host of a possibly distributed run).
+// runDir is one RUN directory (one host of a possibly distributed run). Its timestamps are
+// taken as they are: no offset is applied between hosts (docs/design/clocks.md); how far apart
+// the hosts' clocks may be is carried as an uncertainty instead (clock.go).
 type runDir struct {
 	dir      string
 	manifest *schemas.Manifest
 	config   schemas.Config
-	offsetNs int64 // added to every timestamp of this host (clock_offset_ns)
 	parts    []*part
 	tap      *tapIndex // the packet tap's segments; nil without
+
+	// shard i of shards; shards is 0 when the directory holds no capture (only replay's output)
+	shard, shards int
+	recorded      map[int32]int64 // request rows read, per stage
+	lastSentNs    int64           // the latest send time read
 }
 
 // warner collects warnings: logged with the file they concern, and errors when strict.
@@ -68,9 +74,12 @@ func openRuns(dirs []string, w *warner) ([]*runDir, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read manifest: %w", err)
 		}
-		r := &runDir{dir: dir, manifest: m, offsetNs: m.ClockOffsetNs}
+		r := &runDir{dir: dir, manifest: m, recorded: map[int32]int64{}}
 		if r.config, err = m.RunConfig(); err != nil {
 			return nil, fmt.Errorf("%s: %w", mpath, err)
+		}
+		if r.shard, r.shards, err = hostShard(m); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", mpath, ErrInput, err)
 		}
 		if len(runs) > 0 {
 			first := runs[0].manifest
@@ -99,6 +108,9 @@ func openRuns(dirs []string, w *warner) ([]*runDir, error) {
 			return nil, err
 		}
 		runs = append(runs, r)
+	}
+	if err := checkShards(runs); err != nil {
+		return nil, err
 	}
 	return runs, nil
 }
@@ -178,7 +190,7 @@ func (r *runDir) listParts(w *warner) error {
 		}
 		return a.num < b.num
 	})
-	if len(r.parts) == 0 {
+	if len(r.parts) == 0 && r.shards > 0 {
 		if err := w.warn(filepath.Join(r.dir, "raw"), "no raw request parts"); err != nil {
 			return err
 		}

@@ -107,23 +107,23 @@ func takeRequestColumns(b *batch) requestColumns {
 	}
 }
 
-// request makes row i's state: its times on the run's clock, its send moments (from the tap
+// request makes row i's state: its times as its host took them, its send moments (from the tap
 // when it saw them), and what the server reported.
 func (pr *partReader) request(c *requestColumns, i int, p *part) reqState {
-	a, off := pr.agg, p.run.offsetNs
+	a := pr.agg
 	s := reqState{
 		seq: c.seq.Value(i), stage: c.stage.Value(i), worker: c.worker.Value(i), shard: c.shard.Value(i),
 		warmup: c.warmup.Value(i), conversation: c.conv.Value(i), turn: c.turn.Value(i),
-		inputSched: c.inTok.Value(i), plannedNs: c.planned.Value(i) + off, sentNs: c.sent.Value(i) + off,
+		inputSched: c.inTok.Value(i), plannedNs: c.planned.Value(i), sentNs: c.sent.Value(i),
 		status: c.status.Value(i), textTokens: -1, lastIndex: -1, evTokensOK: true,
-		sendStartNs: c.sendStart.Value(i) + off, connectNs: -1, connCapped: c.capped.Value(i),
+		sendStartNs: c.sendStart.Value(i), connectNs: -1, connCapped: c.capped.Value(i),
 	}
 	if c.sent.Value(i) == 0 {
 		s.unsent, s.sentNs = true, s.sendStartNs // never written: the timeline uses its start
 	}
 	s.sentEndNs = s.sentNs
 	if v, ok := optI64(c.sentEnd, i); ok {
-		s.sentEndNs = max(v+off, s.sentNs)
+		s.sentEndNs = max(v, s.sentNs)
 	}
 	if v, ok := optI64(c.connect, i); ok {
 		s.connectNs = v
@@ -132,7 +132,7 @@ func (pr *partReader) request(c *requestColumns, i int, p *part) reqState {
 	s.synRetrans, _ = optI32(c.synRe, i)
 	pr.sendMoments(&s, c, i, p.run.tap)
 	if v, ok := optI64(c.done, i); ok {
-		s.doneNs, s.hasDone = v+off, true
+		s.doneNs, s.hasDone = v, true
 	}
 	if k := c.errorKind(i); k != "" {
 		s.errorKind = pr.intern(k)
@@ -212,7 +212,7 @@ func (pr *partReader) readChunks(ctx context.Context, p *part) error {
 			} else {
 				s.lastIndex = x
 			}
-			pr.event(s, &c, i, p.run.offsetNs)
+			pr.event(s, &c, i)
 		}
 		return nil
 	})
@@ -237,12 +237,11 @@ func (pr *partReader) readChunks(ctx context.Context, p *part) error {
 }
 
 // event adds event i, in index order, to its request's state s.
-func (pr *partReader) event(s *reqState, c *chunkColumns, i int, off int64) {
-	u := c.user.Value(i) + off
+func (pr *partReader) event(s *reqState, c *chunkColumns, i int) {
+	u := c.user.Value(i)
 	t := u
 	k, hasK := optI64(c.kernel, i)
 	if hasK {
-		k += off
 		t = k
 		if lag := u - k; !s.hasKernel || lag > s.readLagMax {
 			s.readLagMax = lag
@@ -275,7 +274,7 @@ func (pr *partReader) event(s *reqState, c *chunkColumns, i int, off int64) {
 	}
 	var aft int64
 	if v, ok := optI64(c.after, i); ok {
-		aft = v + off
+		aft = v
 	}
 	content := c.kind(i) == schemas.ChunkContent
 	gap, hasGap := s.addEvent(s.eventSpan(t, q, stamped, aft, pr.agg.allow), content)

@@ -29,7 +29,7 @@ type tsBucket struct {
 // stageAcc accumulates one stage's metrics over both passes.
 type stageAcc struct {
 	info    schemas.StageInfo
-	startNs int64 // planned stage start on the reference clock: manifest start_ns + offset_ns
+	startNs int64 // planned stage start: manifest start_ns + the stage's offset_ns
 
 	requests, completed, errors, good int64
 	errKinds                          map[string]int64
@@ -300,8 +300,9 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	return st, nil
 }
 
-// timeseries returns the stage's rows of metrics/timeseries.parquet.
-func (a *stageAcc) timeseries() []schemas.Timeseries {
+// timeseries returns the stage's rows of metrics/timeseries.parquet; clockNs is the stage's
+// cross-host clock uncertainty, which every bucket carries.
+func (a *stageAcc) timeseries(clockNs int64) []schemas.Timeseries {
 	out := make([]schemas.Timeseries, len(a.ts))
 	var sends, ends int64
 	for i := range a.ts {
@@ -311,7 +312,7 @@ func (a *stageAcc) timeseries() []schemas.Timeseries {
 		r := schemas.Timeseries{
 			Stage: a.info.Index, BucketNs: a.startNs + int64(i)*bucketNs, Sends: b.sends,
 			Completions: b.completions, Errors: b.errors, Inflight: sends - ends,
-			InputTokens: b.inTok, OutputTokens: b.outTok,
+			InputTokens: b.inTok, OutputTokens: b.outTok, ClockUncertaintyNs: clockNs,
 		}
 		if len(b.ttft) > 0 {
 			sort.Slice(b.ttft, func(i, j int) bool { return b.ttft[i] < b.ttft[j] })

@@ -67,7 +67,7 @@ func loadTap(ctx context.Context, r *runDir, w *warner) (*tapIndex, error) {
 			}
 			for i := range b.n {
 				f := fl.Value(i)
-				segs = append(segs, rawSeg{ns: ts.Value(i) + r.offsetNs, tx: dir(i) == schemas.SegmentTx, port: port.Value(i),
+				segs = append(segs, rawSeg{ns: ts.Value(i), tx: dir(i) == schemas.SegmentTx, port: port.Value(i),
 					seq: uint32(seq.Value(i)), len: ln.Value(i), syn: f&2 != 0, ack: f&16 != 0})
 			}
 			return nil

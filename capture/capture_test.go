@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -225,6 +226,38 @@ func TestRunSendsEveryPlannedRequestOnce(t *testing.T) {
 	}
 }
 
+// TestRunRecordsClockAndShard: the manifest records this host's name, its shard's plan per stage
+// and its clock state (the worse of the readings at the start and at the end: here the clock
+// loses its synchronisation during the run).
+func TestRunRecordsClockAndShard(t *testing.T) {
+	srv := sseServer(t, time.Millisecond)
+	run := t.TempDir()
+	if err := simkit.WriteConstantRun(run, schemas.Target{URL: srv.URL, API: "completions", Model: "m"},
+		[]simkit.ConstantStage{{Rate: 50, Duration: 400 * time.Millisecond, MaxTokens: 2}, {Rate: 100, Duration: 200 * time.Millisecond, MaxTokens: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	readings := []schemas.Clock{
+		{Source: "adjtimex", Synchronized: true, State: "TIME_OK", MaxErrorNs: 1e5, BootID: "b"},
+		{Source: "adjtimex", Synchronized: false, State: "TIME_ERROR", Status: 0x40, MaxErrorNs: 16e9, BootID: "b"},
+	}
+	reads := 0
+	clock := func() schemas.Clock { c := readings[min(reads, 1)]; reads++; return c }
+	if err := Run(context.Background(), Config{Run: run, Workers: 1, Shard: 1, Shards: 2, Exe: testExe(t), Quiet: true, Clock: clock}, testLog(t)); err != nil {
+		t.Fatalf("Run = %v; want nil", err)
+	}
+	m, err := schemas.ReadManifest(filepath.Join(run, schemas.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if m.Shard != "1/2" || m.ShardPlanned[0] != 10 || m.ShardPlanned[1] != 10 || m.Host != host {
+		t.Errorf("manifest shard %q, shard_planned %v, host %q; want 1/2, 10 and 10 (every other request), %q", m.Shard, m.ShardPlanned, m.Host, host)
+	}
+	if reads != 2 || m.Clock == nil || m.Clock.Synchronized || m.Clock.State != "TIME_ERROR" || m.Clock.MaxErrorNs != 16e9 {
+		t.Errorf("%d clock reads, manifest clock %+v; want 2 reads and the unsynchronised one", reads, m.Clock)
+	}
+}
+
 func TestRunStopsOnRefusedTarget(t *testing.T) {
 	// A listener that is closed at once: its port refuses connections.
 	srv := httptest.NewServer(http.NotFoundHandler())
@@ -292,6 +325,28 @@ func TestParseShard(t *testing.T) {
 		i, n, err := ParseShard(tt.in)
 		if i != tt.i || n != tt.n || (err != nil) != tt.hasErr {
 			t.Errorf("ParseShard(%q) = (%d, %d, %v); want (%d, %d, error %v)", tt.in, i, n, err, tt.i, tt.n, tt.hasErr)
+		}
+	}
+}
+
+func TestParseCPUs(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   []int
+		hasErr bool
+	}{
+		{"1", []int{1}, false},
+		{"0,2-4", []int{0, 2, 3, 4}, false},
+		{" 3 , 5", []int{3, 5}, false},
+		{"4-2", nil, true}, // a range runs up
+		{"-1", nil, true},
+		{"", nil, true},
+		{"a", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseCPUs(tt.in)
+		if !slices.Equal(got, tt.want) || (err != nil) != tt.hasErr {
+			t.Errorf("ParseCPUs(%q) = (%v, %v); want (%v, error %v)", tt.in, got, err, tt.want, tt.hasErr)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // Config is one capture of a run directory. Zero values take the manifest's config
@@ -38,8 +40,11 @@ type Config struct {
 	Args         []string      // the command line, recorded in the manifest and file metadata
 
 	// CPUs are the CPUs workers are pinned to, worker i to CPUs[i mod len]; nil = this process's
-	// affinity mask. Calibration keeps the simulator's CPU out of it.
+	// affinity mask. Calibration keeps the simulator's CPU out of it; capture --cpus sets it.
 	CPUs []int
+	// Clock reads the host's clock discipline for the manifest; nil = hostclock.Read (tests
+	// fake an unsynchronised clock with it).
+	Clock func() schemas.Clock
 	// NoKernelTimestamps turns SO_TIMESTAMPING off: every event gets the user-space time only.
 	NoKernelTimestamps bool
 	// StampAfterDecode stamps each event's arrival after its JSON is decoded instead of right
@@ -87,18 +92,26 @@ var (
 )
 
 // ParseShard parses "i/n" (0 <= i < n).
-func ParseShard(s string) (i, n int, err error) {
-	a, b, ok := strings.Cut(s, "/")
-	if ok {
-		i, err = strconv.Atoi(a)
-		if err == nil {
-			n, err = strconv.Atoi(b)
+func ParseShard(s string) (i, n int, err error) { return schemas.ParseShard(s) }
+
+// ParseCPUs parses a CPU list such as "0,2-3" (the kernel's cpulist format, as taskset -c).
+func ParseCPUs(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		a, b, rng := strings.Cut(strings.TrimSpace(f), "-")
+		lo, err := strconv.Atoi(a)
+		hi := lo
+		if err == nil && rng {
+			hi, err = strconv.Atoi(b)
+		}
+		if err != nil || lo < 0 || hi < lo {
+			return nil, fmt.Errorf("invalid CPU list %q: want CPU numbers and ranges, e.g. 0,2-3", s)
+		}
+		for c := lo; c <= hi; c++ {
+			out = append(out, c)
 		}
 	}
-	if !ok || err != nil || n < 1 || i < 0 || i >= n {
-		return 0, 0, fmt.Errorf("invalid shard %q: want i/n with 0 <= i < n, e.g. 0/2", s)
-	}
-	return i, n, nil
+	return out, nil
 }
 
 // ParseStartAt parses an RFC 3339 time or a unix time in nanoseconds.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wirebench/wirebench/capture/internal/worker"
 	"github.com/wirebench/wirebench/internal/cpuset"
+	"github.com/wirebench/wirebench/internal/hostclock"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -76,6 +77,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		m.Shard = fmt.Sprintf("%d/%d", cfg.Shard, cfg.Shards)
 	}
 	m.Workers = nil
+	m.ShardPlanned = planned
+	readClock := cfg.Clock
+	if readClock == nil {
+		readClock = hostclock.Read
+	}
+	clock := readClock()
+	m.Clock = &clock
+	if h, err := os.Hostname(); err == nil {
+		m.Host = h
+	}
 	m.Missing = []string{"capture did not finish (the coordinator stopped while status was running): parts not listed in files, raw/workers.parquet and raw/server-metrics.parquet may be absent"}
 	if err := m.Write(mpath); err != nil {
 		return err
@@ -98,6 +109,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			}
 		}
 		c.finish(err)
+		end := hostclock.Worse(clock, readClock())
+		c.m.Clock = &end
 		if werr := c.m.Write(mpath); werr != nil && err == nil {
 			err = werr
 		}

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/hostclock"
 	"github.com/wirebench/wirebench/schemas"
 	"github.com/wirebench/wirebench/tokenizer"
 )
@@ -137,6 +138,8 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		ClockSource: "CLOCK_REALTIME", Created: started.UTC(), Stages: stages, Status: schemas.StatusPlanned,
 	}
 	m.Host, _ = os.Hostname()
+	clock := hostclock.Read()
+	m.Clock = &clock
 	if m.Config, err = json.Marshal(cfg); err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}

@@ -125,9 +125,13 @@ type Quality struct {
 	LoadDelivered     bool    `json:"load_delivered"`
 	LoadReason        string  `json:"load_reason,omitempty"`
 	LoadBlame         string  `json:"load_blame,omitempty"` // who waited (schemas.Blame*)
-	LateShareClient   float64 `json:"late_share_client"`
-	WorkersForRhoHalf int32   `json:"workers_for_rho_half"`
-	Advice            string  `json:"advice,omitempty"`
+	Missing           string  `json:"missing,omitempty"`    // hosts' planned requests not recorded (schemas.Stage.Missing)
+	// ClockUncertaintyNs: the hosts' clocks may be this far apart, so the stage's window and
+	// rates are uncertain by it (several hosts on several machines; latencies are not).
+	ClockUncertaintyNs int64   `json:"clock_uncertainty_ns,omitempty"`
+	LateShareClient    float64 `json:"late_share_client"`
+	WorkersForRhoHalf  int32   `json:"workers_for_rho_half"`
+	Advice             string  `json:"advice,omitempty"`
 }
 
 // Comparison is run B (Runs[Run]) against the baseline A (Runs[0]), stage by stage (stages
@@ -248,6 +252,7 @@ func stageProfile(s *schemas.Stage, cpus int) StageProfile {
 			UncertaintyNs: s.UncertaintyNs, UncertaintyFigure: s.UncertaintyFigure,
 			ClientBound: s.ClientBound, ClientBoundReason: s.ClientBoundReason,
 			LoadDelivered: s.LoadDelivered, LoadReason: s.LoadReason, LoadBlame: s.LoadBlame, LateShareClient: s.LateShareClient,
+			Missing: s.Missing, ClockUncertaintyNs: s.ClockUncertaintyNs,
 			WorkersForRhoHalf: s.WorkersForRhoHalf, Advice: advice(s, cpus),
 		},
 	}

@@ -128,9 +128,13 @@ func qualityTable(r RunProfile) table {
 		if q.UncertaintyFigure != "" {
 			unc = fmtDur(q.UncertaintyNs) + " (" + q.UncertaintyFigure + ")"
 		}
+		rate := fmt.Sprintf("%.3f (%s of %s/s)", q.RateFidelity, fmtRate(s.AchievedRate), fmtRate(q.PlannedRate))
+		if q.ClockUncertaintyNs > 0 {
+			rate += "; hosts' clocks ±" + fmtDur(q.ClockUncertaintyNs)
+		}
 		t.Rows = append(t.Rows, tableRow{Level: q.Trust, Cells: []string{
 			stageLabel(s), unc, verdict(q.ClientBound, "YES", "no", q.ClientBoundReason), s.Latency["send_lag_ns"].p99(),
-			fmt.Sprintf("%.3f (%s of %s/s)", q.RateFidelity, fmtRate(s.AchievedRate), fmtRate(q.PlannedRate)), verdict(!q.LoadDelivered, "NO", "yes", q.LoadReason),
+			rate, verdict(!q.LoadDelivered, "NO", "yes", q.LoadReason),
 			fmtPct(q.LateShareClient), fmtPct(q.ExactShare), strconv.FormatFloat(q.WorkerRhoMax, 'f', 2, 64),
 			strconv.Itoa(int(q.Workers)), fmtDur(q.GCPauseNs),
 		}})

@@ -123,3 +123,32 @@ func TestFmtBound(t *testing.T) {
 		}
 	}
 }
+
+// TestHostsInQualityTable: a stage whose hosts read different clocks shows their uncertainty
+// next to its rate; a stage missing a host's share is amber (latencies trusted, load not as
+// planned) with the host named, and the profile carries both.
+func TestHostsInQualityTable(t *testing.T) {
+	const gap = "shard 2/3 not captured by any host given: its 80 planned requests are missing"
+	st := verdictStages(func(s *schemas.Stage) {
+		s.Missing, s.LoadDelivered, s.LoadBlame = gap, false, schemas.BlameMissing
+		s.LoadReason = "part of the planned load is missing: " + gap
+	})
+	st[0].ClockUncertaintyNs = 1_500_000
+	rp := RunProfile{}
+	for i := range st {
+		rp.Stages = append(rp.Stages, stageProfile(&st[i], 2))
+	}
+	rows := qualityTable(rp).Rows
+	if got := rows[0].Cells[4]; !strings.Contains(got, "hosts' clocks ±1.50ms") {
+		t.Errorf("stage 0 rate cell %q; want the hosts' clock uncertainty ±1.50ms", got)
+	}
+	if got := rows[1].Cells[4]; strings.Contains(got, "clocks") {
+		t.Errorf("stage 1 rate cell %q; want no clock note on one clock", got)
+	}
+	if q := rp.Stages[1].Quality; q.Trust != Amber || q.Missing != gap || !strings.Contains(rows[1].Cells[5], gap) {
+		t.Errorf("stage 1: trust %q, missing %q, load cell %q; want amber and the gap named", q.Trust, q.Missing, rows[1].Cells[5])
+	}
+	if q := rp.Stages[0].Quality; q.ClockUncertaintyNs != 1_500_000 {
+		t.Errorf("stage 0 profile clock_uncertainty_ns %d; want 1500000", q.ClockUncertaintyNs)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -21,28 +23,81 @@ const ManifestName = "manifest.json"
 
 // Manifest is RUN/manifest.json: what the run is, what made it and which files it holds.
 type Manifest struct {
-	SchemaVersion int             `json:"schema_version"`
-	RunID         string          `json:"run_id"`
-	ToolVersion   string          `json:"tool_version"`
-	Host          string          `json:"host"`
-	CPUs          int             `json:"cpus"`
-	ClockSource   string          `json:"clock_source"`
-	Created       time.Time       `json:"created"`
-	StartNs       int64           `json:"start_ns,omitempty"` // capture's common start time (CLOCK_REALTIME)
-	ClockOffsetNs int64           `json:"clock_offset_ns,omitempty"`
-	Shard         string          `json:"shard,omitempty"` // "i/n" for multi-host captures
-	Config        json.RawMessage `json:"config,omitempty"`
-	Stages        []StageInfo     `json:"stages"`
-	Steps         []Step          `json:"steps"`
-	Files         []FileEntry     `json:"files"`
-	Workers       []WorkerStatus  `json:"workers,omitempty"`
-	Status        string          `json:"status"`
-	Missing       []string        `json:"missing,omitempty"` // what the run lacks: dead workers, unfinished parts
-	Tap           *TapStatus      `json:"tap,omitempty"`     // the packet tap of capture --tap
+	SchemaVersion int       `json:"schema_version"`
+	RunID         string    `json:"run_id"`
+	ToolVersion   string    `json:"tool_version"`
+	Host          string    `json:"host"`
+	CPUs          int       `json:"cpus"`
+	ClockSource   string    `json:"clock_source"`
+	Created       time.Time `json:"created"`
+	StartNs       int64     `json:"start_ns,omitempty"` // capture's common start time (CLOCK_REALTIME)
+	Clock         *Clock    `json:"clock,omitempty"`    // the clock discipline of the host that wrote the manifest last (replay, then capture)
+	Shard         string    `json:"shard,omitempty"`    // "i/n" for multi-host captures
+	// ShardPlanned is how many requests of each stage (by index) this host's shard plans to
+	// send, written by capture before it sends: aggregate compares it with what it finds.
+	ShardPlanned map[int32]int64 `json:"shard_planned,omitempty"`
+	Config       json.RawMessage `json:"config,omitempty"`
+	Stages       []StageInfo     `json:"stages"`
+	Steps        []Step          `json:"steps"`
+	Files        []FileEntry     `json:"files"`
+	Workers      []WorkerStatus  `json:"workers,omitempty"`
+	Status       string          `json:"status"`
+	Missing      []string        `json:"missing,omitempty"` // what the run lacks: dead workers, unfinished parts
+	Tap          *TapStatus      `json:"tap,omitempty"`     // the packet tap of capture --tap
 	// OpenFilesLimit is capture's RLIMIT_NOFILE (raised to the hard limit), MaxConnections the
 	// connections each worker may open (capture --max-connections, else what that limit allows).
 	OpenFilesLimit int64 `json:"open_files_limit,omitempty"`
 	MaxConnections int   `json:"max_connections,omitempty"`
+	// Hosts are the host directories a merged run was aggregated from (several RUNs given to
+	// aggregate, or one RUN aggregated into another directory); ClockUncertaintyNs is how far
+	// apart their clocks may be: the sum of the two largest max errors among hosts that read
+	// different clocks (0 when every host read one clock).
+	Hosts              []Host `json:"hosts,omitempty"`
+	ClockUncertaintyNs int64  `json:"clock_uncertainty_ns,omitempty"`
+}
+
+// Clock is what the kernel says of its CLOCK_REALTIME discipline (adjtimex(2), read only), so
+// that the bound NTP, chrony or PTP keeps on the clock's error travels with the run.
+type Clock struct {
+	Source       string `json:"source"`       // "adjtimex"
+	Synchronized bool   `json:"synchronized"` // STA_UNSYNC clear and the call did not return TIME_ERROR
+	State        string `json:"state"`        // adjtimex's return: TIME_OK, TIME_INS, TIME_DEL, TIME_OOP, TIME_WAIT, TIME_ERROR
+	Status       int32  `json:"status"`       // the STA_* bits of timex.status
+	// MaxErrorNs is the kernel's maxerror: the bound on the clock's error that the
+	// synchronisation daemon hands the kernel with each update, which the kernel grows by
+	// 500 µs a second between updates; 16 s (the kernel's cap) when unsynchronised.
+	MaxErrorNs int64 `json:"max_error_ns"`
+	EstErrorNs int64 `json:"est_error_ns"` // the kernel's esterror: the daemon's estimate of the error
+	// BootID is /proc/sys/kernel/random/boot_id: processes (containers, network namespaces)
+	// under one running kernel read one CLOCK_REALTIME, so their times compare exactly.
+	BootID string    `json:"boot_id,omitempty"`
+	ReadAt time.Time `json:"read_at"`
+	Error  string    `json:"error,omitempty"` // why the clock could not be read; nothing above is known then
+}
+
+// Host is one host directory of a merged run.
+type Host struct {
+	Dir      string `json:"dir"`             // the RUN directory given to aggregate
+	Host     string `json:"host"`            // its host name
+	Shard    string `json:"shard,omitempty"` // "i/n"; empty when it never captured
+	Status   string `json:"status"`          // its manifest's status
+	Requests int64  `json:"requests"`        // raw request rows aggregate read from it
+	Clock    *Clock `json:"clock,omitempty"`
+}
+
+// ParseShard parses a shard "i/n" (0 <= i < n).
+func ParseShard(s string) (i, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		i, err = strconv.Atoi(a)
+		if err == nil {
+			n, err = strconv.Atoi(b)
+		}
+	}
+	if !ok || err != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("invalid shard %q: want i/n with 0 <= i < n, e.g. 0/2", s)
+	}
+	return i, n, nil
 }
 
 // RunConfig decodes the run configuration replay stored in the manifest (the zero Config when

@@ -75,6 +75,7 @@ const (
 	BlameServerAccept = "server_accept"
 	BlameServerBusy   = "server_busy"
 	BlameSend         = "send"
+	BlameMissing      = "missing"
 )
 
 // Dist is a latency distribution: exact order-statistic percentiles over the stage's values
@@ -166,22 +167,25 @@ type Stage struct {
 	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"the figures whose bounds are too wide, with their widths; empty when not client-bound"`
 	LoadDelivered       bool    `parquet:"load_delivered" doc:"load verdict: sends followed the planned schedule: rate_fidelity within 2% of 1 (open loop) and send lag p99 <= max(1 ms, a tenth of the mean planned gap 1/planned_rate) (closed loop: 1 ms)"`
 	LoadReason          string  `parquet:"load_reason" doc:"why not, with the figures and who waited: the client (pacer_lag_ns: its pacer and CPU; or its connection cap), or the server (conn_wait_ns: no connection to send on, because it accepted new ones too slowly, syn_retrans, or answered too slowly to free old ones); empty when delivered"`
-	LoadBlame           string  `parquet:"load_blame,dict" doc:"who waited when the load was not delivered: client_cpu (the pacer or CPU, with a busy worker: more workers help), client (the pacer or CPU, workers not busy), client_cap (the client's connection cap), server_accept (the server accepted new connections too slowly), server_busy (every open connection carried an unanswered request), send (after a connection was ready); empty when delivered"`
+	LoadBlame           string  `parquet:"load_blame,dict" doc:"who waited when the load was not delivered: missing (a host's share was not sent: see missing), client_cpu (the pacer or CPU, with a busy worker: more workers help), client (the pacer or CPU, workers not busy), client_cap (the client's connection cap), server_accept (the server accepted new connections too slowly), server_busy (every open connection carried an unanswered request), send (after a connection was ready); empty when delivered"`
 	LateShareClient     float64 `parquet:"late_share_client" doc:"of the stage's total lateness (the sum of max(0, S - P) over its sent requests), the share spent before the worker began the request (pacer_lag_ns); the rest was waiting for a connection, connecting and writing"`
 	WorkersForRhoHalf   int32   `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load: ceil(sum of the workers' rho / 0.5); advice only where the load verdict blames the client's CPU"`
 	Saturated           bool    `parquet:"saturated" doc:"the run's saturation stage: of the non-warmup stages ordered by offered load, the first after the least-loaded where steady completions fall below 90% of steady sends (open loop) or grow less than 10% over the previous stage (closed loop), or TTFT p50 exceeds twice the least-loaded stage's and by more than 1 ms"`
+	Missing             string  `parquet:"missing" doc:"the stage's planned requests that no host recorded, by host: each host (directory, shard) whose capture did not finish, with how many of its planned requests are here, and each shard no host directory holds; empty when every host's share is here. When not empty the load is not delivered (load_blame missing)"`
+	ClockUncertaintyNs  int64   `parquet:"clock_uncertainty_ns" doc:"how far apart the clocks of the hosts whose requests are in the stage may be: the sum of the two largest kernel max errors (manifest clock.max_error_ns) among hosts that read different clocks; 0 on one host or hosts under one kernel. start_ns, end_ns, the send window and every rate over it compare times of different hosts and are uncertain by this much; latencies, each measured on one host, are not"`
 }
 
 // Timeseries is one row of metrics/timeseries.parquet: one 100 ms bucket of one stage.
 type Timeseries struct {
-	Stage        int32  `parquet:"stage" doc:"stage index"`
-	BucketNs     int64  `parquet:"bucket_ns,delta" doc:"start of the 100 ms bucket"`
-	Sends        int64  `parquet:"sends" doc:"requests sent in the bucket"`
-	Completions  int64  `parquet:"completions" doc:"requests that ended ok in the bucket"`
-	Errors       int64  `parquet:"errors" doc:"requests that failed in the bucket"`
-	Inflight     int64  `parquet:"inflight" doc:"requests in flight at the end of the bucket"`
-	InputTokens  int64  `parquet:"input_tokens" doc:"input tokens of requests completed in the bucket"`
-	OutputTokens int64  `parquet:"output_tokens" doc:"output tokens received in the bucket (content chunks)"`
-	TTFTP50Ns    *int64 `parquet:"ttft_p50_ns,optional" doc:"median TTFT of requests whose first token arrived in the bucket"`
-	TTFTP99Ns    *int64 `parquet:"ttft_p99_ns,optional" doc:"p99 TTFT of those requests"`
+	Stage              int32  `parquet:"stage" doc:"stage index"`
+	BucketNs           int64  `parquet:"bucket_ns,delta" doc:"start of the 100 ms bucket"`
+	Sends              int64  `parquet:"sends" doc:"requests sent in the bucket"`
+	Completions        int64  `parquet:"completions" doc:"requests that ended ok in the bucket"`
+	Errors             int64  `parquet:"errors" doc:"requests that failed in the bucket"`
+	Inflight           int64  `parquet:"inflight" doc:"requests in flight at the end of the bucket"`
+	InputTokens        int64  `parquet:"input_tokens" doc:"input tokens of requests completed in the bucket"`
+	OutputTokens       int64  `parquet:"output_tokens" doc:"output tokens received in the bucket (content chunks)"`
+	TTFTP50Ns          *int64 `parquet:"ttft_p50_ns,optional" doc:"median TTFT of requests whose first token arrived in the bucket"`
+	TTFTP99Ns          *int64 `parquet:"ttft_p99_ns,optional" doc:"p99 TTFT of those requests"`
+	ClockUncertaintyNs int64  `parquet:"clock_uncertainty_ns" doc:"the stage's clock_uncertainty_ns: each host's events are put in buckets by its own clock, so an event may belong up to this much earlier or later"`
 }

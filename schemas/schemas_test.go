@@ -222,6 +222,11 @@ func TestManifestRoundTrip(t *testing.T) {
 		Config: []byte(`{"seed":1}`),
 		Stages: []StageInfo{{Index: 0, Name: "s0", Mode: "open", Rate: 20, DurationNs: 5e9, Requests: 100}},
 		Files:  []FileEntry{{Path: "raw/requests-w00-0000.parquet", Kind: "raw-requests", Rows: 100}},
+		Clock: &Clock{Source: "adjtimex", Synchronized: true, State: "TIME_OK", Status: 1, MaxErrorNs: 1_250_000, EstErrorNs: 41_000,
+			BootID: "b", ReadAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)},
+		Shard: "1/3", ShardPlanned: map[int32]int64{0: 34, 1: 80},
+		Hosts:              []Host{{Dir: "hosts/a", Host: "a", Shard: "0/3", Status: StatusComplete, Requests: 114, Clock: &Clock{Source: "adjtimex", Error: "adjtimex: x"}}},
+		ClockUncertaintyNs: 2_500_000,
 	}
 	m.AddFile(FileEntry{Path: "raw/requests-w00-0000.parquet", Kind: "raw-requests", Rows: 101})
 	if err := m.Write(path); err != nil {

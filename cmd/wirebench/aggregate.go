@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/wirebench/wirebench/aggregate"
 	"github.com/wirebench/wirebench/report"
@@ -13,17 +14,18 @@ import (
 
 // AggregateCmd derives per-request, per-stage and per-100 ms metrics from raw shards.
 type AggregateCmd struct {
-	Runs          []string `arg:"" name:"RUN" type:"existingdir" help:"Run directories to aggregate. Several directories are the hosts of one distributed run and must share a run id; their clock offsets (manifest clock_offset_ns) are applied."`
-	Out           string   `short:"o" placeholder:"DIR" help:"Directory that receives metrics/requests.parquet, stages.parquet, timeseries.parquet and the aggregate step in manifest.json (default: the first RUN)."`
-	Strict        bool     `help:"Treat warnings (missing or truncated part, manifest that disagrees with the files, dead worker) as errors."`
-	IncludeWarmup bool     `help:"Count warmup requests and warmup stages in the stage metrics (they are always in requests.parquet)."`
-	Decomposition string   `enum:"auto,server,histograms,fit" default:"auto" placeholder:"SOURCE" help:"Source of each request's queue/prefill/decode split (column decomposition_source): server (per-request timings the server sent, e.g. the built-in sim), histograms (per-stage deltas of the vLLM prefill histogram scraped from target.metrics_url), fit (Theil-Sen TTFT = a + b*I on the least-loaded stage), or auto: server, else histograms, else fit, per request. A forced source the run cannot support is an error naming what is missing. One of: ${enum}."`
+	Runs           []string      `arg:"" name:"RUN" type:"existingdir" help:"Run directories to aggregate. Several directories are the hosts of one distributed run (capture --shard i/n each) and must share a run id; their times are taken as they are, and how far apart their clocks may be (each host's kernel max error) is carried as clock_uncertainty_ns on stage windows and rates (see docs/distributed.md)."`
+	Out            string        `short:"o" placeholder:"DIR" help:"Directory that receives metrics/requests.parquet, stages.parquet, timeseries.parquet and the aggregate step in manifest.json (default: the first RUN)."`
+	Strict         bool          `help:"Treat warnings (missing or truncated part, manifest that disagrees with the files, dead worker) as errors."`
+	ClockTolerance time.Duration `default:"1ms" help:"When the hosts read different clocks (different machines), warn (with --strict: fail) about a host whose clock is not synchronised or whose kernel max error exceeds this."`
+	IncludeWarmup  bool          `help:"Count warmup requests and warmup stages in the stage metrics (they are always in requests.parquet)."`
+	Decomposition  string        `enum:"auto,server,histograms,fit" default:"auto" placeholder:"SOURCE" help:"Source of each request's queue/prefill/decode split (column decomposition_source): server (per-request timings the server sent, e.g. the built-in sim), histograms (per-stage deltas of the vLLM prefill histogram scraped from target.metrics_url), fit (Theil-Sen TTFT = a + b*I on the least-loaded stage), or auto: server, else histograms, else fit, per request. A forced source the run cannot support is an error naming what is missing. One of: ${enum}."`
 }
 
 func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error {
 	sum, err := aggregate.Run(ctx, aggregate.Config{
 		Runs: c.Runs, Out: c.Out, Strict: c.Strict, IncludeWarmup: c.IncludeWarmup,
-		Decomposition: c.Decomposition, Args: os.Args[1:],
+		Decomposition: c.Decomposition, ClockTolerance: c.ClockTolerance, Args: os.Args[1:],
 	}, log)
 	if err != nil {
 		return err
@@ -54,6 +56,9 @@ func stageMarks(s *schemas.Stage) string {
 	}
 	if !s.LoadDelivered {
 		mark += " LOAD NOT DELIVERED (" + s.LoadReason + ")"
+	}
+	if s.ClockUncertaintyNs > 0 {
+		mark += fmt.Sprintf(" (hosts' clocks ±%v: rates and windows)", time.Duration(s.ClockUncertaintyNs))
 	}
 	return mark
 }

@@ -33,6 +33,7 @@ type CaptureFlags struct {
 	PartRows     int           `help:"Roll each worker's shard parts after this many chunk rows (0 = capture.part_rows, else 500000)." default:"0"`
 	PartInterval time.Duration `help:"... or after this long (0 = capture.part_interval, else 10s)." default:"0s"`
 	Gomaxprocs   int           `help:"GOMAXPROCS of each worker (0 = 4, see README)." default:"0"`
+	CPUs         string        `name:"cpus" placeholder:"LIST" help:"CPUs to pin the workers to, worker i to the i-th (mod the list), e.g. 0,2-3 (default: the CPUs this process may use). Hosts sharing one machine give each a CPU of its own."`
 	NoPin        bool          `help:"Do not pin workers to CPUs."`
 	KeepAwake    bool          `help:"Keep each pinned worker's CPU from halting while the capture runs: a spinner at the lowest priority (SCHED_IDLE) that gives way at once to any other thread. A halted CPU wakes late (on VMs up to milliseconds) and that lateness becomes send and read lag. Costs a full CPU per worker in power and, where a host caps the VM's CPU time or the instance is burstable, in quota: use it on machines whose CPUs are your own. Ignored under a cgroup CPU quota (see README)."`
 	StopBelow    float64       `name:"stop-below-fidelity" placeholder:"SHARE" help:"Stop sending once an open-loop stage ends with fewer than this share of its planned sends made on time (e.g. 0.9): the client has broken and later stages would measure only the client. The run ends complete; the manifest says what was not sent. 0 = never." default:"0"`
@@ -59,6 +60,11 @@ func (c *CaptureFlags) config(run, target string, args []string) (capture.Config
 	var err error
 	if cfg.Shard, cfg.Shards, err = capture.ParseShard(c.Shard); err != nil {
 		return cfg, err
+	}
+	if c.CPUs != "" {
+		if cfg.CPUs, err = capture.ParseCPUs(c.CPUs); err != nil {
+			return cfg, err
+		}
 	}
 	if c.StartAt != "" {
 		if cfg.StartAt, err = capture.ParseStartAt(c.StartAt); err != nil {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"syscall"
 
 	"github.com/wirebench/wirebench/capture"
 )
@@ -23,6 +25,10 @@ func (c *WorkerCmd) Run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// A coordinator killed with SIGKILL leaves this worker's stdout a broken pipe: the next
+	// message would raise SIGPIPE and kill the worker with its open parts unwritten. Ignored,
+	// the write fails instead; the worker sees stdin's EOF, closes its open parts and exits.
+	signal.Ignore(syscall.SIGPIPE)
 	if dir := os.Getenv("WIREBENCH_WORKER_CPUPROFILE"); dir != "" {
 		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker-%02d.pprof", wp.Index())))
 		if err != nil {
