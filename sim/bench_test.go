@@ -193,26 +193,66 @@ func BenchmarkServerCPU(b *testing.B) {
 	}
 }
 
-// BenchmarkAppendChunk is the per-token formatting cost; it must not allocate.
+// benchRenders is one render per API, and per answer kind, for the formatting benchmarks:
+// every delta they append must cost no allocation.
+func benchRenders() map[string]*render {
+	out := map[string]*render{}
+	for _, a := range []api{apiCompletions, apiChat, apiResponses, apiMessages} {
+		for _, tool := range []string{"", `"get_weather"`} {
+			if tool != "" && a == apiCompletions {
+				continue
+			}
+			j := &job{api: a, model: `"sim"`, maxTokens: 1024, reasoning: 16, tool: tool}
+			if a == apiCompletions {
+				j.reasoning = 0
+			}
+			j.bh.tokens = 8
+			name := apiPaths[a]
+			if tool != "" {
+				name += "/tool"
+			}
+			out[name] = newRender(j, 1, reasoningContent)
+		}
+	}
+	return out
+}
+
+// BenchmarkAppendChunk is the per-token formatting cost of each API's deltas; it must not
+// allocate.
 func BenchmarkAppendChunk(b *testing.B) {
-	rd := newRender(true, `"sim"`, 1, 8, 1024)
-	buf := make([]byte, 0, 4096)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		buf = rd.appendChunk(buf[:0], i%1024, 1, true)
-		i++
+	for name, rd := range benchRenders() {
+		b.Run(name, func(b *testing.B) {
+			buf := make([]byte, 0, 4096)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				tok := i % 1024
+				buf = rd.appendDelta(buf[:0], rd.segOf(tok), tok, 1, true)
+				i++
+			}
+		})
 	}
 }
 
+// TestHotPathAllocatesNothing: appending a delta of every segment of every API (and the
+// Responses API's and Anthropic's per-segment events), plus a histogram observation,
+// allocates nothing.
 func TestHotPathAllocatesNothing(t *testing.T) {
-	rd := newRender(false, `"sim"`, 1, 8, 1024)
-	buf := make([]byte, 0, 4096)
 	h := newHistogram("x", "x", itlBuckets)
-	if n := testing.AllocsPerRun(100, func() {
-		buf = rd.appendChunk(buf[:0], 3, 2, true)
-		h.observe(12345)
-	}); n != 0 {
-		t.Errorf("appendChunk + observe allocate %v times per chunk; want 0", n)
+	for name, rd := range benchRenders() {
+		buf := make([]byte, 0, 64<<10)
+		if n := testing.AllocsPerRun(100, func() {
+			buf = rd.appendDelta(buf[:0], segReasoning, 3, 2, true)
+			buf = rd.appendDelta(buf[:0], rd.answer(), 20, 2, true)
+			for _, k := range rd.opens(rd.answer()) {
+				buf = rd.appendEvent(buf[:0], k, rd.answer())
+			}
+			for _, k := range rd.closes(segReasoning) {
+				buf = rd.appendEvent(buf[:0], k, segReasoning)
+			}
+			h.observe(12345)
+		}); n != 0 {
+			t.Errorf("%s: appendDelta, the segment events and observe allocate %v times per chunk; want 0", name, n)
+		}
 	}
 }
