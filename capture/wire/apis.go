@@ -41,10 +41,8 @@ func ParseAPI(name string) (API, error) {
 // own "type" field wins over typ.
 func ParseEvent(api API, typ, data []byte, p *Payload, keepText bool) error {
 	switch api {
-	case APIResponses:
-		return parseTyped(data, typ, p, keepText, (*jscan).responsesKey, (*jscan).responsesEvent)
-	case APIMessages:
-		return parseTyped(data, typ, p, keepText, (*jscan).messagesKey, (*jscan).messagesEvent)
+	case APIResponses, APIMessages:
+		return parseTyped(api, data, typ, p, keepText)
 	}
 	return ParsePayload(data, p, keepText)
 }
@@ -67,8 +65,9 @@ type typed struct {
 	hasInput bool
 }
 
-// parseTyped walks the event object with key and classifies it with done.
-func parseTyped(data, typ []byte, p *Payload, keepText bool, key func(*jscan, *typed, []byte), done func(*jscan, *typed, []byte)) error {
+// parseTyped walks a Responses or Messages event object and classifies it. (The two are
+// called directly, not through function values, so that nothing escapes to the heap.)
+func parseTyped(api API, data, typ []byte, p *Payload, keepText bool) error {
 	text := p.Text
 	*p = Payload{Tokens: -1, Prompt: -1, Completion: -1, Cached: -1, ReasoningTok: -1, Text: text}
 	s := jscan{b: data, keep: keepText, p: p}
@@ -77,7 +76,13 @@ func parseTyped(data, typ []byte, p *Payload, keepText bool, key func(*jscan, *t
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		return errJSON
 	}
-	s.object(func(k []byte) { key(&s, &t, k) })
+	s.object(func(k []byte) {
+		if api == APIResponses {
+			s.responsesKey(&t, k)
+		} else {
+			s.messagesKey(&t, k)
+		}
+	})
 	s.ws()
 	if s.err == nil && s.i != len(s.b) {
 		s.err = errJSON
@@ -85,7 +90,11 @@ func parseTyped(data, typ []byte, p *Payload, keepText bool, key func(*jscan, *t
 	if s.err != nil {
 		return s.err
 	}
-	done(&s, &t, data)
+	if api == APIResponses {
+		s.responsesEvent(&t, data)
+	} else {
+		s.messagesEvent(&t, data)
+	}
 	return nil
 }
 
