@@ -48,6 +48,9 @@ func TestFastServerMatchesNetHTTP(t *testing.T) {
 		cases = append(cases, exchange{name: "fault-" + f, method: "POST", path: "/v1/completions",
 			body: `{"model":"sim","prompt":"a b c","max_tokens":4,"stream":true,"stream_options":{"include_usage":true}}`, header: []string{FaultHeader, f}})
 	}
+	for _, c := range embedCases {
+		cases = append(cases, exchange{name: c.name, method: "POST", path: "/v1/embeddings", body: c.body})
+	}
 	for _, c := range apiFaultCases {
 		cases = append(cases, exchange{name: "fault-" + c.name, cfg: apiFaultConfig, method: "POST", path: apiPaths[c.api],
 			body: apiFaultBodies[c.api], header: []string{FaultHeader, c.fault}})
