@@ -134,8 +134,8 @@ func (c *child) cpuMicros(b *testing.B) float64 {
 	return v
 }
 
-func (c *child) stream(b *testing.B, body string) {
-	resp, err := c.client.Post(c.url+"/v1/completions", "application/json", strings.NewReader(body))
+func (c *child) stream(b *testing.B, path, body string) {
+	resp, err := c.client.Post(c.url+path, "application/json", strings.NewReader(body))
 	if err != nil {
 		b.Error(err)
 		return
@@ -155,27 +155,38 @@ func BenchmarkServerCPU(b *testing.B) {
 		name   string
 		tokens int
 		env    []string
+		api    api
 	}{
-		{"tokens=1", 1, nil}, {"tokens=64", 64, nil}, {"tokens=1024", 1024, nil},
+		{"tokens=1", 1, nil, apiCompletions}, {"tokens=64", 64, nil, apiCompletions}, {"tokens=1024", 1024, nil, apiCompletions},
+		// the typed-event APIs: about three times the events of a completions stream at 1 token,
+		// the same per token
+		{"responses/tokens=64", 64, nil, apiResponses}, {"messages/tokens=64", 64, nil, apiMessages},
 		// --coalesce-tail: the events ready at once in one write (here, the whole stream)
-		{"coalesce-tail/tokens=64", 64, []string{childEnv + "_COALESCE_TAIL=1"}},
+		{"coalesce-tail/tokens=64", 64, []string{childEnv + "_COALESCE_TAIL=1"}, apiCompletions},
 		// the simulator behind net/http (Handler) instead of its own server, for comparison
-		{"net-http/tokens=1", 1, []string{childEnv + "_SERVER=net-http"}},
-		{"net-http/tokens=64", 64, []string{childEnv + "_SERVER=net-http"}},
+		{"net-http/tokens=1", 1, []string{childEnv + "_SERVER=net-http"}, apiCompletions},
+		{"net-http/tokens=64", 64, []string{childEnv + "_SERVER=net-http"}, apiCompletions},
 		// the same exchange answered by a bare net/http handler: net/http's own floor
-		{"net-http-floor", 1, []string{childEnv + "_SERVER=net-http-floor"}},
+		{"net-http-floor", 1, []string{childEnv + "_SERVER=net-http-floor"}, apiCompletions},
 	} {
 		tokens := tt.tokens
 		b.Run(tt.name, func(b *testing.B) {
 			c := startChild(b, conns, tt.env...)
 			body := fmt.Sprintf(`{"model":"sim","prompt":"a short prompt of some eight words","max_tokens":%d,"stream":true,"stream_options":{"include_usage":true}}`, tokens)
+			switch tt.api {
+			case apiResponses:
+				body = fmt.Sprintf(`{"model":"sim","input":"a short prompt of some eight words","max_output_tokens":%d,"stream":true}`, tokens)
+			case apiMessages:
+				body = fmt.Sprintf(`{"model":"sim","messages":[{"role":"user","content":"a short prompt of some eight words"}],"max_tokens":%d,"stream":true}`, tokens)
+			}
+			path := apiPaths[tt.api]
 			run := func(n int) {
 				var next atomic.Int64
 				var wg sync.WaitGroup
 				for range conns {
 					wg.Go(func() {
 						for next.Add(1) <= int64(n) {
-							c.stream(b, body)
+							c.stream(b, path, body)
 						}
 					})
 				}
@@ -207,7 +218,7 @@ func benchRenders() map[string]*render {
 				j.reasoning = 0
 			}
 			j.bh.tokens = 8
-			name := apiPaths[a]
+			name := strings.TrimPrefix(apiPaths[a], "/v1/")
 			if tool != "" {
 				name += "/tool"
 			}
