@@ -374,18 +374,11 @@ func checkFull(t *testing.T, w wire, a api) streamSummary {
 			Choices []struct {
 				Text    string `json:"text"`
 				Message struct {
-					Role             string  `json:"role"`
-					Content          *string `json:"content"`
-					ReasoningContent string  `json:"reasoning_content"`
-					Reasoning        string  `json:"reasoning"`
-					ToolCalls        []struct {
-						ID       string `json:"id"`
-						Type     string `json:"type"`
-						Function struct {
-							Name      string `json:"name"`
-							Arguments string `json:"arguments"`
-						} `json:"function"`
-					} `json:"tool_calls"`
+					Role             string         `json:"role"`
+					Content          *string        `json:"content"`
+					ReasoningContent string         `json:"reasoning_content"`
+					Reasoning        string         `json:"reasoning"`
+					ToolCalls        []toolCallJSON `json:"tool_calls"`
 				} `json:"message"`
 				FinishReason string `json:"finish_reason"`
 			} `json:"choices"`

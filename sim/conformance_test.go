@@ -19,19 +19,11 @@ type chunkJSON struct {
 		Index int     `json:"index"`
 		Text  *string `json:"text"`
 		Delta *struct {
-			Role             string  `json:"role"`
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
-			ToolCalls        []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			Role             string         `json:"role"`
+			Content          *string        `json:"content"`
+			ReasoningContent *string        `json:"reasoning_content"`
+			Reasoning        *string        `json:"reasoning"`
+			ToolCalls        []toolCallJSON `json:"tool_calls"`
 		} `json:"delta"`
 		Logprobs     any     `json:"logprobs"`
 		FinishReason *string `json:"finish_reason"`
@@ -45,6 +37,17 @@ type chunkJSON struct {
 			ReasoningTokens int `json:"reasoning_tokens"`
 		} `json:"completion_tokens_details"`
 	} `json:"usage"`
+}
+
+// toolCallJSON is a chat tool call, whole or a delta of it.
+type toolCallJSON struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // streamSummary is what a conforming stream of any API says.
