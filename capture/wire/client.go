@@ -932,12 +932,19 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 			}
 		}
 	}
-	if v := resp.header.Get("X-Sim-Sent-Ns"); v != "" && ch.Kind == schemas.ChunkContent {
+	var sent int64
+	if v := resp.header.Get("X-Sim-Sent-Ns"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			s.srv = append(s.srv, n)
+			sent = n
+			if ch.Kind == schemas.ChunkContent {
+				s.srv = append(s.srv, n)
+			}
 		}
 	}
 	c.finish(res)
+	if ch := &res.Chunks[0]; ch.ServerSentNs == nil && sent != 0 {
+		ch.ServerSentNs = &sent // a whole response without tokens (embeddings) is still one event
+	}
 }
 
 // clip returns at most 1 KiB of b as a string for error messages.
