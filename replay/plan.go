@@ -135,7 +135,9 @@ func (o *output) start() {
 		return
 	}
 	o.reqA = newAsyncWriter(o.reqW, requestGroupRows, 0, nil)
-	o.promptA = newAsyncWriter(o.promptW, promptGroupRows, promptGroupBytes, func(p *schemas.Prompt) int { return len(p.Text) + len(p.MessagesJSON) + len(p.ImagesJSON) + len(p.InputsJSON) })
+	o.promptA = newAsyncWriter(o.promptW, promptGroupRows, promptGroupBytes, func(p *schemas.Prompt) int {
+		return len(p.Text) + len(p.MessagesJSON) + len(p.ImagesJSON) + len(p.InputsJSON)
+	})
 	o.reqs = <-o.reqA.free
 	o.prompts = <-o.promptA.free
 }
