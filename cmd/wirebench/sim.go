@@ -92,7 +92,7 @@ func (c *SimCmd) config() sim.Config {
 		MaxModelLen: c.MaxModelLen, StampLead: c.StampLead, CoalesceTail: c.CoalesceTail,
 		ReasoningTokens: c.ReasoningTokens, ReasoningField: c.ReasoningField, ImageTokens: c.ImageTokens,
 		EmbeddingDim: c.EmbeddingDim,
-		Fault429: c.Fault429, Fault500: c.Fault500, Fault503: c.Fault503, FaultStall: c.FaultStall,
+		Fault429:     c.Fault429, Fault500: c.Fault500, Fault503: c.Fault503, FaultStall: c.FaultStall,
 		FaultDrop: c.FaultDrop, FaultMalformed: c.FaultMalformed, FaultSlowHeaders: c.FaultSlowHeaders,
 		FaultSeed: c.FaultSeed, Stall: c.Stall, SlowHeaders: c.SlowHeaders, ShutdownGrace: c.ShutdownGrace,
 		CPUPerRequest: c.CPUPerRequest, CPUPerToken: c.CPUPerToken, ListenBacklog: c.ListenBacklog,
