@@ -12,7 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wirebench/wirebench/replay/tokenizer"
+	"github.com/wirebench/wirebench/schemas"
+	"github.com/wirebench/wirebench/tokenizer"
 )
 
 func TestLoadConfigAPIErrors(t *testing.T) {
@@ -75,7 +76,7 @@ workload:
 		t.Errorf("%d distinct references over %d prompts; want 2 or 3 from a pool of 3", len(refs), len(prompts))
 	}
 	for r := range refs {
-		u, err := ResolveImage(r)
+		u, err := schemas.ResolveImage(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,29 +89,10 @@ workload:
 		if err != nil || cfg.Width != 12 || cfg.Height != 10 {
 			t.Errorf("%s: %dx%d (%v); want a 12x10 JPEG", r, cfg.Width, cfg.Height, err)
 		}
-		again, _ := ResolveImage(r)
+		again, _ := schemas.ResolveImage(r)
 		if again != u {
 			t.Errorf("%s renders differently twice; want the same bytes", r)
 		}
-	}
-}
-
-func TestImageRefs(t *testing.T) {
-	u, err := ResolveImage("synthetic:png:3x2:5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(u, "data:image/png;base64,"))
-	if c, err := png.DecodeConfig(bytes.NewReader(raw)); err != nil || c.Width != 3 || c.Height != 2 {
-		t.Errorf("synthetic:png:3x2:5 -> %dx%d (%v); want a 3x2 PNG", c.Width, c.Height, err)
-	}
-	for _, bad := range []string{"synthetic:gif:3x2:5", "synthetic:png:3:5", "synthetic:png:0x2:5", "synthetic:png:3x2:x", "synthetic:png:3x2"} {
-		if _, err := ResolveImage(bad); err == nil {
-			t.Errorf("ResolveImage(%q) = nil error; want an error", bad)
-		}
-	}
-	if u, err := ResolveImage("https://x/a.png"); err != nil || u != "https://x/a.png" {
-		t.Errorf("ResolveImage(URL) = %q, %v; want it unchanged", u, err)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // doAPI sends one request of api to a server running h and returns the result.
@@ -86,14 +88,14 @@ func TestDoAPIErrors(t *testing.T) {
 		kind    string
 		message string
 	}{
-		{"messages overloaded", APIMessages, status(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), ErrHTTPStatus, "overloaded_error"},
-		{"messages error event", APIMessages, rawSSE("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"boom\"}}\n\n"), ErrServerEvent, "boom"},
-		{"messages cut before message_stop", APIMessages, rawSSE("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"), ErrMalformedStream, "without [DONE]"},
-		{"responses 429", APIResponses, status(429, `{"error":{"message":"rate limited","type":"requests","param":null,"code":"rate_limit_exceeded"}}`), ErrHTTPStatus, "rate limited"},
-		{"responses error event", APIResponses, rawSSE("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"kaput\",\"param\":null,\"sequence_number\":1}\n\n"), ErrServerEvent, "kaput"},
-		{"responses failed", APIResponses, rawSSE("event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"gone\"}}}\n\n"), ErrServerEvent, "gone"},
-		{"responses cut before completed", APIResponses, rawSSE("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n"), ErrMalformedStream, "without [DONE]"},
-		{"embeddings 400", APIEmbeddings, status(400, `{"error":{"message":"input too long","type":"BadRequestError","code":400}}`), ErrHTTPStatus, "input too long"},
+		{"messages overloaded", APIMessages, status(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), schemas.ErrHTTPStatus, "overloaded_error"},
+		{"messages error event", APIMessages, rawSSE("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"boom\"}}\n\n"), schemas.ErrServerEvent, "boom"},
+		{"messages cut before message_stop", APIMessages, rawSSE("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"), schemas.ErrMalformedStream, "without [DONE]"},
+		{"responses 429", APIResponses, status(429, `{"error":{"message":"rate limited","type":"requests","param":null,"code":"rate_limit_exceeded"}}`), schemas.ErrHTTPStatus, "rate limited"},
+		{"responses error event", APIResponses, rawSSE("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"kaput\",\"param\":null,\"sequence_number\":1}\n\n"), schemas.ErrServerEvent, "kaput"},
+		{"responses failed", APIResponses, rawSSE("event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"gone\"}}}\n\n"), schemas.ErrServerEvent, "gone"},
+		{"responses cut before completed", APIResponses, rawSSE("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n"), schemas.ErrMalformedStream, "without [DONE]"},
+		{"embeddings 400", APIEmbeddings, status(400, `{"error":{"message":"input too long","type":"BadRequestError","code":400}}`), schemas.ErrHTTPStatus, "input too long"},
 	}
 	for _, tt := range tests {
 		q := doAPI(t, tt.api, tt.h).Req
@@ -110,7 +112,7 @@ func TestDoEmbeddings(t *testing.T) {
 		fmt.Fprint(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]},{"object":"embedding","index":1,"embedding":[1,0]},{"object":"embedding","index":2,"embedding":[0,1]}],"model":"m","usage":{"prompt_tokens":12,"total_tokens":12}}`)
 	})
 	q := res.Req
-	if q.ErrorKind != "" || q.Chunks != 1 || kinds(res) != KindUsage {
+	if q.ErrorKind != "" || q.Chunks != 1 || kinds(res) != schemas.ChunkUsage {
 		t.Fatalf("error %q (%s), chunks %d kinds %s; want none, 1, usage", q.ErrorKind, q.ErrorMessage, q.Chunks, kinds(res))
 	}
 	if q.Embeddings != 3 || q.UsagePrompt == nil || *q.UsagePrompt != 12 || q.UsageComplete != nil || q.DoneNs == nil {
