@@ -129,7 +129,7 @@ func TestRequestIntervals(t *testing.T) {
 		aft int64
 	}{{2000, schemas.QualityExact, 0}, {3000, schemas.QualityUpperBound, 2000}, {4000, schemas.QualityExact, 3000}} {
 		sp := s.eventSpan(e.t, e.q, true, e.aft, 20)
-		s.addEvent(sp, true)
+		s.addEvent(sp, true, true)
 		if s.content == 0 {
 			s.firstNs = e.t
 		} else {

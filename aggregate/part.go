@@ -82,6 +82,7 @@ type requestColumns struct {
 	seq, conv, planned, sent, done, srvQueue, srvPrefill, srvDecode       *array.Int64
 	sentEnd, sendStart, connect, txEnd, connWait                          *array.Int64
 	stage, worker, shard, turn, inTok, status, uPrompt, uOut, port, synRe *array.Int32
+	uReason                                                               *array.Int32
 	warmup, capped                                                        *array.Boolean
 	errorKind, text                                                       func(int) string
 }
@@ -91,6 +92,7 @@ var requestCols = []string{
 	"planned_ns", "sent_ns", "done_ns", "status", "error_kind", "usage_prompt_tokens",
 	"usage_completion_tokens", "server_queue_ns", "server_prefill_ns", "server_decode_ns", "output_text",
 	"sent_end_ns", "send_start_ns", "connect_ns", "local_port", "tx_stream_end", "conn_wait_ns", "syn_retrans", "conn_capped",
+	"usage_reasoning_tokens",
 }
 
 func takeRequestColumns(b *batch) requestColumns {
@@ -101,7 +103,7 @@ func takeRequestColumns(b *batch) requestColumns {
 		txEnd: b.i64("tx_stream_end"), connWait: b.i64("conn_wait_ns"),
 		stage: b.i32("stage"), worker: b.i32("worker"), shard: b.i32("shard"), turn: b.i32("turn"), inTok: b.i32("input_tokens"),
 		status: b.i32("status"), uPrompt: b.i32("usage_prompt_tokens"), uOut: b.i32("usage_completion_tokens"),
-		port: b.i32("local_port"), synRe: b.i32("syn_retrans"),
+		port: b.i32("local_port"), synRe: b.i32("syn_retrans"), uReason: b.i32("usage_reasoning_tokens"),
 		warmup: b.boolean("warmup"), capped: b.boolean("conn_capped"),
 		errorKind: b.str("error_kind"), text: b.str("output_text"),
 	}
@@ -138,6 +140,7 @@ func (pr *partReader) request(c *requestColumns, i int, p *part) reqState {
 		s.errorKind = pr.intern(k)
 	}
 	s.usagePrompt, s.hasUPrompt = optI32(c.uPrompt, i)
+	s.usageReason, s.hasUReason = optI32(c.uReason, i)
 	if s.usageOut, s.hasUOut = optI32(c.uOut, i); !s.hasUOut {
 		if t := c.text(i); t != "" && a.tok != nil {
 			s.textTokens = int32(a.tok.Count(t))
@@ -170,17 +173,19 @@ func (pr *partReader) sendMoments(s *reqState, c *requestColumns, i int, tp *tap
 
 // chunkColumns are the raw-chunks columns of one batch, by the schema's names.
 type chunkColumns struct {
-	seq, kernel, user, after, rxEnd *array.Int64
-	index, tokens                   *array.Int32
-	quality, kind                   func(int) string
+	seq, kernel, user, after, rxEnd      *array.Int64
+	index, tokens, cBytes, rBytes, tools *array.Int32
+	quality, kind                        func(int) string
 }
 
-var chunkCols = []string{"seq", "index", "rx_kernel_ns", "rx_user_ns", "quality", "kind", "tokens", "rx_after_ns", "rx_stream_end"}
+var chunkCols = []string{"seq", "index", "rx_kernel_ns", "rx_user_ns", "quality", "kind", "tokens", "rx_after_ns", "rx_stream_end",
+	"content_bytes", "reasoning_bytes", "tool_calls"}
 
 func takeChunkColumns(b *batch) chunkColumns {
 	return chunkColumns{
 		seq: b.i64("seq"), kernel: b.i64("rx_kernel_ns"), user: b.i64("rx_user_ns"), after: b.i64("rx_after_ns"), rxEnd: b.i64("rx_stream_end"),
 		index: b.i32("index"), tokens: b.i32("tokens"), quality: b.str("quality"), kind: b.str("kind"),
+		cBytes: b.i32("content_bytes"), rBytes: b.i32("reasoning_bytes"), tools: b.i32("tool_calls"),
 	}
 }
 
@@ -277,7 +282,13 @@ func (pr *partReader) event(s *reqState, c *chunkColumns, i int) {
 		aft = v
 	}
 	content := c.kind(i) == schemas.ChunkContent
-	gap, hasGap := s.addEvent(s.eventSpan(t, q, stamped, aft, pr.agg.allow), content)
+	// An answer event carries answer text or tool-call arguments: any token event but one that
+	// carries reasoning text only.
+	answer := content && (c.cBytes.Value(i) > 0 || c.tools.Value(i) > 0 || c.rBytes.Value(i) == 0)
+	gap, hasGap := s.addEvent(s.eventSpan(t, q, stamped, aft, pr.agg.allow), content, answer)
+	if answer && !s.answered {
+		s.answerNs, s.answered = t, true
+	}
 	if content {
 		tok, hasTok := optI32(c.tokens, i)
 		s.addContent(t, tok, hasTok, gap, hasGap)

@@ -47,6 +47,8 @@ type reqState struct {
 	hasUPrompt  bool
 	usageOut    int32
 	hasUOut     bool
+	usageReason int32
+	hasUReason  bool
 	textTokens  int32 // tokenizer count over output_text; -1 when not kept or not needed
 	srvQueue    int64
 	srvPrefill  int64
@@ -56,6 +58,8 @@ type reqState struct {
 	// Running state over the request's events, in file (arrival) order.
 	lastIndex  int32
 	firstNs    int64 // t of the first content-bearing event
+	answerNs   int64 // t of the first event carrying answer tokens (text or tool-call arguments)
+	answered   bool
 	lastNs     int64 // t of the latest content-bearing event
 	lastEvNs   int64 // t of the latest event of any kind
 	content    int32 // content-bearing events
@@ -70,10 +74,10 @@ type reqState struct {
 	// Intervals holding the true arrival times (see eventSpan): of the first and the latest
 	// content event, of the latest event of any kind (the final one once the stream ended),
 	// and the largest gap ends.
-	first, last, latest span
-	gapLoMax, gapHiMax  int64
-	quality             [4]int32
-	acc                 *stageAcc // nil when the request is left out of stage metrics (warmup)
+	first, last, latest, answer span
+	gapLoMax, gapHiMax          int64
+	quality                     [4]int32
+	acc                         *stageAcc // nil when the request is left out of stage metrics (warmup)
 }
 
 // ok reports a successful request: HTTP 200, no error kind and a stream that ended.
@@ -126,11 +130,15 @@ func (s *reqState) doneSpan() span {
 }
 
 // addEvent records the interval of the request's next event; content events also update the
-// first and last content spans and the gap bounds, and return the gap's interval.
-func (s *reqState) addEvent(sp span, content bool) (gap span, hasGap bool) {
+// first and last content spans and the gap bounds, and return the gap's interval; the first
+// answer event (content without reasoning only) sets the answer span.
+func (s *reqState) addEvent(sp span, content, answer bool) (gap span, hasGap bool) {
 	s.latest = sp
 	if !content {
 		return span{}, false
+	}
+	if answer && !s.answered {
+		s.answer = sp
 	}
 	if s.content == 0 {
 		s.first = sp
@@ -153,6 +161,9 @@ func (s *reqState) addEvent(sp span, content bool) (gap span, hasGap bool) {
 //     of the events' token counts when every content event carries one, or the number of content
 //     events ("chunks"). I (input_tokens): usage prompt_tokens, else the scheduled count.
 //   - TTFT = t(first content-bearing event, reasoning included) − S; E2E = E − S.
+//   - TTFC = t(first event carrying answer tokens: text or tool-call arguments) − S, so
+//     TTFC − TTFT is the time spent reasoning before the answer. reasoning_tokens: usage's;
+//     answer_tokens = N − reasoning_tokens when both come from usage.
 //   - TPOT = (t_last − t_first)/(N − 1) for N > 1, integer division; null otherwise.
 //   - ITL: gaps between consecutive content events; the row keeps their mean and maximum.
 //   - NTPOT = E2E/N for N > 0, integer division; null when N = 0 (never 0).
@@ -204,6 +215,16 @@ func (s *reqState) metric(slo schemas.SLO) schemas.MetricRequest {
 			d := int64(n - 1)
 			m.TPOTNs = ptr((s.lastNs - s.firstNs) / d)
 			m.TPOTLoNs, m.TPOTHiNs = ptr(max(s.last.lo-s.first.hi, 0)/d), ptr((s.last.hi-s.first.lo)/d)
+		}
+	}
+	if s.answered {
+		m.TTFCNs = ptr(s.answerNs - s.sNs)
+		m.TTFCLoNs, m.TTFCHiNs = ptr(max(s.answer.lo-s.sEndNs, 0)), ptr(s.answer.hi-s.sNs)
+	}
+	if s.hasUReason {
+		m.ReasoningTokens = ptr(s.usageReason)
+		if s.hasUOut {
+			m.AnswerTokens = ptr(max(s.usageOut-s.usageReason, 0))
 		}
 	}
 	if s.gaps > 0 {

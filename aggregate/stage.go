@@ -43,8 +43,9 @@ type stageAcc struct {
 	// Latencies carry the client's error: bounded. Tokens, prefill (an estimate, not a
 	// measurement), read lag and connect times are plain.
 	ttft, tpot, itl, itlW, e2e, ntpot, ttftP, e2eP bounded
-	queue, decode, sendLag                         bounded
+	queue, decode, sendLag, ttfc                   bounded
 	prefill, inD, outD, readLag, connect, connWait *dist
+	reasonD, answerD                               *dist
 
 	// planned send times, for the schedule's own rate; lateness split by who waited
 	firstPlanned, lastPlanned int64
@@ -77,8 +78,9 @@ func newStageAcc(info schemas.StageInfo, startNs int64, spill string) *stageAcc 
 		firstDone: math.MaxInt64, lastDone: math.MinInt64,
 		firstPlanned: math.MaxInt64, lastPlanned: math.MinInt64, firstStart: math.MaxInt64, lastStart: math.MinInt64,
 		ttft: nb(), tpot: nb(), itl: nb(), itlW: newBounded(spill, true), e2e: nb(), ntpot: nb(),
-		ttftP: nb(), e2eP: nb(), queue: nb(), decode: nb(), sendLag: nb(),
+		ttftP: nb(), e2eP: nb(), queue: nb(), decode: nb(), sendLag: nb(), ttfc: nb(),
 		prefill: nd(), inD: nd(), outD: nd(), readLag: nd(), connect: nd(), connWait: nd(),
+		reasonD: nd(), answerD: nd(),
 		rng: rand.New(rand.NewPCG(uint64(info.Index), 0x77697265)),
 	}
 }
@@ -90,7 +92,7 @@ type finisher interface {
 }
 
 func (a *stageAcc) dists() []finisher {
-	return []finisher{a.ttft, a.tpot, a.itl, a.itlW, a.e2e, a.ntpot, a.ttftP, a.e2eP, a.queue, a.prefill, a.decode, a.inD, a.outD, a.sendLag, a.readLag, a.connect, a.connWait}
+	return []finisher{a.ttft, a.tpot, a.itl, a.itlW, a.e2e, a.ntpot, a.ttftP, a.e2eP, a.queue, a.prefill, a.decode, a.inD, a.outD, a.sendLag, a.readLag, a.connect, a.connWait, a.ttfc, a.reasonD, a.answerD}
 }
 
 func (a *stageAcc) close() {
@@ -165,10 +167,17 @@ func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 	}{
 		{m.TTFTNs, m.TTFTLoNs, m.TTFTHiNs, a.ttft}, {m.TPOTNs, m.TPOTLoNs, m.TPOTHiNs, a.tpot},
 		{m.E2ENs, m.E2ELoNs, m.E2EHiNs, a.e2e}, {m.NTPOTNs, m.NTPOTLoNs, m.NTPOTHiNs, a.ntpot},
+		{m.TTFCNs, m.TTFCLoNs, m.TTFCHiNs, a.ttfc},
 	} {
 		if p.v != nil {
 			p.d.addB(*p.v, *p.lo, *p.hi, 1)
 		}
+	}
+	if m.ReasoningTokens != nil {
+		a.reasonD.add(int64(*m.ReasoningTokens))
+	}
+	if m.AnswerTokens != nil {
+		a.answerD.add(int64(*m.AnswerTokens))
 	}
 	// From the planned time P (exact, from the schedule) the interval is the arrival's.
 	if m.TTFTFromPlannedNs != nil {
@@ -270,6 +279,7 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 		{a.e2e, &st.E2E}, {a.ntpot, &st.NTPOT}, {a.ttftP, &st.TTFTFromPlanned}, {a.e2eP, &st.E2EFromPlanned},
 		{a.queue, &st.Queue}, {a.prefill, &st.Prefill}, {a.decode, &st.Decode}, {a.inD, &st.InputTokens},
 		{a.outD, &st.OutputTokens}, {a.sendLag, &st.SendLag}, {a.readLag, &st.ReadLag}, {a.connect, &st.Connect}, {a.connWait, &st.ConnWait},
+		{a.ttfc, &st.TTFC}, {a.reasonD, &st.ReasoningTokens}, {a.answerD, &st.AnswerTokens},
 	} {
 		if *p.out, err = p.d.finish(); err != nil {
 			return st, fmt.Errorf("stage %d: %w", a.info.Index, err)

@@ -126,4 +126,11 @@ var runExamples = []string{
 	"../examples/multi-turn.yaml",
 	"../examples/trace-replay.yaml",
 	"../examples/ab.yaml",
+	"../examples/completions.yaml",
+	"../examples/chat.yaml",
+	"../examples/chat-images.yaml",
+	"../examples/chat-tools.yaml",
+	"../examples/responses.yaml",
+	"../examples/messages.yaml",
+	"../examples/embeddings.yaml",
 }

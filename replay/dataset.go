@@ -21,6 +21,7 @@ import (
 type row struct {
 	text   string
 	msgs   string // MessagesJSON for chat
+	images string // images_json; "" when none
 	input  int32
 	output int32 // 0: none in the file
 }
@@ -157,6 +158,7 @@ type jsonlRow struct {
 	Prompt    *string   `json:"prompt"`
 	Messages  []message `json:"messages"`
 	MaxTokens *int      `json:"max_tokens"`
+	Images    []string  `json:"images"`
 }
 
 // readJSONLines decodes one JSON object a non-blank line of path into a T and hands it to fn
@@ -231,6 +233,10 @@ func readJSONL(path string, chat bool, tok tokenizer.Tokenizer) ([]row, error) {
 			}
 			r.output = int32(*j.MaxTokens)
 		}
+		var err error
+		if r.images, err = imagesJSON(j.Images); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
 		rows = append(rows, r)
 		return nil
 	})
@@ -249,11 +255,18 @@ func lineJSONError(path string, line int, err error) error {
 	return fmt.Errorf("%s:%d: %v", path, line, err)
 }
 
-// readCSV reads a CSV with a header naming promptCol and, optionally, maxCol.
-func readCSV(path, promptCol, maxCol string, tok tokenizer.Tokenizer) ([]row, error) {
+// readCSV reads a CSV with a header naming promptCol and, optionally, maxCol and imageCol (one
+// image a row: an http(s) URL, a data: URL or base64).
+func readCSV(path, promptCol, maxCol, imageCol string, tok tokenizer.Tokenizer) ([]row, error) {
 	var rows []row
-	err := readCSVColumns(path, "dataset", []string{promptCol, maxCol}, 1, func(line int, f []string) error {
+	err := readCSVColumns(path, "dataset", []string{promptCol, maxCol, imageCol}, 1, func(line int, f []string) error {
 		x := row{text: f[0], input: int32(tok.Count(f[0]))}
+		if img := strings.TrimSpace(f[2]); img != "" {
+			var err error
+			if x.images, err = imagesJSON([]string{img}); err != nil {
+				return fmt.Errorf("%s:%d: %s: %w", path, line, imageCol, err)
+			}
+		}
 		if m := strings.TrimSpace(f[1]); m != "" {
 			v, err := strconv.Atoi(m)
 			if err != nil || v <= 0 {
@@ -346,7 +359,7 @@ func newDataset(cfg *schemas.Dataset, chat bool, tok tokenizer.Tokenizer, rng *r
 	case "jsonl":
 		rows, err = readJSONL(cfg.File, chat, tok)
 	case "csv":
-		rows, err = readCSV(cfg.File, cfg.PromptColumn, cfg.MaxTokensColumn, tok)
+		rows, err = readCSV(cfg.File, cfg.PromptColumn, cfg.MaxTokensColumn, cfg.ImageColumn, tok)
 	}
 	if err != nil {
 		return nil, err
@@ -387,7 +400,7 @@ func (d *dataset) unit(buf []turn, limit int64) ([]turn, error) {
 	d.next++
 	r := &d.rows[k]
 	if k == d.stored {
-		if _, err := d.o.addPrompt(r.text, r.msgs, int(r.input)); err != nil {
+		if _, err := d.o.addPromptImages(r.text, r.msgs, r.images, int(r.input)); err != nil {
 			return buf, err
 		}
 		d.stored++

@@ -16,7 +16,10 @@ var ws = tokenizer.Whitespace{}
 var readers = map[string]func(path string) (int, error){
 	"sharegpt": func(p string) (int, error) { r, err := readShareGPT(p, false, false, ws); return len(r), err },
 	"jsonl":    func(p string) (int, error) { r, err := readJSONL(p, true, ws); return len(r), err },
-	"csv":      func(p string) (int, error) { r, err := readCSV(p, "prompt", "max_tokens", ws); return len(r), err },
+	"csv": func(p string) (int, error) {
+		r, err := readCSV(p, "prompt", "max_tokens", "image", ws)
+		return len(r), err
+	},
 	"azure":    func(p string) (int, error) { r, err := readAzure(p); return len(r), err },
 	"burstgpt": func(p string) (int, error) { r, err := readBurstGPT(p); return len(r), err },
 	"mooncake": func(p string) (int, error) { r, err := readMooncake(p); return len(r), err },

@@ -195,6 +195,20 @@ func setDefaults(c *schemas.Config) {
 	if t := w.Trace; t != nil && t.BlockTokens == 0 {
 		t.BlockTokens = 512
 	}
+	if im := w.Images; im != nil {
+		if im.Format == "" {
+			im.Format = "png"
+		}
+		if im.Distinct == 0 {
+			im.Distinct = 16
+		}
+	}
+	if t := w.Tools; t != nil && t.Choice == "" {
+		t.Choice = "auto"
+	}
+	if w.Batch == 0 {
+		w.Batch = 1
+	}
 }
 
 func resolvePaths(c *schemas.Config, dir string) {
@@ -248,7 +262,7 @@ func synthOut(w *schemas.Workload) *schemas.LengthDist {
 }
 
 func (v *validator) config(c *schemas.Config) {
-	v.target(&c.Target)
+	v.target(&c.Target, c.Workload.Tools != nil)
 	w := &c.Workload
 	n := 0
 	for _, set := range []bool{w.Synthetic != nil, w.SharedPrefix != nil, w.Conversations != nil, w.Dataset != nil, w.Trace != nil, w.Run != nil} {
@@ -304,8 +318,8 @@ func (v *validator) config(c *schemas.Config) {
 		if d.File == "" {
 			v.errf(f+"file", "required")
 		}
-		if d.WholeConversation && (d.Format != "sharegpt" || c.Target.API != "chat") {
-			v.errf(f+"whole_conversation", "needs format: sharegpt and target.api: chat")
+		if d.WholeConversation && (d.Format != "sharegpt" || !schemas.MessageAPI(c.Target.API)) {
+			v.errf(f+"whole_conversation", "needs format: sharegpt and target.api chat, responses or messages")
 		}
 		if d.MaxInputTokens > 0 && d.MaxInputTokens < d.MinInputTokens {
 			v.errf(f+"max_input_tokens", "%d < min_input_tokens %d", d.MaxInputTokens, d.MinInputTokens)
@@ -343,6 +357,7 @@ func (v *validator) config(c *schemas.Config) {
 	if r := w.Run; r != nil && r.Dir == "" {
 		v.errf("workload.run.dir", "required")
 	}
+	validateAPIWorkload(v, c)
 	sl := c.SLO
 	for _, d := range []struct {
 		name string
@@ -361,16 +376,19 @@ func (v *validator) config(c *schemas.Config) {
 	}
 }
 
-func (v *validator) target(t *schemas.Target) {
+func (v *validator) target(t *schemas.Target, tools bool) {
 	if t.URL != "" {
 		if err := checkURL(t.URL); err != nil {
 			v.errf("target.url", "%v", err)
 		}
 	}
 	switch t.API {
-	case "completions", "chat":
+	case "completions", "chat", "responses", "messages", "embeddings":
 	default:
-		v.errf("target.api", "%q: want completions or chat", t.API)
+		v.errf("target.api", "%q: want completions, chat, responses, messages or embeddings", t.API)
+	}
+	if t.API == "messages" && t.MaxTokens == "none" {
+		v.errf("target.max_tokens", "none: the messages API requires max_tokens")
 	}
 	switch t.MaxTokens {
 	case "workload", "none":
@@ -392,8 +410,7 @@ func (v *validator) target(t *schemas.Target) {
 		}
 	}
 	for k := range t.ExtraBody {
-		switch k {
-		case "model", "prompt", "messages", "stream", "max_tokens":
+		if schemas.FixedBodyKey(t.API, tools, k) {
 			v.errf("target.extra_body."+k, "is set by wirebench; remove it")
 		}
 	}

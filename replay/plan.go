@@ -122,6 +122,11 @@ type output struct {
 	nReq    int64
 	nPrompt int64
 	stats   []*stageStats
+	images  *imagePicker // workload.images: draws the images of each new prompt; nil when none
+	// keep: a private output (see batched) keeps its prompt rows in kept, indexed by id,
+	// instead of writing them.
+	keep bool
+	kept []schemas.Prompt
 }
 
 // start begins the writer goroutines; finish must follow.
@@ -130,7 +135,9 @@ func (o *output) start() {
 		return
 	}
 	o.reqA = newAsyncWriter(o.reqW, requestGroupRows, 0, nil)
-	o.promptA = newAsyncWriter(o.promptW, promptGroupRows, promptGroupBytes, func(p *schemas.Prompt) int { return len(p.Text) + len(p.MessagesJSON) })
+	o.promptA = newAsyncWriter(o.promptW, promptGroupRows, promptGroupBytes, func(p *schemas.Prompt) int {
+		return len(p.Text) + len(p.MessagesJSON) + len(p.ImagesJSON) + len(p.InputsJSON)
+	})
 	o.reqs = <-o.reqA.free
 	o.prompts = <-o.promptA.free
 }
@@ -155,13 +162,26 @@ func (o *output) addRequest(r schemas.ScheduleRequest) error {
 
 // addPrompt stores a prompt and returns its id (prompt ids are 0, 1, 2, ... in order).
 func (o *output) addPrompt(text, messagesJSON string, tokens int) (int64, error) {
+	return o.addPromptImages(text, messagesJSON, "", tokens)
+}
+
+// addPromptImages stores a prompt with its images_json; without images of its own a prompt gets
+// workload.images' when configured.
+func (o *output) addPromptImages(text, messagesJSON, images string, tokens int) (int64, error) {
 	id := o.nPrompt
-	return id, o.addPromptRow(schemas.Prompt{PromptID: id, InputTokens: int32(tokens), Text: text, MessagesJSON: messagesJSON})
+	if images == "" && o.images != nil {
+		images = o.images.pick()
+	}
+	return id, o.addPromptRow(schemas.Prompt{PromptID: id, InputTokens: int32(tokens), Text: text, MessagesJSON: messagesJSON, ImagesJSON: images})
 }
 
 // addPromptRow stores a prompt row as is (replaying an earlier run keeps its ids).
 func (o *output) addPromptRow(p schemas.Prompt) error {
 	o.nPrompt++
+	if o.keep {
+		o.kept = append(o.kept, p)
+		return nil
+	}
 	if o.promptA == nil {
 		return nil
 	}

@@ -174,21 +174,33 @@ func plan(ctx context.Context, cfg *schemas.Config, tok tokenizer.Tokenizer, o *
 		o.stats[i] = newStageStats()
 	}
 	rng := mrand.New(mrand.NewPCG(uint64(cfg.Seed), 1))
-	chat := cfg.Target.API == "chat"
+	chat := schemas.MessageAPI(cfg.Target.API)
+	if w.Images != nil {
+		o.images = newImagePicker(w.Images, cfg.Seed)
+	}
+	// Embeddings: the source's prompts go to a private output and each request carries a batch
+	// of them (see batched).
+	so := o
+	if cfg.Target.API == "embeddings" && w.Batch > 1 {
+		so = &output{keep: true}
+	}
 	var src source
 	var err error
 	switch {
 	case w.Synthetic != nil:
-		src, err = newSynthetic(w.Synthetic, gen, rng, o)
+		src, err = newSynthetic(w.Synthetic, gen, rng, so)
 	case w.SharedPrefix != nil:
-		src, err = newSharedPrefix(w.SharedPrefix, chat, gen, rng, o)
+		src, err = newSharedPrefix(w.SharedPrefix, chat, gen, rng, so)
 	case w.Conversations != nil:
-		src, err = newConversations(w.Conversations, chat, gen, rng, o)
+		src, err = newConversations(w.Conversations, chat, gen, rng, so)
 	case w.Dataset != nil:
-		src, err = newDataset(w.Dataset, chat, tok, rng, o)
+		src, err = newDataset(w.Dataset, chat, tok, rng, so)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Target.API == "embeddings" {
+		src = &batched{inner: src, n: w.Batch, o: o, priv: so}
 	}
 	if err := planStages(ctx, stages, src, cfg.Seed, o); err != nil {
 		return nil, err

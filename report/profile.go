@@ -161,6 +161,7 @@ var latencyColumns = []struct {
 	{"ntpot_ns", "NTPOT", func(s *schemas.Stage) schemas.Dist { return s.NTPOT }},
 	{"e2e_ns", "E2E", func(s *schemas.Stage) schemas.Dist { return s.E2E }},
 	{"itl_token_weighted_ns", "ITL (token-weighted)", func(s *schemas.Stage) schemas.Dist { return s.ITLWeighted }},
+	{"ttfc_ns", "TTFC (first answer token, after reasoning)", func(s *schemas.Stage) schemas.Dist { return s.TTFC }},
 	{"ttft_from_planned_ns", "TTFT from planned", func(s *schemas.Stage) schemas.Dist { return s.TTFTFromPlanned }},
 	{"e2e_from_planned_ns", "E2E from planned", func(s *schemas.Stage) schemas.Dist { return s.E2EFromPlanned }},
 	{"queue_ns", "queue", func(s *schemas.Stage) schemas.Dist { return s.Queue }},

@@ -1,6 +1,8 @@
 package schemas
 
-// Workload says what is sent: exactly one of its members is set.
+// Workload says what is sent: exactly one source (synthetic, shared_prefix, conversations,
+// dataset, trace, run), and optionally images, tools and an embeddings batch size, which apply
+// to every request of the source.
 type Workload struct {
 	Synthetic     *Synthetic     `yaml:"synthetic" json:"synthetic,omitempty"`
 	SharedPrefix  *SharedPrefix  `yaml:"shared_prefix" json:"shared_prefix,omitempty"`
@@ -8,6 +10,36 @@ type Workload struct {
 	Dataset       *Dataset       `yaml:"dataset" json:"dataset,omitempty"`
 	Trace         *Trace         `yaml:"trace" json:"trace,omitempty"`
 	Run           *FromRun       `yaml:"run" json:"run,omitempty"`
+
+	Images *Images `yaml:"images" json:"images,omitempty"` // synthetic images with every prompt
+	Tools  *Tools  `yaml:"tools" json:"tools,omitempty"`   // tool definitions in every request
+	// Batch is the embeddings API's inputs per request (default 1): each request carries that
+	// many prompts of the source as its "input" array.
+	Batch int `yaml:"batch" json:"batch,omitempty"`
+}
+
+// Images adds synthetic images to every request of the workload (chat, responses and messages
+// APIs): count images of width × height pixels in format png or jpeg. Replay draws each image
+// from a pool of distinct seeded images (default 16) and stores only a reference
+// (synthetic:FORMAT:WxH:SEED) in schedule/prompts.parquet; capture renders each distinct
+// reference once, into a base64 data: URL, before it sends anything. Pixels are seeded noise, so
+// the encoded size is about what a photograph of that size takes (PNG: 3 bytes a pixel; JPEG at
+// quality 90: about a byte a pixel) and no two distinct images share bytes (an image cache on
+// the server hits only when the pool repeats an image).
+type Images struct {
+	Count    int    `yaml:"count" json:"count"`
+	Width    int    `yaml:"width" json:"width"`
+	Height   int    `yaml:"height" json:"height"`
+	Format   string `yaml:"format" json:"format,omitempty"`     // png (default) or jpeg
+	Distinct int    `yaml:"distinct" json:"distinct,omitempty"` // pool size; default 16
+}
+
+// Tools sends tool (function) definitions with every request (chat, responses and messages
+// APIs): count functions named tool_0, tool_1, ..., each taking one string argument "text",
+// and tool_choice choice: auto (default), required or none (Anthropic: auto, any, none).
+type Tools struct {
+	Count  int    `yaml:"count" json:"count"`
+	Choice string `yaml:"choice" json:"choice,omitempty"`
 }
 
 // Synthetic draws input and output lengths from distributions. Prompt text is cut from a
@@ -65,10 +97,11 @@ type Conversations struct {
 //   - sharegpt: a JSON array of {"conversations": [{"from": "human"|"gpt", "value": ...}]}; the
 //     first human turn is the prompt and its answer's token count is max_tokens; with
 //     whole_conversation (chat API) the conversation up to its last answered human turn is sent.
-//   - jsonl: one object a line with "prompt" (string) or "messages" ([{role, content}]) and an
-//     optional "max_tokens".
-//   - csv: a header row; the prompt_column (default "prompt") and optional max_tokens_column
-//     (default "max_tokens").
+//   - jsonl: one object a line with "prompt" (string) or "messages" ([{role, content}]), an
+//     optional "max_tokens" and optional "images" (an array of http(s) URLs, data: URLs or bare
+//     base64 image data, sent with the prompt on the chat, responses and messages APIs).
+//   - csv: a header row; the prompt_column (default "prompt"), optional max_tokens_column
+//     (default "max_tokens") and optional image_column (one image a row, as in jsonl).
 //
 // Rows outside the token bounds are dropped; the rest are shuffled with the seed and used in
 // turn (cycling when the plan has more requests than rows). Rows without max_tokens take it
@@ -78,6 +111,7 @@ type Dataset struct {
 	File              string      `yaml:"file" json:"file"`
 	PromptColumn      string      `yaml:"prompt_column" json:"prompt_column,omitempty"`
 	MaxTokensColumn   string      `yaml:"max_tokens_column" json:"max_tokens_column,omitempty"`
+	ImageColumn       string      `yaml:"image_column" json:"image_column,omitempty"`
 	WholeConversation bool        `yaml:"whole_conversation" json:"whole_conversation,omitempty"`
 	MinInputTokens    int         `yaml:"min_input_tokens" json:"min_input_tokens,omitempty"`
 	MaxInputTokens    int         `yaml:"max_input_tokens" json:"max_input_tokens,omitempty"`

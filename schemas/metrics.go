@@ -34,6 +34,11 @@ type MetricRequest struct {
 	E2ENs               *int64 `parquet:"e2e_ns,optional" doc:"E - S"`
 	E2ELoNs             *int64 `parquet:"e2e_lo_ns,optional" doc:"lower end of E2E's interval: lo(final event) - sent_end_ns"`
 	E2EHiNs             *int64 `parquet:"e2e_hi_ns,optional" doc:"upper end: hi(final event) - S"`
+	TTFCNs              *int64 `parquet:"ttfc_ns,optional" doc:"time to the first answer token: t(first event carrying answer text or tool-call arguments, reasoning excluded) - S; equals ttft_ns without reasoning; null when no answer token came"`
+	TTFCLoNs            *int64 `parquet:"ttfc_lo_ns,optional" doc:"lower end of TTFC's interval: lo(first answer event) - sent_end_ns"`
+	TTFCHiNs            *int64 `parquet:"ttfc_hi_ns,optional" doc:"upper end: hi(first answer event) - S"`
+	ReasoningTokens     *int32 `parquet:"reasoning_tokens,optional" doc:"reasoning tokens the server reported in its usage (usage_reasoning_tokens); null when not reported"`
+	AnswerTokens        *int32 `parquet:"answer_tokens,optional" doc:"output_tokens - reasoning_tokens when the server reported both; null otherwise"`
 	TPOTNs              *int64 `parquet:"tpot_ns,optional" doc:"(t_last - t_first) / (N - 1) for N > 1; null otherwise"`
 	TPOTLoNs            *int64 `parquet:"tpot_lo_ns,optional" doc:"lower end of TPOT's interval: max(0, lo(last) - hi(first)) / (N - 1)"`
 	TPOTHiNs            *int64 `parquet:"tpot_hi_ns,optional" doc:"upper end: (hi(last) - lo(first)) / (N - 1)"`
@@ -132,6 +137,9 @@ type Stage struct {
 	GoodputShare        float64 `parquet:"goodput_share" doc:"share of requests meeting every SLO; failures count as misses"`
 	GoodputRate         float64 `parquet:"goodput_rate" doc:"goodput_share × completion_rate: requests per second meeting every SLO"`
 	TTFT                Dist    `parquet:"ttft_ns" doc:"TTFT distribution"`
+	TTFC                Dist    `parquet:"ttfc_ns" doc:"time to the first answer token (reasoning excluded) distribution"`
+	ReasoningTokens     Dist    `parquet:"reasoning_tokens" doc:"reasoning tokens per request where the server reported them (tokens, not ns)"`
+	AnswerTokens        Dist    `parquet:"answer_tokens" doc:"answer tokens (output minus reasoning) per request where the server reported both (tokens, not ns)"`
 	TPOT                Dist    `parquet:"tpot_ns" doc:"TPOT distribution"`
 	ITL                 Dist    `parquet:"itl_ns" doc:"inter-chunk gaps, one value per gap"`
 	ITLWeighted         Dist    `parquet:"itl_token_weighted_ns" doc:"inter-token latency where a chunk carrying k tokens counts k times with gap/k"`

@@ -30,13 +30,15 @@ type RawRequest struct {
 	Status          int32  `parquet:"status" doc:"HTTP status code; 0 when no response"`
 	ErrorKind       string `parquet:"error_kind,dict" doc:"empty on success, else connect, timeout (target.timeout), ttft_timeout (no body byte within target.ttft_timeout), gap_timeout (no byte for target.gap_timeout once the body began; chunks received so far are kept), http_status, reset, malformed_stream, server_error_event, cancelled"`
 	ErrorMessage    string `parquet:"error_message" doc:"error text, the server's error body or event"`
-	Chunks          int32  `parquet:"chunks" doc:"number of SSE events received (including usage and [DONE])"`
-	ContentBytes    int64  `parquet:"content_bytes" doc:"bytes of content text received"`
+	Chunks          int32  `parquet:"chunks" doc:"number of SSE events received (including usage, item and block events, [DONE]); 1 for a non-streaming response"`
+	ContentBytes    int64  `parquet:"content_bytes" doc:"bytes of answer text received (reasoning and tool-call arguments not included)"`
 	ReasoningBytes  int64  `parquet:"reasoning_bytes" doc:"bytes of reasoning text received"`
-	UsagePrompt     *int32 `parquet:"usage_prompt_tokens,optional" doc:"prompt_tokens from the server's usage; null when not sent"`
-	UsageComplete   *int32 `parquet:"usage_completion_tokens,optional" doc:"completion_tokens from the server's usage; null when not sent"`
-	UsageCached     *int32 `parquet:"usage_cached_tokens,optional" doc:"prompt_tokens_details.cached_tokens from the usage; null when not sent"`
-	FinishReason    string `parquet:"finish_reason,dict" doc:"finish_reason of the last choice chunk"`
+	UsagePrompt     *int32 `parquet:"usage_prompt_tokens,optional" doc:"prompt tokens from the server's usage (prompt_tokens; Responses input_tokens; Anthropic input_tokens + cache_read_input_tokens + cache_creation_input_tokens); null when not sent"`
+	UsageComplete   *int32 `parquet:"usage_completion_tokens,optional" doc:"output tokens from the server's usage, reasoning included (completion_tokens; Responses and Anthropic output_tokens, the last message_delta's); null when not sent"`
+	UsageCached     *int32 `parquet:"usage_cached_tokens,optional" doc:"cached prompt tokens from the usage (prompt_tokens_details.cached_tokens, input_tokens_details.cached_tokens, Anthropic cache_read_input_tokens); null when not sent"`
+	UsageReasoning  *int32 `parquet:"usage_reasoning_tokens,optional" doc:"reasoning tokens from the usage (completion_tokens_details.reasoning_tokens, output_tokens_details.reasoning_tokens), part of usage_completion_tokens; null when not sent (Anthropic never sends it)"`
+	Embeddings      int32  `parquet:"embeddings" doc:"embeddings API: vectors in the response's data (one per input); 0 otherwise"`
+	FinishReason    string `parquet:"finish_reason,dict" doc:"finish_reason of the last choice chunk; Responses: the final response's status (completed) or incomplete reason; Anthropic: stop_reason"`
 	OffsetMismatch  bool   `parquet:"offset_mismatch" doc:"the read that delivered the last event did not end at the decoder's body offset (framing check failed)"`
 	ServerQueueNs   *int64 `parquet:"server_queue_ns,optional" doc:"server-reported queue duration (e.g. the simulator's x-sim-queue-ns); null when not reported"`
 	ServerPrefillNs *int64 `parquet:"server_prefill_ns,optional" doc:"server-reported prefill duration; null when not reported"`
@@ -59,10 +61,10 @@ const (
 
 // Chunk kinds recorded in RawChunk.Kind.
 const (
-	ChunkContent = "content" // carries content or reasoning text
-	ChunkEmpty   = "empty"   // no text: role only, tool-call header, keep-alive
-	ChunkUsage   = "usage"   // choices empty, usage present
-	ChunkDone    = "done"    // data: [DONE]
+	ChunkContent = "content" // carries generated tokens: answer or reasoning text, tool-call deltas
+	ChunkEmpty   = "empty"   // no tokens: role only, item or block start/stop, ping, keep-alive
+	ChunkUsage   = "usage"   // usage without tokens: usage chunk, message_delta, response.completed, embeddings
+	ChunkDone    = "done"    // data: [DONE] or message_stop
 	ChunkError   = "error"   // an error object
 )
 
@@ -90,11 +92,11 @@ type RawChunk struct {
 	RxStreamEnd    *int64 `parquet:"rx_stream_end,optional" doc:"offset in the connection's receive stream just past the event's last byte (bytes from the first response byte): the segment whose [seq, seq + len) relative to the server's ISN + 1 holds rx_stream_end - 1 carried it (see raw-segments); null without the framing tracker (TLS)"`
 	RxAfterNs      *int64 `parquet:"rx_after_ns,optional" doc:"the event's last byte became readable after this time: the latest earlier read on the connection that emptied the socket (returned less than its buffer), at the later of its kernel time and the start of its read call; null when no earlier read emptied it"`
 	Quality        string `parquet:"quality,dict" doc:"exact (kernel time of the newest segment), upper_bound (coalesced: the kernel time of a later segment), user (no kernel time), approx (TLS or HTTP/2: read-granular)"`
-	Kind           string `parquet:"kind,dict" doc:"content (carries content or reasoning text), empty (no text: role or tool header), usage, done ([DONE]), error (error object mid-stream)"`
+	Kind           string `parquet:"kind,dict" doc:"content (carries generated tokens: answer or reasoning text, or tool-call arguments), empty (none: role, item or block start and stop, ping), usage (usage without tokens: usage chunk, message_delta, response.completed, an embeddings response), done ([DONE], message_stop), error (error object mid-stream)"`
 	Bytes          int32  `parquet:"bytes" doc:"size of the event on the wire in bytes"`
-	ContentBytes   int32  `parquet:"content_bytes" doc:"bytes of content text in the event"`
+	ContentBytes   int32  `parquet:"content_bytes" doc:"bytes of answer text in the event"`
 	ReasoningBytes int32  `parquet:"reasoning_bytes" doc:"bytes of reasoning text in the event"`
-	ToolCalls      int32  `parquet:"tool_calls" doc:"tool-call deltas in the event"`
+	ToolCalls      int32  `parquet:"tool_calls" doc:"tool-call deltas in the event (chat tool_calls entries, Responses function_call_arguments deltas, Anthropic input_json_delta): answer tokens"`
 	Tokens         *int32 `parquet:"tokens,optional" doc:"tokens carried by the event when the server says so; null otherwise"`
 	FinishReason   string `parquet:"finish_reason,dict" doc:"finish_reason when the event carries one"`
 	ServerSentNs   *int64 `parquet:"server_sent_ns,optional" doc:"the server's own send time for this event when it reports one (the built-in simulator does); null otherwise"`

@@ -36,9 +36,16 @@ type ScheduleRequest struct {
 // conversations on the completions API messages_json is empty, turn 0's text starts with the
 // system prompt, and capture sends turn k as the prompt it sent for turn k-1, that turn's
 // answer, "\n\n" and text.
+//
+// The responses and messages APIs take the same messages as chat (a system message becomes
+// Anthropic's "system" field). Images (images_json) go with the last user message as image
+// parts. For the embeddings API inputs_json holds the request's batch of inputs and text is
+// empty.
 type Prompt struct {
 	PromptID     int64  `parquet:"prompt_id,delta" doc:"prompt key referenced by schedule requests"`
 	InputTokens  int32  `parquet:"input_tokens" doc:"length of the prompt in tokens of the configured tokenizer"`
 	Text         string `parquet:"text" doc:"the prompt (completions API) or the content of the last user message (chat API)"`
-	MessagesJSON string `parquet:"messages_json" doc:"chat API: JSON array of {role, content} messages that precede text (system prompt, earlier turns; for conversations only the earlier user turns, capture interleaves the answers); empty when none"`
+	MessagesJSON string `parquet:"messages_json" doc:"chat, responses and messages APIs: JSON array of {role, content} messages that precede text (system prompt, earlier turns; for conversations only the earlier user turns, capture interleaves the answers); empty when none"`
+	ImagesJSON   string `parquet:"images_json" doc:"JSON array of the images sent with text, each an http(s) URL, a data: URL (base64) or a synthetic reference synthetic:FORMAT:WxH:SEED that capture renders into a data: URL (seeded random pixels, the same bytes for the same reference); empty when none"`
+	InputsJSON   string `parquet:"inputs_json" doc:"embeddings API: JSON array of the request's input strings (its batch); empty otherwise"`
 }

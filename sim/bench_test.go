@@ -134,8 +134,8 @@ func (c *child) cpuMicros(b *testing.B) float64 {
 	return v
 }
 
-func (c *child) stream(b *testing.B, body string) {
-	resp, err := c.client.Post(c.url+"/v1/completions", "application/json", strings.NewReader(body))
+func (c *child) stream(b *testing.B, path, body string) {
+	resp, err := c.client.Post(c.url+path, "application/json", strings.NewReader(body))
 	if err != nil {
 		b.Error(err)
 		return
@@ -155,27 +155,38 @@ func BenchmarkServerCPU(b *testing.B) {
 		name   string
 		tokens int
 		env    []string
+		api    api
 	}{
-		{"tokens=1", 1, nil}, {"tokens=64", 64, nil}, {"tokens=1024", 1024, nil},
+		{"tokens=1", 1, nil, apiCompletions}, {"tokens=64", 64, nil, apiCompletions}, {"tokens=1024", 1024, nil, apiCompletions},
+		// the typed-event APIs: about three times the events of a completions stream at 1 token,
+		// the same per token
+		{"responses/tokens=64", 64, nil, apiResponses}, {"messages/tokens=64", 64, nil, apiMessages},
 		// --coalesce-tail: the events ready at once in one write (here, the whole stream)
-		{"coalesce-tail/tokens=64", 64, []string{childEnv + "_COALESCE_TAIL=1"}},
+		{"coalesce-tail/tokens=64", 64, []string{childEnv + "_COALESCE_TAIL=1"}, apiCompletions},
 		// the simulator behind net/http (Handler) instead of its own server, for comparison
-		{"net-http/tokens=1", 1, []string{childEnv + "_SERVER=net-http"}},
-		{"net-http/tokens=64", 64, []string{childEnv + "_SERVER=net-http"}},
+		{"net-http/tokens=1", 1, []string{childEnv + "_SERVER=net-http"}, apiCompletions},
+		{"net-http/tokens=64", 64, []string{childEnv + "_SERVER=net-http"}, apiCompletions},
 		// the same exchange answered by a bare net/http handler: net/http's own floor
-		{"net-http-floor", 1, []string{childEnv + "_SERVER=net-http-floor"}},
+		{"net-http-floor", 1, []string{childEnv + "_SERVER=net-http-floor"}, apiCompletions},
 	} {
 		tokens := tt.tokens
 		b.Run(tt.name, func(b *testing.B) {
 			c := startChild(b, conns, tt.env...)
 			body := fmt.Sprintf(`{"model":"sim","prompt":"a short prompt of some eight words","max_tokens":%d,"stream":true,"stream_options":{"include_usage":true}}`, tokens)
+			switch tt.api {
+			case apiResponses:
+				body = fmt.Sprintf(`{"model":"sim","input":"a short prompt of some eight words","max_output_tokens":%d,"stream":true}`, tokens)
+			case apiMessages:
+				body = fmt.Sprintf(`{"model":"sim","messages":[{"role":"user","content":"a short prompt of some eight words"}],"max_tokens":%d,"stream":true}`, tokens)
+			}
+			path := apiPaths[tt.api]
 			run := func(n int) {
 				var next atomic.Int64
 				var wg sync.WaitGroup
 				for range conns {
 					wg.Go(func() {
 						for next.Add(1) <= int64(n) {
-							c.stream(b, body)
+							c.stream(b, path, body)
 						}
 					})
 				}
@@ -193,26 +204,66 @@ func BenchmarkServerCPU(b *testing.B) {
 	}
 }
 
-// BenchmarkAppendChunk is the per-token formatting cost; it must not allocate.
+// benchRenders is one render per API, and per answer kind, for the formatting benchmarks:
+// every delta they append must cost no allocation.
+func benchRenders() map[string]*render {
+	out := map[string]*render{}
+	for _, a := range []api{apiCompletions, apiChat, apiResponses, apiMessages} {
+		for _, tool := range []string{"", `"get_weather"`} {
+			if tool != "" && a == apiCompletions {
+				continue
+			}
+			j := &job{api: a, model: `"sim"`, maxTokens: 1024, reasoning: 16, tool: tool}
+			if a == apiCompletions {
+				j.reasoning = 0
+			}
+			j.bh.tokens = 8
+			name := strings.TrimPrefix(apiPaths[a], "/v1/")
+			if tool != "" {
+				name += "/tool"
+			}
+			out[name] = newRender(j, 1, reasoningContent)
+		}
+	}
+	return out
+}
+
+// BenchmarkAppendChunk is the per-token formatting cost of each API's deltas; it must not
+// allocate.
 func BenchmarkAppendChunk(b *testing.B) {
-	rd := newRender(true, `"sim"`, 1, 8, 1024)
-	buf := make([]byte, 0, 4096)
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		buf = rd.appendChunk(buf[:0], i%1024, 1, true)
-		i++
+	for name, rd := range benchRenders() {
+		b.Run(name, func(b *testing.B) {
+			buf := make([]byte, 0, 4096)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				tok := i % 1024
+				buf = rd.appendDelta(buf[:0], rd.segOf(tok), tok, 1, true)
+				i++
+			}
+		})
 	}
 }
 
+// TestHotPathAllocatesNothing: appending a delta of every segment of every API (and the
+// Responses API's and Anthropic's per-segment events), plus a histogram observation,
+// allocates nothing.
 func TestHotPathAllocatesNothing(t *testing.T) {
-	rd := newRender(false, `"sim"`, 1, 8, 1024)
-	buf := make([]byte, 0, 4096)
 	h := newHistogram("x", "x", itlBuckets)
-	if n := testing.AllocsPerRun(100, func() {
-		buf = rd.appendChunk(buf[:0], 3, 2, true)
-		h.observe(12345)
-	}); n != 0 {
-		t.Errorf("appendChunk + observe allocate %v times per chunk; want 0", n)
+	for name, rd := range benchRenders() {
+		buf := make([]byte, 0, 64<<10)
+		if n := testing.AllocsPerRun(100, func() {
+			buf = rd.appendDelta(buf[:0], segReasoning, 3, 2, true)
+			buf = rd.appendDelta(buf[:0], rd.answer(), 20, 2, true)
+			for _, k := range rd.opens(rd.answer()) {
+				buf = rd.appendEvent(buf[:0], k, rd.answer())
+			}
+			for _, k := range rd.closes(segReasoning) {
+				buf = rd.appendEvent(buf[:0], k, segReasoning)
+			}
+			h.observe(12345)
+		}); n != 0 {
+			t.Errorf("%s: appendDelta, the segment events and observe allocate %v times per chunk; want 0", name, n)
+		}
 	}
 }

@@ -62,6 +62,21 @@ type Config struct {
 	// MaxModelLen bounds prompt + max_tokens; beyond it a request gets 400, as vLLM does.
 	MaxModelLen int
 
+	// ReasoningTokens: chat, responses and messages answers begin with
+	// min(ReasoningTokens, limit − 1) reasoning tokens (limit: the request's output limit, which
+	// they count against, as OpenAI's max_completion_tokens and Anthropic's max_tokens do).
+	// Completions never reason. 0: no reasoning.
+	ReasoningTokens int
+	// ReasoningField names the chat delta field of reasoning tokens: "reasoning_content" (vLLM's
+	// long-standing name, the default when empty) or "reasoning" (newer vLLM).
+	ReasoningField string
+	// ImageTokens is the prompt tokens of every image in a request (chat image_url parts,
+	// responses input_image parts, messages image blocks); images are not fetched or decoded.
+	ImageTokens int
+	// EmbeddingDim is the length of the vectors /v1/embeddings returns when the request has no
+	// dimensions (0: the default, 384).
+	EmbeddingDim int
+
 	// StampLead makes the writer take a chunk's send time, then wait StampLead before writing
 	// it: a known delay between the reported sent_ns and the wire (for calibration tests).
 	StampLead time.Duration
@@ -130,11 +145,17 @@ func DefaultConfig() Config {
 		TokensPerChunk:    1,
 		DefaultMaxTokens:  256,
 		MaxModelLen:       32768,
+		ReasoningField:    reasoningContent,
+		ImageTokens:       576,
+		EmbeddingDim:      384,
 		Stall:             time.Second,
 		SlowHeaders:       time.Second,
 		ShutdownGrace:     3 * time.Second,
 	}
 }
+
+// reasoningContent is vLLM's long-standing name of the reasoning delta field.
+const reasoningContent = "reasoning_content"
 
 // fixed reports whether the configuration selects fixed mode.
 func (c *Config) fixed() bool { return c.Mode == "fixed" || (c.Mode == "" && c.TTFT > 0) }
@@ -192,6 +213,20 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxModelLen < 1 {
 		bad("max-model-len", "%d must be at least 1", c.MaxModelLen)
+	}
+	if c.ReasoningTokens < 0 {
+		bad("reasoning-tokens", "%d is negative", c.ReasoningTokens)
+	}
+	switch c.ReasoningField {
+	case "", reasoningContent, "reasoning":
+	default:
+		bad("reasoning-field", "%q is not reasoning_content or reasoning", c.ReasoningField)
+	}
+	if c.ImageTokens < 0 {
+		bad("image-tokens", "%d is negative", c.ImageTokens)
+	}
+	if c.EmbeddingDim < 0 {
+		bad("embedding-dim", "%d is negative", c.EmbeddingDim)
 	}
 	sum := 0.0
 	for _, r := range []struct {

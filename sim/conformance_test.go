@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/wirebench/wirebench/tokenizer"
 )
 
 // chunkJSON is the strict shape of a streamed chunk (both endpoints).
@@ -21,48 +19,89 @@ type chunkJSON struct {
 		Index int     `json:"index"`
 		Text  *string `json:"text"`
 		Delta *struct {
-			Role    string  `json:"role"`
-			Content *string `json:"content"`
+			Role             string         `json:"role"`
+			Content          *string        `json:"content"`
+			ReasoningContent *string        `json:"reasoning_content"`
+			Reasoning        *string        `json:"reasoning"`
+			ToolCalls        []toolCallJSON `json:"tool_calls"`
 		} `json:"delta"`
 		Logprobs     any     `json:"logprobs"`
 		FinishReason *string `json:"finish_reason"`
 		StopReason   any     `json:"stop_reason"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		TotalTokens      int `json:"total_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
+		PromptTokens            int `json:"prompt_tokens"`
+		TotalTokens             int `json:"total_tokens"`
+		CompletionTokens        int `json:"completion_tokens"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens int `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
 	} `json:"usage"`
 }
 
-// streamSummary decodes a conforming stream and checks the OpenAI framing rules.
+// toolCallJSON is a chat tool call, whole or a delta of it.
+type toolCallJSON struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// streamSummary is what a conforming stream of any API says.
 type streamSummary struct {
-	text          string
-	contentChunks int
+	text          string // answer text (chat content, completions text, output_text, text_delta)
+	reasoning     string // reasoning deltas
+	args          string // tool-call arguments deltas
+	tool          string // the called tool's name
+	contentChunks int    // events carrying tokens (reasoning, text or arguments)
 	finish        string
 	usage         [3]int // prompt, completion, total; -1 when absent
+	reasoningUse  int    // reasoning tokens in the usage; -1 when absent
 	truth         xsim
 }
 
-func checkStream(t *testing.T, body []byte, chat bool) streamSummary {
+// checkStream decodes a conforming stream of API a, checks its framing rules and the x-sim
+// comment just before the terminal event, and that sent_ns has one stamp per token event.
+func checkStream(t *testing.T, body []byte, a api) streamSummary {
 	t.Helper()
 	evs, err := parseSSE(body)
 	if err != nil {
 		t.Fatalf("strict SSE parse: %v\n%s", err, body)
 	}
-	if n := len(evs); n < 3 || evs[n-1].data != "[DONE]" {
-		t.Fatalf("stream does not end with data: [DONE]:\n%s", body)
+	terminal := map[api]string{apiResponses: "response.completed", apiMessages: "message_stop"}[a]
+	if n := len(evs); n < 3 || terminal == "" && evs[n-1].data != "[DONE]" || terminal != "" && evs[n-1].name != terminal {
+		t.Fatalf("stream does not end with its terminal event:\n%s", body)
 	}
 	last := evs[len(evs)-2]
-	if last.data != "" || len(last.comments) != 1 || !strings.HasPrefix(last.comments[0], "x-sim ") {
-		t.Fatalf("event before [DONE] = %+v; want only the x-sim comment", last)
+	if last.data != "" || last.name != "" || len(last.comments) != 1 || !strings.HasPrefix(last.comments[0], "x-sim ") {
+		t.Fatalf("event before the terminal event = %+v; want only the x-sim comment", last)
 	}
-	s := streamSummary{usage: [3]int{-1, -1, -1}, truth: groundTruth(t, evs)}
+	s := streamSummary{usage: [3]int{-1, -1, -1}, reasoningUse: -1, truth: groundTruth(t, evs)}
+	switch a {
+	case apiResponses:
+		checkResponses(t, evs, &s)
+	case apiMessages:
+		checkMessages(t, evs, &s)
+	default:
+		checkChunks(t, evs[:len(evs)-2], a == apiChat, &s)
+	}
+	if len(s.truth.SentNs) != s.contentChunks {
+		t.Errorf("x-sim sent_ns has %d entries; want one per token event (%d)", len(s.truth.SentNs), s.contentChunks)
+	}
+	return s
+}
+
+// checkChunks decodes the chunks of a completions or chat stream (without x-sim and [DONE]).
+func checkChunks(t *testing.T, evs []event, chat bool, s *streamSummary) {
+	t.Helper()
 	wantObj := "text_completion"
 	if chat {
 		wantObj = "chat.completion.chunk"
 	}
-	for i, e := range evs[:len(evs)-2] {
+	for i, e := range evs {
 		var c chunkJSON
 		d := json.NewDecoder(strings.NewReader(e.data))
 		d.DisallowUnknownFields()
@@ -77,6 +116,9 @@ func checkStream(t *testing.T, body []byte, chat bool) streamSummary {
 				t.Errorf("usage chunk has %d choices; want []", len(c.Choices))
 			}
 			s.usage = [3]int{c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.TotalTokens}
+			if c.Usage.CompletionTokensDetails != nil {
+				s.reasoningUse = c.Usage.CompletionTokensDetails.ReasoningTokens
+			}
 			continue
 		}
 		if len(c.Choices) != 1 {
@@ -86,27 +128,50 @@ func checkStream(t *testing.T, body []byte, chat bool) streamSummary {
 		if s.finish != "" {
 			t.Errorf("event %d comes after the finish_reason chunk", i)
 		}
-		var content string
+		tokens := 0 // how many of text, reasoning and arguments the event carries
 		if chat {
 			if ch.Delta == nil || ch.Text != nil {
 				t.Fatalf("chat event %d lacks delta or has text: %s", i, e.data)
 			}
-			if ch.Delta.Content != nil {
-				content = *ch.Delta.Content
+			dl := ch.Delta
+			for _, f := range []struct {
+				v   *string
+				dst *string
+			}{{dl.Content, &s.text}, {dl.ReasoningContent, &s.reasoning}, {dl.Reasoning, &s.reasoning}} {
+				if f.v != nil && *f.v != "" {
+					*f.dst += *f.v
+					tokens++
+				}
+			}
+			for _, tc := range dl.ToolCalls {
+				if tc.Index != 0 || (tc.ID != "") != (s.tool == "") || (tc.Function.Name != "") != (s.tool == "") {
+					t.Errorf("event %d: tool call %+v; want index 0, and the id and name in the first delta only", i, tc)
+				}
+				if tc.ID != "" && (!strings.HasPrefix(tc.ID, "call_") || tc.Type != "function") {
+					t.Errorf("event %d: tool call id %q type %q; want call_..., function", i, tc.ID, tc.Type)
+				}
+				if tc.Function.Name != "" {
+					s.tool = tc.Function.Name
+				}
+				s.args += tc.Function.Arguments
+				tokens++
 			}
 		} else {
 			if ch.Text == nil || ch.Delta != nil {
 				t.Fatalf("completion event %d lacks text or has delta: %s", i, e.data)
 			}
-			content = *ch.Text
+			if *ch.Text != "" {
+				s.text += *ch.Text
+				tokens++
+			}
 		}
-		if content != "" {
-			s.contentChunks++
-			s.text += content
+		if tokens > 1 {
+			t.Errorf("event %d carries %d kinds of tokens; want one per event: %s", i, tokens, e.data)
 		}
+		s.contentChunks += tokens
 		if ch.FinishReason != nil {
-			if content != "" {
-				t.Errorf("finish chunk carries content %q", content)
+			if tokens > 0 {
+				t.Errorf("finish chunk carries tokens: %s", e.data)
 			}
 			s.finish = *ch.FinishReason
 		}
@@ -114,122 +179,113 @@ func checkStream(t *testing.T, body []byte, chat bool) streamSummary {
 	if s.finish == "" {
 		t.Error("no chunk with a finish_reason")
 	}
-	if len(s.truth.SentNs) != s.contentChunks {
-		t.Errorf("x-sim sent_ns has %d entries; want one per content chunk (%d)", len(s.truth.SentNs), s.contentChunks)
-	}
-	return s
 }
 
 // conformanceCase is one golden exchange of a successful request.
 type conformanceCase struct {
-	name    string
-	cfg     func(*Config)
-	path    string
-	body    string
-	chat    bool
-	stream  bool
-	prompt  int
-	tokens  int
-	usage   bool
-	nChunks int
+	name      string
+	cfg       func(*Config)
+	api       api
+	body      string
+	stream    bool
+	prompt    int
+	tokens    int    // output tokens, reasoning included
+	reasoning int    // of which reasoning
+	tool      string // the tool the answer calls
+	usage     bool   // chat, completions: stream_options.include_usage
+	nChunks   int    // events carrying tokens
 }
 
-var k3 = func(c *Config) { c.TokensPerChunk = 3 }
+var (
+	k3        = func(c *Config) { c.TokensPerChunk = 3 }
+	reason3   = func(c *Config) { c.ReasoningTokens = 3 }
+	images7   = func(c *Config) { c.ImageTokens = 7 }
+	toolsJSON = `"tools":[{"type":"function","function":{"name":"get_weather","description":"d","parameters":{"type":"object"}}}],"tool_choice":"auto"`
+)
 
 var conformanceCases = []conformanceCase{
-	{name: "completions-stream-usage", path: "/v1/completions", stream: true, usage: true, prompt: 3, tokens: 5, nChunks: 5,
+	{name: "completions-stream-usage", api: apiCompletions, stream: true, usage: true, prompt: 3, tokens: 5, nChunks: 5,
 		body: `{"model":"sim","prompt":"one two  three","max_tokens":5,"stream":true,"stream_options":{"include_usage":true}}`},
-	{name: "completions-stream", path: "/v1/completions", stream: true, prompt: 2, tokens: 2, nChunks: 2,
+	{name: "completions-stream", api: apiCompletions, stream: true, prompt: 2, tokens: 2, nChunks: 2,
 		body: `{"model":"other","prompt":["a b"],"max_tokens":2,"stream":true,"ignore_eos":true}`},
-	{name: "completions-stream-token-ids", path: "/v1/completions", stream: true, usage: true, prompt: 4, tokens: 1, nChunks: 1,
+	{name: "completions-stream-token-ids", api: apiCompletions, stream: true, usage: true, prompt: 4, tokens: 1, nChunks: 1,
 		body: `{"model":"sim","prompt":[1,2,3,4],"max_tokens":1,"stream":true,"stream_options":{"include_usage":true}}`},
-	{name: "completions-stream-k3", cfg: k3, path: "/v1/completions", stream: true, usage: true, prompt: 1, tokens: 8, nChunks: 4,
+	{name: "completions-stream-k3", cfg: k3, api: apiCompletions, stream: true, usage: true, prompt: 1, tokens: 8, nChunks: 4,
 		body: `{"model":"sim","prompt":"x","max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}`},
-	{name: "chat-stream-usage", path: "/v1/chat/completions", chat: true, stream: true, usage: true, prompt: 6, tokens: 3, nChunks: 3,
+	// completions never reason, whatever the flag
+	{name: "completions-stream-reasoning-flag", cfg: reason3, api: apiCompletions, stream: true, usage: true, prompt: 1, tokens: 4, nChunks: 4,
+		body: `{"model":"sim","prompt":"x","max_tokens":4,"stream":true,"stream_options":{"include_usage":true}}`},
+	{name: "chat-stream-usage", api: apiChat, stream: true, usage: true, prompt: 6, tokens: 3, nChunks: 3,
 		body: `{"model":"sim","messages":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"text","text":"hello there, sim"}]},{"role":"assistant","content":null},{"role":"user","content":"go"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`},
-	{name: "chat-stream-default-max", cfg: func(c *Config) { c.DefaultMaxTokens = 4 }, path: "/v1/chat/completions", chat: true, stream: true, prompt: 1, tokens: 4, nChunks: 4,
+	{name: "chat-stream-default-max", cfg: func(c *Config) { c.DefaultMaxTokens = 4 }, api: apiChat, stream: true, prompt: 1, tokens: 4, nChunks: 4,
 		body: `{"model":"sim","messages":[{"role":"user","content":"hi"}],"stream":true}`},
-	{name: "completions-json", path: "/v1/completions", prompt: 3, tokens: 4,
+	{name: "chat-stream-reasoning", cfg: reason3, api: apiChat, stream: true, usage: true, prompt: 1, tokens: 5, reasoning: 3, nChunks: 5,
+		body: `{"model":"sim","messages":[{"role":"user","content":"think"}],"max_tokens":5,"stream":true,"stream_options":{"include_usage":true}}`},
+	{name: "chat-stream-reasoning-field", cfg: func(c *Config) { c.ReasoningTokens, c.ReasoningField = 2, "reasoning" }, api: apiChat, stream: true, prompt: 1, tokens: 3, reasoning: 2, nChunks: 3,
+		body: `{"model":"sim","messages":[{"role":"user","content":"think"}],"max_tokens":3,"stream":true}`},
+	// the reasoning takes at most limit − 1 tokens: one answer token remains
+	{name: "chat-stream-reasoning-capped", cfg: func(c *Config) { c.ReasoningTokens = 50 }, api: apiChat, stream: true, usage: true, prompt: 1, tokens: 3, reasoning: 2, nChunks: 3,
+		body: `{"model":"sim","messages":[{"role":"user","content":"think"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`},
+	// K = 3 with 2 reasoning tokens: chunk 1 holds tokens 1–3 and is sent as two deltas
+	{name: "chat-stream-reasoning-k3", cfg: func(c *Config) { c.ReasoningTokens, c.TokensPerChunk = 2, 3 }, api: apiChat, stream: true, usage: true, prompt: 1, tokens: 7, reasoning: 2, nChunks: 4,
+		body: `{"model":"sim","messages":[{"role":"user","content":"think"}],"max_tokens":7,"stream":true,"stream_options":{"include_usage":true}}`},
+	{name: "chat-stream-tools", api: apiChat, stream: true, usage: true, prompt: 3, tokens: 4, tool: "get_weather", nChunks: 4,
+		body: `{"model":"sim","messages":[{"role":"user","content":"weather in Paris"}],"max_tokens":4,"stream":true,"stream_options":{"include_usage":true},` + toolsJSON + `}`},
+	{name: "chat-stream-reasoning-tools", cfg: reason3, api: apiChat, stream: true, prompt: 3, tokens: 5, reasoning: 3, tool: "get_weather", nChunks: 5,
+		body: `{"model":"sim","messages":[{"role":"user","content":"weather in Paris"}],"max_tokens":5,"stream":true,` + toolsJSON + `}`},
+	// tool_choice none: a text answer
+	{name: "chat-stream-tool-choice-none", api: apiChat, stream: true, prompt: 1, tokens: 2, nChunks: 2,
+		body: `{"model":"sim","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none"}`},
+	// every image is ImageTokens prompt tokens: 3 words + 2 × 7
+	{name: "chat-stream-images", cfg: images7, api: apiChat, stream: true, usage: true, prompt: 17, tokens: 2, nChunks: 2,
+		body: `{"model":"sim","messages":[{"role":"user","content":[{"type":"text","text":"what is this"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},{"type":"image_url","image_url":{"url":"https://example.com/cat.jpg"}}]}],"max_tokens":2,"stream":true,"stream_options":{"include_usage":true}}`},
+	{name: "completions-json", api: apiCompletions, prompt: 3, tokens: 4,
 		body: `{"model":"sim","prompt":"one two three","max_tokens":4}`},
-	{name: "chat-json", path: "/v1/chat/completions", chat: true, prompt: 2, tokens: 3,
+	{name: "chat-json", api: apiChat, prompt: 2, tokens: 3,
 		body: `{"model":"sim","messages":[{"role":"user","content":"hi there"}],"max_completion_tokens":3}`},
+	{name: "chat-json-reasoning-tools", cfg: reason3, api: apiChat, prompt: 3, tokens: 5, reasoning: 3, tool: "get_weather",
+		body: `{"model":"sim","messages":[{"role":"user","content":"weather in Paris"}],"max_tokens":5,` + toolsJSON + `}`},
+	{name: "responses-stream", api: apiResponses, stream: true, prompt: 4, tokens: 3, nChunks: 3,
+		body: `{"model":"sim","input":[{"role":"system","content":"be brief"},{"role":"user","content":[{"type":"input_text","text":"hello there"}]}],"max_output_tokens":3,"stream":true}`},
+	{name: "responses-stream-reasoning", cfg: reason3, api: apiResponses, stream: true, prompt: 3, tokens: 5, reasoning: 3, nChunks: 5,
+		body: `{"model":"sim","instructions":"be brief","input":"think","max_output_tokens":5,"stream":true}`},
+	{name: "responses-stream-tools", cfg: func(c *Config) { c.ReasoningTokens, c.ImageTokens = 2, 7 }, api: apiResponses, stream: true, prompt: 10, tokens: 4, reasoning: 2, tool: "lookup", nChunks: 4,
+		body: `{"model":"sim","input":[{"role":"user","content":[{"type":"input_text","text":"find this"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]},{"type":"function_call_output","call_id":"c1","output":"none"}],"max_output_tokens":4,"stream":true,"tools":[{"type":"function","name":"lookup","parameters":{"type":"object"}}]}`},
+	{name: "responses-json", cfg: reason3, api: apiResponses, prompt: 1, tokens: 5, reasoning: 3,
+		body: `{"model":"sim","input":"think","max_output_tokens":5}`},
+	{name: "messages-stream", api: apiMessages, stream: true, prompt: 4, tokens: 3, nChunks: 3,
+		body: `{"model":"sim","system":"be brief","messages":[{"role":"user","content":"hello there"}],"max_tokens":3,"stream":true}`},
+	{name: "messages-stream-thinking", cfg: reason3, api: apiMessages, stream: true, prompt: 1, tokens: 5, reasoning: 3, nChunks: 5,
+		body: `{"model":"sim","messages":[{"role":"user","content":[{"type":"text","text":"think"}]}],"max_tokens":5,"stream":true,"thinking":{"type":"enabled","budget_tokens":1024}}`},
+	{name: "messages-stream-tools", cfg: func(c *Config) { c.ReasoningTokens, c.ImageTokens = 2, 7 }, api: apiMessages, stream: true, prompt: 12, tokens: 4, reasoning: 2, tool: "lookup", nChunks: 4,
+		body: `{"model":"sim","system":[{"type":"text","text":"be brief"}],"messages":[{"role":"user","content":[{"type":"text","text":"find this"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"lookup","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"nothing"}]}],"max_tokens":4,"stream":true,"tools":[{"name":"lookup","input_schema":{"type":"object"}}]}`},
+	{name: "messages-json", cfg: reason3, api: apiMessages, prompt: 1, tokens: 5, reasoning: 3, tool: "lookup",
+		body: `{"model":"sim","messages":[{"role":"user","content":"find"}],"max_tokens":5,"tools":[{"name":"lookup","input_schema":{"type":"object"}}]}`},
 }
 
 func TestConformance(t *testing.T) {
-	tests := conformanceCases
-	for _, tt := range tests {
+	for _, tt := range conformanceCases {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := zeroConfig()
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
 			_, addr := startServer(t, cfg)
-			w := rawPost(t, addr, tt.path, tt.body)
+			w := rawPost(t, addr, apiPaths[tt.api], tt.body)
 			if w.status != 200 || !w.complete {
 				t.Fatalf("status %d complete %v; want 200, complete:\n%s%s", w.status, w.complete, w.head, w.body)
 			}
 			golden(t, tt.name, normalize(w))
 			if !tt.stream {
-				checkJSON(t, w, tt.chat, tt.prompt, tt.tokens)
+				checkOutput(t, tt, checkFull(t, w, tt.api))
 				return
 			}
-			s := checkStream(t, w.body, tt.chat)
-			if s.finish != "length" {
-				t.Errorf("finish_reason = %q; want length", s.finish)
-			}
-			if got := tokenizer.CountWords(s.text); got != tt.tokens {
-				t.Errorf("CountWords(streamed text %q) = %d; want %d", s.text, got, tt.tokens)
-			}
+			s := checkStream(t, w.body, tt.api)
+			checkOutput(t, tt, s)
 			if s.contentChunks != tt.nChunks {
-				t.Errorf("content chunks = %d; want %d", s.contentChunks, tt.nChunks)
-			}
-			want := [3]int{-1, -1, -1}
-			if tt.usage {
-				want = [3]int{tt.prompt, tt.tokens, tt.prompt + tt.tokens}
-			}
-			if s.usage != want {
-				t.Errorf("usage (prompt, completion, total) = %v; want %v", s.usage, want)
+				t.Errorf("token events = %d; want %d", s.contentChunks, tt.nChunks)
 			}
 		})
-	}
-}
-
-func checkJSON(t *testing.T, w wire, chat bool, prompt, tokens int) {
-	t.Helper()
-	var r struct {
-		Object  string `json:"object"`
-		Choices []struct {
-			Text    string `json:"text"`
-			Message struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"message"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage struct {
-			PromptTokens     int `json:"prompt_tokens"`
-			CompletionTokens int `json:"completion_tokens"`
-			TotalTokens      int `json:"total_tokens"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(w.body, &r); err != nil {
-		t.Fatalf("decode %s: %v", w.body, err)
-	}
-	text, obj := r.Choices[0].Text, "text_completion"
-	if chat {
-		text, obj = r.Choices[0].Message.Content, "chat.completion"
-	}
-	if r.Object != obj || r.Choices[0].FinishReason != "length" {
-		t.Errorf("object %q finish_reason %q; want %q, length", r.Object, r.Choices[0].FinishReason, obj)
-	}
-	if got := tokenizer.CountWords(text); got != tokens || r.Usage.CompletionTokens != tokens ||
-		r.Usage.PromptTokens != prompt || r.Usage.TotalTokens != prompt+tokens {
-		t.Errorf("CountWords(text) = %d, usage = %+v; want %d completion, %d prompt", got, r.Usage, tokens, prompt)
-	}
-	for _, h := range []string{"X-Sim-Queue-Ns", "X-Sim-Prefill-Ns", "X-Sim-Decode-Ns", "X-Sim-Sent-Ns"} {
-		if !strings.Contains(w.head, "\r\n"+h+": ") {
-			t.Errorf("response lacks header %s:\n%s", h, w.head)
-		}
 	}
 }
 
@@ -274,6 +330,19 @@ var badRequestCases = []badRequestCase{
 	{"bad-too-long", "/v1/completions", `{"model":"sim","prompt":"hi","max_tokens":40000}`, nil, 400},
 	{"bad-fault-header", "/v1/completions", `{"model":"sim","prompt":"hi"}`, []string{FaultHeader, "boom"}, 400},
 	{"bad-unknown-model", "/v1/chat/completions", `{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}`, nil, 404},
+	{"bad-image-part", "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, nil, 400},
+	{"bad-tool-name", "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{}}]}`, nil, 400},
+	{"bad-responses-input", "/v1/responses", `{"model":"sim","max_output_tokens":3}`, nil, 400},
+	{"bad-responses-max-output-tokens", "/v1/responses", `{"model":"sim","input":"hi","max_output_tokens":0}`, nil, 400},
+	{"bad-messages-max-tokens", "/v1/messages", `{"model":"sim","messages":[{"role":"user","content":"hi"}]}`, nil, 400},
+	{"bad-messages-invalid-json", "/v1/messages", `{"model":`, nil, 400},
+	{"bad-messages-unknown-model", "/v1/messages", `{"model":"claude-9","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`, nil, 404},
+	{"bad-embeddings-empty", "/v1/embeddings", `{"model":"sim","input":[]}`, nil, 400},
+	{"bad-embeddings-empty-string", "/v1/embeddings", `{"model":"sim","input":["a"," "]}`, nil, 400},
+	{"bad-embeddings-encoding", "/v1/embeddings", `{"model":"sim","input":"a","encoding_format":"hex"}`, nil, 400},
+	{"bad-embeddings-dimensions", "/v1/embeddings", `{"model":"sim","input":"a","dimensions":0}`, nil, 400},
+	// one input of 32,769 token ids, over the default max-model-len
+	{"bad-embeddings-too-long", "/v1/embeddings", `{"model":"sim","input":[[` + strings.Repeat("1,", 32768) + `1]]}`, nil, 400},
 }
 
 func TestBadRequests(t *testing.T) {
@@ -285,18 +354,43 @@ func TestBadRequests(t *testing.T) {
 			if w.status != tt.status {
 				t.Errorf("status = %d; want %d\n%s", w.status, tt.status, w.body)
 			}
-			var e struct {
-				Error struct {
-					Message string `json:"message"`
-					Type    string `json:"type"`
-					Code    int    `json:"code"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal(w.body, &e); err != nil || e.Error.Message == "" || e.Error.Code != tt.status {
-				t.Errorf("error body %s (%v); want an OpenAI-style error with code %d", w.body, err, tt.status)
-			}
+			checkErrorBody(t, w, tt.path == "/v1/messages")
 			golden(t, tt.name, normalize(w))
 		})
+	}
+}
+
+// checkErrorBody checks an error response's body: OpenAI's {"error":{"message","type","param",
+// "code"}} with the status as code, or Anthropic's {"type":"error","error":{"type","message"}}
+// with the type of the status.
+func checkErrorBody(t *testing.T, w wire, anthropic bool) {
+	t.Helper()
+	if anthropic {
+		var e struct {
+			Type  string `json:"type"`
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		strictDecode(t, string(w.body), &e)
+		want := map[int]string{400: "invalid_request_error", 404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 503: "overloaded_error"}[w.status]
+		if e.Type != "error" || e.Error.Type != want || e.Error.Message == "" {
+			t.Errorf("error body %s; want an Anthropic error of type %s", w.body, want)
+		}
+		return
+	}
+	var e struct {
+		Error struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    int     `json:"code"`
+		} `json:"error"`
+	}
+	strictDecode(t, string(w.body), &e)
+	if e.Error.Message == "" || e.Error.Code != w.status || e.Error.Type == "" {
+		t.Errorf("error body %s; want an OpenAI-style error with code %d", w.body, w.status)
 	}
 }
 
@@ -317,7 +411,7 @@ func TestFaults(t *testing.T) {
 		{Fault500, 500, true, nil},
 		{Fault503, 503, true, nil},
 		{FaultStall, 200, true, func(t *testing.T, w wire) {
-			s := checkStream(t, w.body, false)
+			s := checkStream(t, w.body, apiCompletions)
 			// the stall sits between chunk 1 and chunk 2 (mid = 4/2)
 			if gap := time.Duration(s.truth.SentNs[2] - s.truth.SentNs[1]); gap < stall {
 				t.Errorf("gap across the stall = %v; want at least %v", gap, stall)
@@ -337,7 +431,7 @@ func TestFaults(t *testing.T) {
 			}
 		}},
 		{FaultSlowHeaders, 200, true, func(t *testing.T, w wire) {
-			checkStream(t, w.body, false)
+			checkStream(t, w.body, apiCompletions)
 			if w.elapsed < slow {
 				t.Errorf("response took %v; want at least the %v header delay", w.elapsed, slow)
 			}

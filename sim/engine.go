@@ -15,7 +15,14 @@ type seq struct {
 	blocks    []uint64
 	maxTokens int
 	nChunks   int
-	k         int // tokens per chunk after the first
+	k         int     // tokens per chunk after the first
+	chains    []int32 // blocks of each input's own prefix-cache chain (embeddings); nil: one chain
+	// prefillOnly: an embeddings request, whose one "chunk" (the response) is due when its
+	// prefill is done; it generates no tokens and adds no decode time to a step
+	prefillOnly bool
+	// notifyAdmit: wake the handler when the sequence is admitted (its stream's first events
+	// go out then)
+	notifyAdmit bool
 
 	// engine-owned
 	admit, first, last int64 // engine clock, ns
@@ -26,9 +33,10 @@ type seq struct {
 	cachedTokens       int
 
 	// shared
-	ready atomic.Int32  // chunks emitted so far
-	gone  atomic.Bool   // the handler left (client gone, fault): drop the sequence
-	wake  chan struct{} // cap 1: ready changed
+	admitted atomic.Bool   // set (with notifyAdmit) once admitted: cachedTokens is final
+	ready    atomic.Int32  // chunks emitted so far
+	gone     atomic.Bool   // the handler left (client gone, fault): drop the sequence
+	wake     chan struct{} // cap 1: ready or admitted changed
 }
 
 // chunkCount returns how many chunks carry n tokens: the first chunk one token, later ones k.
@@ -65,9 +73,10 @@ type engine struct {
 	heap    seqHeap // fixed mode
 
 	// engine mode step state
-	inStep  bool
-	stepEnd int64
-	stepDur int64
+	inStep      bool
+	stepEnd     int64
+	stepDur     int64
+	prefillOnly int // running prefill-only sequences (they do not decode)
 }
 
 // maxLag is how far behind the engine's logical clock may fall before it resynchronises with
@@ -199,7 +208,16 @@ func (e *engine) admitAt(s *seq, t int64) {
 	s.admit = t
 	hit := 0
 	if e.cache != nil && len(s.blocks) > 0 {
-		hit = e.cache.lookupInsert(s.blocks) * e.cfg.BlockSize
+		if s.chains == nil {
+			hit = e.cache.lookupInsert(s.blocks)
+		} else {
+			b := s.blocks
+			for _, n := range s.chains {
+				hit += e.cache.lookupInsert(b[:n])
+				b = b[n:]
+			}
+		}
+		hit *= e.cfg.BlockSize
 		e.m.cacheQueries.Add(uint64(len(s.blocks) * e.cfg.BlockSize))
 		e.m.cacheHits.Add(uint64(hit))
 	}
@@ -207,10 +225,23 @@ func (e *engine) admitAt(s *seq, t int64) {
 	s.prefill = int64(e.cfg.PrefillBase) + int64(s.prompt-s.cachedTokens)*int64(e.cfg.PrefillPerToken)
 	e.m.promptTokens.Add(uint64(s.prompt))
 	e.running = append(e.running, s)
+	if s.prefillOnly {
+		e.prefillOnly++
+	}
+	if s.notifyAdmit {
+		s.admitted.Store(true)
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // removeRunning drops running[i] (order is not kept; the step treats all alike).
 func (e *engine) removeRunning(i int) {
+	if e.running[i].prefillOnly {
+		e.prefillOnly--
+	}
 	last := len(e.running) - 1
 	e.running[i] = e.running[last]
 	e.running[last] = nil
@@ -221,20 +252,27 @@ func (e *engine) removeRunning(i int) {
 func (e *engine) emit(s *seq, t int64) bool {
 	j := s.emitted
 	_, cnt := chunkSpan(j, s.maxTokens, s.k)
-	if j == 0 {
+	switch {
+	case j == 0:
 		s.first = t
-		e.m.ttft.observe(t - s.arrive)
 		e.m.queue.observe(s.admit - s.arrive)
 		e.m.prefill.observe(t - s.admit)
-	} else {
+		if !s.prefillOnly {
+			e.m.ttft.observe(t - s.arrive)
+		}
+	default:
 		e.m.itl.observe(t - s.last)
 	}
 	s.last = t
 	s.emitted++
-	e.m.genTokens.Add(uint64(cnt))
+	if !s.prefillOnly {
+		e.m.genTokens.Add(uint64(cnt))
+	}
 	done := s.emitted == s.nChunks
 	if done {
-		e.m.decode.observe(s.last - s.first)
+		if !s.prefillOnly {
+			e.m.decode.observe(s.last - s.first)
+		}
 		e.m.e2e.observe(s.last - s.arrive)
 		e.m.success.Add(1)
 	}
@@ -281,7 +319,10 @@ func (e *engine) runEngine(now int64) (next int64, idle bool) {
 		return 0, e.whead == len(e.waiting)
 	}
 	k := int64(e.cfg.TokensPerChunk)
-	e.stepDur = int64(float64(k*int64(e.cfg.ITL))*(1+e.cfg.BatchSlowdown*float64(len(e.running)))) + prefill
+	e.stepDur = prefill
+	if decoding := len(e.running) - e.prefillOnly; decoding > 0 {
+		e.stepDur += int64(float64(k*int64(e.cfg.ITL)) * (1 + e.cfg.BatchSlowdown*float64(decoding)))
+	}
 	e.stepEnd = start + e.stepDur
 	e.inStep = true
 	return e.stepEnd, false

@@ -305,23 +305,20 @@ func (c *conn) serveOne() bool {
 			c.protoError(pe)
 		case c.h.contentLength > maxBody:
 			c.closeNow = true
-			badRequest(&c.rw, "read request body: %v", bodyErr)
+			a, _ := apiOf(c.h.target) // its error format (OpenAI's for other targets)
+			badRequest(&c.rw, a, "read request body: %v", bodyErr)
 			c.rw.finish()
 		}
 		return false
 	}
-	chat := false
-	switch {
-	case c.h.minor == 1 && string(c.h.method) == "POST" && string(c.h.target) == "/v1/completions":
-	case c.h.minor == 1 && string(c.h.method) == "POST" && string(c.h.target) == "/v1/chat/completions":
-		chat = true
-	default:
+	a, ok := apiOf(c.h.target)
+	if !ok || c.h.minor != 1 || string(c.h.method) != "POST" {
 		return c.fallback()
 	}
 	c.s.active.Add(1)
 	defer c.s.active.Done()
 	var j job
-	if c.s.parseJob(&c.rw, c.body, nil, unsafeString(c.h.fault), chat, &j) {
+	if c.s.parseJob(&c.rw, c.body, nil, unsafeString(c.h.fault), a, &j) {
 		c.s.runJob(&c.rw, c, &j, &c.rd)
 	}
 	c.stopWatch()

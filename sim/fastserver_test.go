@@ -39,7 +39,7 @@ func TestFastServerMatchesNetHTTP(t *testing.T) {
 	}
 	var cases []exchange
 	for _, c := range conformanceCases {
-		cases = append(cases, exchange{name: c.name, cfg: c.cfg, method: "POST", path: c.path, body: c.body})
+		cases = append(cases, exchange{name: c.name, cfg: c.cfg, method: "POST", path: apiPaths[c.api], body: c.body})
 	}
 	for _, c := range badRequestCases {
 		cases = append(cases, exchange{name: c.name, method: "POST", path: c.path, body: c.body, header: c.header})
@@ -47,6 +47,13 @@ func TestFastServerMatchesNetHTTP(t *testing.T) {
 	for _, f := range []string{Fault429, Fault500, Fault503, FaultStall, FaultDrop, FaultMalformed, FaultSlowHeaders} {
 		cases = append(cases, exchange{name: "fault-" + f, method: "POST", path: "/v1/completions",
 			body: `{"model":"sim","prompt":"a b c","max_tokens":4,"stream":true,"stream_options":{"include_usage":true}}`, header: []string{FaultHeader, f}})
+	}
+	for _, c := range embedCases {
+		cases = append(cases, exchange{name: c.name, method: "POST", path: "/v1/embeddings", body: c.body})
+	}
+	for _, c := range apiFaultCases {
+		cases = append(cases, exchange{name: "fault-" + c.name, cfg: apiFaultConfig, method: "POST", path: apiPaths[c.api],
+			body: apiFaultBodies[c.api], header: []string{FaultHeader, c.fault}})
 	}
 	cases = append(cases,
 		exchange{method: "GET", path: "/health"},

@@ -154,13 +154,15 @@ func dechunk(t testing.TB, b []byte) (body []byte, complete bool) {
 
 // event is one strictly parsed SSE event.
 type event struct {
+	name     string // the event: field (typed APIs), "" without one
 	data     string
 	comments []string
 }
 
-// parseSSE parses an SSE body strictly: every line is "data: ..." or ": comment", every event
-// ends with a blank line, every data payload other than [DONE] is a JSON object, and an event
-// has at most one data line.
+// parseSSE parses an SSE body strictly: every line is "event: ...", "data: ..." or
+// ": comment", every event ends with a blank line, every data payload other than [DONE] is a
+// JSON object (whose "type" is the event's name when it has one), and an event has at most
+// one event and one data line.
 func parseSSE(body []byte) ([]event, error) {
 	var evs []event
 	var cur event
@@ -176,9 +178,22 @@ func parseSSE(body []byte) ([]event, error) {
 			if !open {
 				return evs, fmt.Errorf("line %d: empty event", line)
 			}
+			if cur.name != "" {
+				var typed struct {
+					Type string `json:"type"`
+				}
+				if cur.data == "" || json.Unmarshal([]byte(cur.data), &typed) != nil || typed.Type != cur.name {
+					return evs, fmt.Errorf("line %d: event %q carries data %q; want a JSON object of that type", line, cur.name, cur.data)
+				}
+			}
 			evs, cur, open = append(evs, cur), event{}, false
 		case strings.HasPrefix(l, ": "):
 			cur.comments, open = append(cur.comments, l[2:]), true
+		case strings.HasPrefix(l, "event: "):
+			if cur.name != "" || cur.data != "" {
+				return evs, fmt.Errorf("line %d: an event line inside an event (missing blank line?)", line)
+			}
+			cur.name, open = l[7:], true
 		case strings.HasPrefix(l, "data: "):
 			if cur.data != "" {
 				return evs, fmt.Errorf("line %d: second data line in one event (missing blank line?)", line)
@@ -229,8 +244,8 @@ func groundTruth(t testing.TB, evs []event) xsim {
 }
 
 var (
-	reCreated = regexp.MustCompile(`"created":\d+`)
-	reID      = regexp.MustCompile(`"id":"(chatcmpl|cmpl)-[0-9a-f]+"`)
+	reCreated = regexp.MustCompile(`"(created|created_at)":\d+`)
+	reID      = regexp.MustCompile(`"(id|item_id|call_id)":"(chatcmpl-|cmpl-|resp_|msg_|rs_|fc_|call_|toolu_)[0-9a-f]+"`)
 	reXsim    = regexp.MustCompile(`: x-sim \{[^\n]*\}`)
 	reHeader  = regexp.MustCompile(`(?m)^(Date|X-Sim-[A-Za-z-]+): .*\r$`)
 )
@@ -240,8 +255,8 @@ func normalize(w wire) string {
 	head := reHeader.ReplaceAllString(w.head, "$1: <varies>\r")
 	lines := strings.Split(strings.TrimSuffix(head, "\r\n"), "\r\n")
 	sort.Strings(lines[1:])
-	body := reCreated.ReplaceAllString(string(w.body), `"created":0`)
-	body = reID.ReplaceAllString(body, `"id":"$1-ID"`)
+	body := reCreated.ReplaceAllString(string(w.body), `"$1":0`)
+	body = reID.ReplaceAllString(body, `"$1":"${2}ID"`)
 	body = reXsim.ReplaceAllString(body, `: x-sim {<varies>}`)
 	return fmt.Sprintf("%s\n\ncomplete=%v\n\n%s", strings.Join(lines, "\n"), w.complete, body)
 }

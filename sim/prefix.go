@@ -97,6 +97,10 @@ type blockHasher struct {
 	n      int    // tokens in the current block
 	blocks []uint64
 	tokens int
+	// chains: with several inputs (an embeddings batch), the number of blocks of each input's
+	// own chain; nil: one chain
+	chains     []int32
+	chainStart int
 }
 
 func newBlockHasher(size int) blockHasher { return blockHasher{size: size, h: fnvOffset} }
@@ -142,4 +146,21 @@ func (bh *blockHasher) id(v int64) {
 		bh.h = (bh.h ^ uint64(byte(v>>(8*i)))) * fnvPrime
 	}
 	bh.endToken()
+}
+
+// image adds n tokens standing for one image whose identity hashes to h.
+func (bh *blockHasher) image(h uint64, n int) {
+	for i := range n {
+		bh.id(int64(h) + int64(i))
+	}
+}
+
+// endChain ends one input of a batch: the next input's blocks start a chain of their own (as
+// a separate request's would), and its partial last block is not cached. It returns the
+// input's hash, which depends on all of its tokens.
+func (bh *blockHasher) endChain() uint64 {
+	h := bh.h
+	bh.chains = append(bh.chains, int32(len(bh.blocks)-bh.chainStart))
+	bh.chainStart, bh.h, bh.n = len(bh.blocks), fnvOffset, 0
+	return h
 }

@@ -1,22 +1,16 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
-
-	gojson "github.com/goccy/go-json"
 )
 
 // Fault names accepted by the x-sim-fault request header.
@@ -81,8 +75,9 @@ type Server struct {
 }
 
 // New validates cfg and starts the engine. Zero Models, BlockSize, TokensPerChunk,
-// DefaultMaxTokens and MaxModelLen take their defaults; every other zero means zero (no
-// latency, unlimited sequences, no faults). Call Close when done.
+// DefaultMaxTokens, MaxModelLen, ReasoningField and EmbeddingDim take their defaults; every
+// other zero means zero (no latency, unlimited sequences, no faults, no reasoning, images
+// free). Call Close when done.
 func New(cfg Config, log *slog.Logger) (*Server, error) {
 	def := DefaultConfig()
 	if len(cfg.Models) == 0 {
@@ -99,6 +94,12 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	if cfg.MaxModelLen == 0 {
 		cfg.MaxModelLen = def.MaxModelLen
+	}
+	if cfg.ReasoningField == "" {
+		cfg.ReasoningField = def.ReasoningField
+	}
+	if cfg.EmbeddingDim == 0 {
+		cfg.EmbeddingDim = def.EmbeddingDim
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("sim config: %w", err)
@@ -123,8 +124,9 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 16<<10); return &b }
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, false) })
-	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, true) })
+	for a, path := range apiPaths {
+		s.mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) { s.generate(w, r, api(a)) })
+	}
 	s.mux.HandleFunc("GET /v1/models", s.listModels)
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("GET /metrics", s.metrics)
@@ -150,51 +152,6 @@ func (s *Server) Close() {
 	})
 }
 
-// apiError writes an OpenAI-style error body.
-func apiError(w http.ResponseWriter, code int, typ, msg string) {
-	type body struct {
-		Message string  `json:"message"`
-		Type    string  `json:"type"`
-		Param   *string `json:"param"`
-		Code    int     `json:"code"`
-	}
-	b, _ := json.Marshal(struct {
-		Error body `json:"error"`
-	}{body{Message: msg, Type: typ, Code: code}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
-	w.WriteHeader(code)
-	w.Write(append(b, '\n'))
-}
-
-func badRequest(w http.ResponseWriter, format string, a ...any) {
-	apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf(format, a...))
-}
-
-// request is the part of an OpenAI completions or chat request that the simulator reads.
-type request struct {
-	Model               string          `json:"model"`
-	Prompt              json.RawMessage `json:"prompt"`
-	Messages            []message       `json:"messages"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	N         *int `json:"n"`
-	IgnoreEOS bool `json:"ignore_eos"`
-}
-
-type message struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-// unsafeString views b as a string; b must not change while the string is in use (the decoded
-// request's own bytes, never modified, only hashed inside the handler).
-func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
 // readBody reads the request body into buf (bounded by maxBody).
 func readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error) {
 	if r.ContentLength > maxBody {
@@ -217,87 +174,6 @@ func readBody(w http.ResponseWriter, r *http.Request, buf []byte) ([]byte, error
 			return buf, err
 		}
 	}
-}
-
-// promptTokens counts and hashes a completions prompt: a string, [string] or token ids.
-func promptTokens(raw json.RawMessage, bh *blockHasher) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return errors.New("prompt: required")
-	}
-	if str, ok := plainString(raw); ok {
-		bh.text(str)
-		return nil
-	}
-	var str string
-	if err := gojson.Unmarshal(raw, &str); err == nil {
-		bh.text(str)
-		return nil
-	}
-	var strs []string
-	if err := gojson.Unmarshal(raw, &strs); err == nil {
-		if len(strs) != 1 {
-			return fmt.Errorf("prompt: a list of %d prompts; only one prompt per request is supported", len(strs))
-		}
-		bh.text(strs[0])
-		return nil
-	}
-	var ids []int64
-	if err := gojson.Unmarshal(raw, &ids); err == nil {
-		for _, id := range ids {
-			bh.id(id)
-		}
-		return nil
-	}
-	return errors.New("prompt: want a string, a list of one string or a list of token ids")
-}
-
-// plainString returns the contents of a JSON string literal without escapes, without
-// decoding or allocating (the common case for prompts).
-func plainString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	in := raw[1 : len(raw)-1]
-	for _, c := range in {
-		if c == '\\' || c == '"' || c < 0x20 {
-			return "", false
-		}
-	}
-	return unsafeString(in), true
-}
-
-// chatTokens counts and hashes the words of all message contents.
-func chatTokens(msgs []message, bh *blockHasher) error {
-	if len(msgs) == 0 {
-		return errors.New("messages: required")
-	}
-	for i, m := range msgs {
-		raw := bytes.TrimSpace(m.Content)
-		if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-			continue
-		}
-		if str, ok := plainString(raw); ok {
-			bh.text(str)
-			continue
-		}
-		var str string
-		if err := gojson.Unmarshal(raw, &str); err == nil {
-			bh.text(str)
-			continue
-		}
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := gojson.Unmarshal(raw, &parts); err != nil {
-			return fmt.Errorf("messages[%d].content: want a string or a list of parts", i)
-		}
-		for _, p := range parts {
-			bh.text(p.Text)
-		}
-	}
-	return nil
 }
 
 // pickFault returns the fault forced by the header, else one drawn from the rates.
@@ -355,24 +231,14 @@ func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
 	return false
 }
 
-// job is a decoded, validated generation request.
-type job struct {
-	chat, stream, usage bool
-	model               string // the model name as a JSON string literal
-	bh                  blockHasher
-	maxTokens           int
-	fault               string
-	read                int64 // engine clock when the request was read, before decoding: its arrival
-}
-
-// generate is the net/http handler of both generation endpoints (Handler, and the fast
+// generate is the net/http handler of the generation endpoints (Handler, and the fast
 // server's fallback for unusual requests).
-func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, a api) {
 	bp := s.bufs.Get().(*[]byte)
 	body, err := readBody(w, r, (*bp)[:0])
 	*bp = body[:0]
 	var j job
-	ok := s.parseJob(w, body, err, r.Header.Get(FaultHeader), chat, &j)
+	ok := s.parseJob(w, body, err, r.Header.Get(FaultHeader), a, &j)
 	s.bufs.Put(bp) // goccy/go-json decodes from its own copy of body
 	if !ok {
 		return
@@ -381,73 +247,6 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	p := &httpPeer{s: s, ctx: r.Context(), w: w, fl: fl}
 	defer p.release()
 	s.runJob(w, p, &j, new(render))
-}
-
-// parseJob decodes and validates a request body (readErr: the error reading it); on failure it
-// writes the error response to w and returns false.
-func (s *Server) parseJob(w http.ResponseWriter, body []byte, readErr error, faultHeader string, chat bool, j *job) bool {
-	// The model's clock starts when the request is in, not after this server has decoded and
-	// tokenized it: a fixed TTFT is then TTFT from the request's arrival.
-	j.read = s.eng.now()
-	if readErr != nil {
-		badRequest(w, "read request body: %v", readErr)
-		return false
-	}
-	var req request
-	err := gojson.Unmarshal(body, &req) // goccy/go-json: a third of encoding/json's CPU per request
-	if err != nil {
-		if e := json.Unmarshal(body, &req); e != nil {
-			err = e // encoding/json's messages name the problem more plainly
-		}
-		badRequest(w, "invalid JSON body: %v", err)
-		return false
-	}
-	if req.Model == "" {
-		badRequest(w, "model: required")
-		return false
-	}
-	model, ok := s.models[req.Model]
-	if !ok {
-		apiError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
-		return false
-	}
-	j.bh = newBlockHasher(s.cfg.BlockSize)
-	if chat {
-		err = chatTokens(req.Messages, &j.bh)
-	} else {
-		err = promptTokens(req.Prompt, &j.bh)
-	}
-	if err != nil {
-		badRequest(w, "%v", err)
-		return false
-	}
-	if req.N != nil && *req.N != 1 {
-		badRequest(w, "n: %d is not supported (only n=1)", *req.N)
-		return false
-	}
-	maxTokens := s.cfg.DefaultMaxTokens
-	if req.MaxTokens != nil {
-		maxTokens = *req.MaxTokens
-	} else if req.MaxCompletionTokens != nil {
-		maxTokens = *req.MaxCompletionTokens
-	}
-	if maxTokens < 1 {
-		badRequest(w, "max_tokens: %d must be at least 1", maxTokens)
-		return false
-	}
-	if j.bh.tokens+maxTokens > s.cfg.MaxModelLen {
-		badRequest(w, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-			s.cfg.MaxModelLen, j.bh.tokens+maxTokens, j.bh.tokens, maxTokens)
-		return false
-	}
-	fault, err := s.pickFault(faultHeader)
-	if err != nil {
-		badRequest(w, "%v", err)
-		return false
-	}
-	j.chat, j.stream, j.model, j.maxTokens, j.fault = chat, req.Stream, model, maxTokens, fault
-	j.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	return true
 }
 
 // peer is the connection side of one generation request: net/http's (httpPeer) or the fast
@@ -486,13 +285,13 @@ func (s *Server) runJob(w http.ResponseWriter, p peer, j *job, rd *render) {
 	switch j.fault {
 	case Fault429:
 		w.Header().Set("Retry-After", "1")
-		apiError(w, http.StatusTooManyRequests, "RateLimitError", "injected fault: too many requests")
+		writeError(w, j.api, http.StatusTooManyRequests, "injected fault: too many requests")
 		return
 	case Fault500:
-		apiError(w, http.StatusInternalServerError, "InternalServerError", "injected fault: internal server error")
+		writeError(w, j.api, http.StatusInternalServerError, "injected fault: internal server error")
 		return
 	case Fault503:
-		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "injected fault: service unavailable")
+		writeError(w, j.api, http.StatusServiceUnavailable, "injected fault: service unavailable")
 		return
 	case FaultSlowHeaders:
 		if !p.sleep(s.cfg.SlowHeaders) {
@@ -502,13 +301,20 @@ func (s *Server) runJob(w http.ResponseWriter, p peer, j *job, rd *render) {
 
 	k := s.cfg.TokensPerChunk
 	q := &seq{
-		prompt:    j.bh.tokens,
-		blocks:    j.bh.blocks,
-		maxTokens: j.maxTokens,
-		nChunks:   chunkCount(j.maxTokens, k),
-		k:         k,
-		wake:      make(chan struct{}, 1),
+		prompt:      j.bh.tokens,
+		blocks:      j.bh.blocks,
+		chains:      j.bh.chains,
+		maxTokens:   j.maxTokens,
+		nChunks:     chunkCount(j.maxTokens, k),
+		k:           k,
+		prefillOnly: j.api == apiEmbeddings,
+		wake:        make(chan struct{}, 1),
 	}
+	if q.prefillOnly {
+		q.nChunks = 1
+	}
+	rd.reset(j, s.ids.Add(1), s.cfg.ReasoningField)
+	q.notifyAdmit = j.stream && len(rd.prelude()) > 0
 	defer q.gone.Store(true)
 	q.arrive = j.read
 	select {
@@ -518,11 +324,10 @@ func (s *Server) runJob(w http.ResponseWriter, p peer, j *job, rd *render) {
 	case <-s.abort:
 		return
 	}
-	rd.reset(j.chat, j.model, s.ids.Add(1), j.bh.tokens, j.maxTokens)
 	if j.stream {
 		s.stream(p, q, rd, j.fault, j.usage)
 	} else {
-		s.complete(w, p, q, rd, j.fault)
+		s.complete(w, p, q, rd, j)
 	}
 }
 
@@ -585,205 +390,6 @@ func (p *httpPeer) release() {
 	if p.bp != nil {
 		p.s.bufs.Put(p.bp)
 	}
-}
-
-// stream writes the SSE response. By default every event goes out in its own write, back to
-// back, as from vLLM (uvicorn writes each event the application yields): the chat role chunk,
-// each content chunk, the final chunk, the usage chunk, the x-sim comment and data: [DONE].
-// With CoalesceTail each write carries every chunk the engine has published since the previous
-// one, and the write of the last content chunk the whole tail. A content chunk's send stamp is
-// time.Now() taken just before the write that carries it (then StampLead, then the write).
-func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) {
-	p.startStream(s.eagerHeaders) // eager: the client sees the headers at once, as from vLLM
-	n := q.nChunks
-	sent := p.sentBuf(n)
-	mid := -1 // chunk index at which a mid-stream fault strikes (n = before the final chunk)
-	split := false
-	switch fault {
-	case FaultStall, FaultDrop:
-		mid, split = max(1, n/2), true
-	case FaultMalformed:
-		mid = max(1, n/2)
-	}
-	w := streamWriter{s: s, p: p, q: q, rd: rd, sent: sent, mid: mid, malformed: fault == FaultMalformed, usage: usage}
-	written := 0
-	for written <= n {
-		avail := int(q.ready.Load())
-		if avail == n {
-			avail = n + 1 // the tail (finish, usage, x-sim, [DONE]) is ready too
-		}
-		if split && written == mid {
-			split = false
-			if fault == FaultDrop {
-				panic(http.ErrAbortHandler) // the connection closes mid-body
-			}
-			if !p.sleep(s.cfg.Stall) {
-				return
-			}
-			continue
-		}
-		if avail == written {
-			if !p.wait(q) {
-				return
-			}
-			continue
-		}
-		end := avail
-		if split && written < mid && end > mid {
-			end = mid
-		}
-		var ok bool
-		if s.cfg.CoalesceTail {
-			ok = w.batch(written, end)
-		} else {
-			ok = w.events(written, end)
-		}
-		if !ok {
-			return
-		}
-		written = end
-	}
-}
-
-// streamWriter writes the events of one stream: chunks [from, end) of q, and the tail when end
-// is past the last chunk.
-type streamWriter struct {
-	s         *Server
-	p         peer
-	q         *seq
-	rd        *render
-	sent      []int64
-	mid       int  // chunk index of the malformed fault (-1: none)
-	malformed bool // the malformed fault strikes at mid
-	usage     bool
-}
-
-// batch writes chunks [from, end), and the tail when end is past the last chunk, in one write
-// (CoalesceTail).
-func (w *streamWriter) batch(from, end int) bool {
-	n, rd := w.q.nChunks, w.rd
-	if w.s.cfg.CPUPerToken > 0 {
-		tokens := 0
-		for j := from; j < end && j < n; j++ {
-			_, cnt := chunkSpan(j, w.q.maxTokens, w.q.k)
-			tokens += cnt
-		}
-		if !w.s.spinTokens(tokens) {
-			return false
-		}
-	}
-	b := w.p.streamBuf()
-	for j := from; j < end && j < n; j++ {
-		if j == w.mid && w.malformed {
-			b = rd.appendBogus(b)
-		}
-		if j == 0 && rd.chat {
-			b = rd.appendRole(b)
-		}
-		start, cnt := chunkSpan(j, w.q.maxTokens, w.q.k)
-		b = rd.appendChunk(b, start, cnt, !(j == w.mid && w.malformed))
-	}
-	stamp := time.Now().UnixNano()
-	for j := from; j < end && j < n; j++ {
-		w.sent[j] = stamp
-	}
-	if end > n {
-		if w.mid == n && w.malformed {
-			b = rd.appendBogus(b)
-		}
-		b = rd.appendTail(b, w.q, w.sent, w.usage)
-	}
-	if lead := w.s.cfg.StampLead; lead > 0 && !w.p.sleep(lead) {
-		return false
-	}
-	return w.p.streamWrite(b, end > n) == nil
-}
-
-// events writes chunks [from, end), and the tail when end is past the last chunk, one event per
-// write.
-func (w *streamWriter) events(from, end int) bool {
-	n, rd, p := w.q.nChunks, w.rd, w.p
-	for j := from; j < end && j < n; j++ {
-		if j == w.mid && w.malformed {
-			if p.streamWrite(rd.appendBogus(p.streamBuf()), false) != nil {
-				return false
-			}
-		}
-		if j == 0 && rd.chat {
-			if p.streamWrite(rd.appendRole(p.streamBuf()), false) != nil {
-				return false
-			}
-		}
-		start, cnt := chunkSpan(j, w.q.maxTokens, w.q.k)
-		if !w.s.spinTokens(cnt) {
-			return false
-		}
-		b := rd.appendChunk(p.streamBuf(), start, cnt, !(j == w.mid && w.malformed))
-		w.sent[j] = time.Now().UnixNano()
-		if lead := w.s.cfg.StampLead; lead > 0 && !p.sleep(lead) {
-			return false
-		}
-		if p.streamWrite(b, false) != nil {
-			return false
-		}
-	}
-	if end <= n {
-		return true
-	}
-	if w.mid == n && w.malformed && p.streamWrite(rd.appendBogus(p.streamBuf()), false) != nil {
-		return false
-	}
-	if p.streamWrite(rd.appendFinish(p.streamBuf()), false) != nil {
-		return false
-	}
-	if w.usage && p.streamWrite(rd.appendUsageChunk(p.streamBuf()), false) != nil {
-		return false
-	}
-	if p.streamWrite(appendXsim(p.streamBuf(), w.q, w.sent), false) != nil {
-		return false
-	}
-	return p.streamWrite(appendDone(p.streamBuf()), true) == nil
-}
-
-// complete writes a non-streaming response once the engine has finished the sequence.
-func (s *Server) complete(w http.ResponseWriter, p peer, q *seq, rd *render, fault string) {
-	for int(q.ready.Load()) < q.nChunks {
-		if !p.wait(q) {
-			return
-		}
-	}
-	if !s.spinTokens(q.maxTokens) {
-		return
-	}
-	b := rd.appendFull(nil, q.maxTokens)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("x-sim-queue-ns", strconv.FormatInt(q.admit-q.arrive, 10))
-	h.Set("x-sim-prefill-ns", strconv.FormatInt(q.first-q.admit, 10))
-	h.Set("x-sim-decode-ns", strconv.FormatInt(q.last-q.first, 10))
-	switch fault {
-	case FaultStall:
-		if !p.sleep(s.cfg.Stall) {
-			return
-		}
-	case FaultMalformed:
-		b = b[:len(b)/2]
-	}
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	stamp := time.Now().UnixNano()
-	h.Set("x-sim-sent-ns", strconv.FormatInt(stamp, 10))
-	if s.cfg.StampLead > 0 && !p.sleep(s.cfg.StampLead) {
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	if fault == FaultDrop {
-		w.Write(b[:len(b)/2])
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
-		panic(http.ErrAbortHandler)
-	}
-	w.Write(b)
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {

@@ -108,7 +108,7 @@ func TestEngineModel(t *testing.T) {
 	step := time.Duration(float64(5*time.Millisecond) * 1.1)
 	for i, wantPrefill := range []time.Duration{step + 2*time.Millisecond + 32*100*time.Microsecond, step + 2*time.Millisecond} {
 		w := rawPost(t, addr, "/v1/completions", body)
-		x := checkStream(t, w.body, false).truth
+		x := checkStream(t, w.body, apiCompletions).truth
 		if time.Duration(x.PrefillNs) != wantPrefill {
 			t.Errorf("request %d: prefill_ns = %v; want %v", i, time.Duration(x.PrefillNs), wantPrefill)
 		}

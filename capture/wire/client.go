@@ -33,6 +33,7 @@ const maxErrorBody = 4096
 
 // ClientConfig configures one worker's client.
 type ClientConfig struct {
+	API        API           // the response format (APIOpenAI when zero)
 	MaxConns   int           // connection pool size (MaxConnsPerHost and MaxIdleConnsPerHost)
 	Timeout    time.Duration // per request, 0 = none
 	KeepText   bool          // collect generated text into Result.Text
@@ -255,13 +256,14 @@ type reqState struct {
 	rxEnd  []int64 // per chunk: rx_stream_end, 0 = none
 	tok    []int32 // per chunk: tokens, -1 = not said
 	srv    []int64 // server send times from x-sim, per content chunk
+	final  bool    // the API's terminal event has arrived
 }
 
 // ptrs backs the optional (pointer) fields of one request's rows. It is allocated per Do, so
 // rows copied out of a Result stay valid after the next Do.
 type ptrs struct {
 	ints [10]int64
-	i32  [5]int32
+	i32  [6]int32
 }
 
 // Slots of ptrs.ints.
@@ -282,6 +284,7 @@ const (
 const (
 	slotPort = 3 + iota
 	slotSynRetrans
+	slotReasoning
 )
 
 func (s *reqState) init() {
@@ -379,7 +382,7 @@ func (res *Result) reset() {
 	s.dec.Reset()
 	s.text, s.sim = s.text[:0], s.sim[:0]
 	s.kern, s.aft, s.rxEnd, s.tok, s.srv = s.kern[:0], s.aft[:0], s.rxEnd[:0], s.tok[:0], s.srv[:0]
-	s.conn, s.resp, s.cursor = nil, 0, 0
+	s.conn, s.resp, s.cursor, s.final = nil, 0, 0, false
 	s.p = new(ptrs)
 }
 
@@ -721,7 +724,7 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 			kernel, user, q := a.kernel, a.user, a.quality
 			ch.Seq, ch.Index = r.Seq, int32(len(res.Chunks)-1)
 			ch.RxUserNs, ch.Quality, ch.Bytes = user, q, int32(ev.End-ev.Start)
-			if ch.Kind == schemas.ChunkDone {
+			if ch.Kind == schemas.ChunkDone || s.final {
 				done = true
 			}
 			lastEnd = ev.End
@@ -750,7 +753,7 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 	c.finish(res)
 	if res.Req.ErrorKind == "" && !done && res.Req.FinishReason == "" {
 		res.Req.ErrorKind = schemas.ErrMalformedStream
-		res.Req.ErrorMessage = "stream ended without [DONE] or finish_reason"
+		res.Req.ErrorMessage = "stream ended without [DONE] (or the API's final event: response.completed, message_stop) or a finish reason"
 	}
 }
 
@@ -773,7 +776,7 @@ func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *
 		return ch
 	}
 	s.pl.Text = s.text
-	err := ParsePayload(ev.Data, &s.pl, c.cfg.KeepText)
+	err := ParseEvent(c.cfg.API, ev.Type, ev.Data, &s.pl, c.cfg.KeepText)
 	s.text = s.pl.Text
 	pl := &s.pl
 	switch {
@@ -784,16 +787,20 @@ func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *
 	case pl.Error != nil:
 		ch.Kind = schemas.ChunkError
 		c.fail(ctx, res, schemas.ErrServerEvent, fmt.Errorf("error event: %s", clip(pl.Error)))
-	case pl.Content+pl.Reasoning > 0:
+	case pl.Content+pl.Reasoning+pl.ToolCalls > 0:
 		ch.Kind = schemas.ChunkContent
 	case pl.Choices == 0 && pl.HasUsage:
 		ch.Kind = schemas.ChunkUsage
+	case pl.Final:
+		ch.Kind = schemas.ChunkDone
 	default:
 		ch.Kind = schemas.ChunkEmpty
 	}
 	ch.ContentBytes, ch.ReasoningBytes, ch.ToolCalls = int32(pl.Content), int32(pl.Reasoning), int32(pl.ToolCalls)
 	res.Req.ContentBytes += int64(pl.Content)
+	s.final = s.final || pl.Final
 	res.Req.ReasoningBytes += int64(pl.Reasoning)
+	res.Req.Embeddings += int32(pl.Items)
 	if pl.Tokens >= 0 {
 		s.tok[len(s.tok)-1] = int32(pl.Tokens)
 	}
@@ -810,6 +817,9 @@ func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *
 		}
 		if pl.Cached >= 0 {
 			res.Req.UsageCached = s.int32p(2, pl.Cached)
+		}
+		if pl.ReasoningTok >= 0 {
+			res.Req.UsageReasoning = s.int32p(slotReasoning, pl.ReasoningTok)
 		}
 	}
 	return ch
@@ -922,12 +932,19 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 			}
 		}
 	}
-	if v := resp.header.Get("X-Sim-Sent-Ns"); v != "" && ch.Kind == schemas.ChunkContent {
+	var sent int64
+	if v := resp.header.Get("X-Sim-Sent-Ns"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			s.srv = append(s.srv, n)
+			sent = n
+			if ch.Kind == schemas.ChunkContent {
+				s.srv = append(s.srv, n)
+			}
 		}
 	}
 	c.finish(res)
+	if ch := &res.Chunks[0]; ch.ServerSentNs == nil && sent != 0 {
+		ch.ServerSentNs = &sent // a whole response without tokens (embeddings) is still one event
+	}
 }
 
 // clip returns at most 1 KiB of b as a string for error messages.
@@ -953,6 +970,18 @@ func intern(b []byte) string {
 		return "function_call"
 	case "eos_token":
 		return "eos_token"
+	case "completed":
+		return "completed"
+	case "incomplete":
+		return "incomplete"
+	case "max_output_tokens":
+		return "max_output_tokens"
+	case "end_turn":
+		return "end_turn"
+	case "max_tokens":
+		return "max_tokens"
+	case "tool_use":
+		return "tool_use"
 	}
 	return string(b)
 }

@@ -6,21 +6,25 @@ import (
 	"unicode/utf8"
 )
 
-// Payload holds the fields of one OpenAI-compatible chunk (chat.completion.chunk,
-// text_completion, or a whole non-streaming response) that wirebench records. ParsePayload
-// fills it without allocating: a hand-written scanner, because this runs once per event on the
-// client's hot path and encoding/json allocates several times per call.
+// Payload holds the fields of one event that wirebench records, whatever the API: an
+// OpenAI-compatible chunk (chat.completion.chunk, text_completion, or a whole non-streaming
+// response, embeddings included), an OpenAI Responses event or an Anthropic Messages event (see
+// ParseEvent). The parsers fill it without allocating: a hand-written scanner, because this runs
+// once per event on the client's hot path and encoding/json allocates several times per call.
 type Payload struct {
-	Content      int // bytes of content text (choices[].delta.content, .message.content or .text)
-	Reasoning    int // bytes of reasoning text (reasoning_content or reasoning)
-	ToolCalls    int // tool-call deltas
+	Content      int // bytes of answer text (choices[].delta.content, .message.content or .text; output_text deltas; text_delta)
+	Reasoning    int // bytes of reasoning text (reasoning_content or reasoning; reasoning_text deltas; thinking_delta)
+	ToolCalls    int // tool-call deltas (chat tool_calls entries; function_call_arguments deltas; input_json_delta)
 	Choices      int // entries in choices
+	Items        int // entries in data (embeddings: one vector per input)
 	Tokens       int // tokens the server says the chunk carries (token_ids or logprobs entries); -1 when not said
 	FinishReason []byte
+	Final        bool // the API's terminal event (response.completed, .incomplete, .failed; message_stop)
 	HasUsage     bool
-	Prompt       int64  // usage.prompt_tokens; -1 when absent
-	Completion   int64  // usage.completion_tokens; -1 when absent
-	Cached       int64  // usage.prompt_tokens_details.cached_tokens; -1 when absent
+	Prompt       int64  // usage prompt (input) tokens; -1 when absent
+	Completion   int64  // usage completion (output) tokens, reasoning included; -1 when absent
+	Cached       int64  // usage cached prompt tokens; -1 when absent
+	ReasoningTok int64  // usage reasoning tokens (completion_tokens_details or output_tokens_details); -1 when absent
 	Error        []byte // the raw error value ({"error": ...} or an object with "object":"error"); nil when none
 	Text         []byte // content text appended when the caller asked for it
 }
@@ -39,7 +43,7 @@ type jscan struct {
 // (which is kept, not reset). It reports malformed JSON as an error.
 func ParsePayload(data []byte, p *Payload, keepText bool) error {
 	text := p.Text
-	*p = Payload{Tokens: -1, Prompt: -1, Completion: -1, Cached: -1, Text: text}
+	*p = Payload{Tokens: -1, Prompt: -1, Completion: -1, Cached: -1, ReasoningTok: -1, Text: text}
 	s := jscan{b: data, keep: keepText, p: p}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
@@ -52,6 +56,8 @@ func ParsePayload(data []byte, p *Payload, keepText bool) error {
 			s.array(func() { p.Choices++; s.choice() })
 		case "usage":
 			s.usage()
+		case "data":
+			s.array(func() { p.Items++; s.skip() })
 		case "error":
 			start := s.i
 			if s.null() {
@@ -155,6 +161,12 @@ func (s *jscan) text(n *int, content bool) {
 		return
 	}
 	raw, esc := s.str()
+	s.addText(raw, esc, n, content)
+}
+
+// addText adds the decoded length of the raw JSON string contents raw (esc: it holds escapes)
+// to *n, appending it to p.Text when content text is kept.
+func (s *jscan) addText(raw []byte, esc bool, n *int, content bool) {
 	if !esc {
 		*n += len(raw)
 		if content && s.keep {
@@ -170,6 +182,8 @@ func (s *jscan) text(n *int, content bool) {
 	}
 }
 
+// usage reads an OpenAI usage object: Chat Completions' names (prompt_tokens,
+// completion_tokens, *_details) or the Responses API's (input_tokens, output_tokens, *_details).
 func (s *jscan) usage() {
 	if s.null() {
 		return
@@ -177,22 +191,29 @@ func (s *jscan) usage() {
 	s.p.HasUsage = true
 	s.object(func(key []byte) {
 		switch string(key) {
-		case "prompt_tokens":
+		case "prompt_tokens", "input_tokens":
 			s.p.Prompt = s.int()
-		case "completion_tokens":
+		case "completion_tokens", "output_tokens":
 			s.p.Completion = s.int()
-		case "prompt_tokens_details":
-			if s.null() {
-				return
-			}
-			s.object(func(key []byte) {
-				if string(key) == "cached_tokens" {
-					s.p.Cached = s.int()
-				} else {
-					s.skip()
-				}
-			})
+		case "prompt_tokens_details", "input_tokens_details":
+			s.detail("cached_tokens", &s.p.Cached)
+		case "completion_tokens_details", "output_tokens_details":
+			s.detail("reasoning_tokens", &s.p.ReasoningTok)
 		default:
+			s.skip()
+		}
+	})
+}
+
+// detail reads the integer field name of a usage details object (or null) into *dst.
+func (s *jscan) detail(name string, dst *int64) {
+	if s.null() {
+		return
+	}
+	s.object(func(key []byte) {
+		if string(key) == name {
+			*dst = s.int()
+		} else {
 			s.skip()
 		}
 	})

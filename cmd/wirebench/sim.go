@@ -37,6 +37,11 @@ type SimCmd struct {
 	StampLead         time.Duration `help:"Take each chunk's send time, then wait this long before writing it: a known delay between the reported sent_ns and the wire (calibration tests)." default:"0s"`
 	CoalesceTail      bool          `help:"Write the events ready at once in one write, the last content event with the finish and usage chunks, the x-sim comment and [DONE] (the old behaviour, for tests of upper-bound arrival times). Off: every SSE event has its own write, as from vLLM and uvicorn."`
 
+	ReasoningTokens int    `help:"Chat, responses and messages answers begin with min(N, limit - 1) reasoning tokens (counted in the output limit and the usage; completions never reason)." default:"0"`
+	ReasoningField  string `help:"Chat delta field of reasoning tokens: reasoning_content (vLLM's long-standing name) or reasoning (newer vLLM)." enum:"reasoning_content,reasoning" default:"reasoning_content"`
+	ImageTokens     int    `help:"Prompt tokens of every image part (chat image_url, responses input_image, messages image); images are not fetched or decoded." default:"576"`
+	EmbeddingDim    int    `help:"Length of the vectors /v1/embeddings returns when the request has no dimensions." default:"384"`
+
 	Fault429         float64       `name:"fault-429" help:"Rate (0..1) of requests answered 429 before streaming." default:"0"`
 	Fault500         float64       `name:"fault-500" help:"Rate (0..1) of requests answered 500 before streaming." default:"0"`
 	Fault503         float64       `name:"fault-503" help:"Rate (0..1) of requests answered 503 before streaming." default:"0"`
@@ -57,17 +62,24 @@ type SimCmd struct {
 
 // Help is shown under `wirebench sim --help`.
 func (c *SimCmd) Help() string {
-	return `Serves POST /v1/completions and /v1/chat/completions (streaming SSE and JSON), GET /v1/models,
-/health and /metrics (vLLM metric names). Every request may force a fault with the header
-x-sim-fault: 429|500|503|stall|drop|malformed|slow-headers.
+	return `Serves POST /v1/completions and /v1/chat/completions (streaming SSE and JSON), /v1/responses
+(OpenAI Responses) and /v1/messages (Anthropic Messages) (streaming typed SSE events and JSON),
+/v1/embeddings (JSON), GET /v1/models, /health and /metrics (vLLM metric names). Every request
+may force a fault with the header x-sim-fault: 429|500|503|stall|drop|malformed|slow-headers.
+
+Reasoning: --reasoning-tokens N starts every chat, responses and messages answer with N
+reasoning tokens (reasoning_content/reasoning deltas, reasoning_text deltas, a thinking block).
+Tools: a request with tools gets one call of the first tool, its arguments {"text":"<words>"}
+streamed as the answer's tokens. Images: --image-tokens prompt tokens each. Embeddings: one
+engine sequence per request, ready after its prefill (fixed mode: TTFT).
 
 Token counting: a token is a maximal run of non-space characters (prompt: all message
 contents); output token i is a word from a fixed list followed by a space, so usage is exact.
 
 Ground truth: every stream ends with the SSE comment
   : x-sim {"queue_ns":Q,"prefill_ns":P,"decode_ns":D,"sent_ns":[t0,t1,...]}
-just before data: [DONE]; sent_ns is time.Now().UnixNano() (CLOCK_REALTIME) taken just before
-writing each content chunk. Non-streaming responses carry x-sim-queue-ns, x-sim-prefill-ns,
+just before its terminal event (data: [DONE], response.completed, message_stop); sent_ns is
+time.Now().UnixNano() (CLOCK_REALTIME) taken just before writing each event carrying tokens. Non-streaming responses carry x-sim-queue-ns, x-sim-prefill-ns,
 x-sim-decode-ns and x-sim-sent-ns headers.`
 }
 
@@ -78,7 +90,9 @@ func (c *SimCmd) config() sim.Config {
 		PrefixCacheBlocks: c.PrefixCacheBlocks, ITL: c.ITL, BatchSlowdown: c.BatchSlowdown,
 		TokensPerChunk: c.TokensPerChunk, TTFT: c.TTFT, DefaultMaxTokens: c.DefaultMaxTokens,
 		MaxModelLen: c.MaxModelLen, StampLead: c.StampLead, CoalesceTail: c.CoalesceTail,
-		Fault429: c.Fault429, Fault500: c.Fault500, Fault503: c.Fault503, FaultStall: c.FaultStall,
+		ReasoningTokens: c.ReasoningTokens, ReasoningField: c.ReasoningField, ImageTokens: c.ImageTokens,
+		EmbeddingDim: c.EmbeddingDim,
+		Fault429:     c.Fault429, Fault500: c.Fault500, Fault503: c.Fault503, FaultStall: c.FaultStall,
 		FaultDrop: c.FaultDrop, FaultMalformed: c.FaultMalformed, FaultSlowHeaders: c.FaultSlowHeaders,
 		FaultSeed: c.FaultSeed, Stall: c.Stall, SlowHeaders: c.SlowHeaders, ShutdownGrace: c.ShutdownGrace,
 		CPUPerRequest: c.CPUPerRequest, CPUPerToken: c.CPUPerToken, ListenBacklog: c.ListenBacklog,

@@ -12,37 +12,31 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// bodyBuilder turns a prompt into an OpenAI-compatible streaming request body. The constant part
-// (model, stream options, extra_body) is encoded once; per request only max_tokens and the prompt
-// or messages are appended.
+// bodyBuilder turns a prompt into a request body for the target's API (docs/apis.md has each
+// format). The constant part (model, stream options, tools, extra_body) is encoded once; per
+// request only the output limit and the prompt, messages or inputs are appended.
 type bodyBuilder struct {
-	chat      bool
-	maxTokens bool   // send max_tokens (target.max_tokens policy "workload", the default)
+	api       string
+	maxTokens bool   // send the output limit (target.max_tokens policy "workload", the default)
 	prefix    []byte // `{"model":...,"stream":true,...` up to and excluding the per-request fields
+	// urls maps each images_json entry seen by prepareImages to the URL sent: a synthetic
+	// reference's rendered data: URL, any other entry itself.
+	urls map[string]string
 }
 
-// fixedKeys are set by capture and may not be overridden by extra_body.
-var fixedKeys = map[string]bool{"model": true, "stream": true, "max_tokens": true, "prompt": true, "messages": true}
-
-func newBodyBuilder(t schemas.Target) (*bodyBuilder, error) {
+func newBodyBuilder(t schemas.Target, tools *schemas.Tools) (*bodyBuilder, error) {
 	api := t.API
 	if api == "" {
 		api = "completions"
 	}
-	if api != "completions" && api != "chat" {
-		return nil, fmt.Errorf("target.api: %q is not completions or chat", api)
+	switch api {
+	case "completions", "chat", "responses", "messages", "embeddings":
+	default:
+		return nil, fmt.Errorf("target.api: %q is not completions, chat, responses, messages or embeddings", api)
 	}
-	fields := map[string]any{
-		"stream_options": map[string]any{"include_usage": true},
-	}
-	if t.IgnoreEOS {
-		fields["ignore_eos"] = true
-	}
-	for k, v := range t.ExtraBody {
-		if fixedKeys[k] {
-			return nil, fmt.Errorf("target.extra_body.%s: capture sets %s itself", k, k)
-		}
-		fields[k] = v
+	fields, err := constantFields(api, t, tools)
+	if err != nil {
+		return nil, err
 	}
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
@@ -53,7 +47,9 @@ func newBodyBuilder(t schemas.Target) (*bodyBuilder, error) {
 	b.WriteString(`{"model":`)
 	m, _ := json.Marshal(t.Model)
 	b.Write(m)
-	b.WriteString(`,"stream":true`)
+	if api != "embeddings" {
+		b.WriteString(`,"stream":true`)
+	}
 	for _, k := range keys {
 		kb, _ := json.Marshal(k)
 		vb, err := json.Marshal(fields[k])
@@ -68,60 +64,290 @@ func newBodyBuilder(t schemas.Target) (*bodyBuilder, error) {
 	var sendMax bool
 	switch t.MaxTokens {
 	case "", "workload":
-		sendMax = true
+		sendMax = api != "embeddings"
 	case "none":
+		if api == "messages" {
+			return nil, fmt.Errorf("target.max_tokens: none: the messages API requires max_tokens")
+		}
 	default:
 		return nil, fmt.Errorf("target.max_tokens: %q is not workload or none", t.MaxTokens)
 	}
-	return &bodyBuilder{chat: api == "chat", maxTokens: sendMax, prefix: []byte(b.String())}, nil
+	return &bodyBuilder{api: api, maxTokens: sendMax, prefix: []byte(b.String()), urls: map[string]string{}}, nil
 }
 
-// history is what a later conversation turn builds on: for chat the JSON message list without
-// its brackets, for completions the prompt text.
+// constantFields returns the body fields every request of the API carries besides model and
+// stream: stream options (completions, chat: usage in the stream), ignore_eos, the tools,
+// embeddings' encoding_format, then target.extra_body, which may override all but the fields
+// schemas.FixedBodyKey names.
+func constantFields(api string, t schemas.Target, tools *schemas.Tools) (map[string]any, error) {
+	fields := map[string]any{}
+	switch api {
+	case "completions", "chat":
+		fields["stream_options"] = map[string]any{"include_usage": true}
+	case "embeddings":
+		fields["encoding_format"] = "float"
+	}
+	if t.IgnoreEOS && api != "embeddings" {
+		fields["ignore_eos"] = true
+	}
+	if tools != nil {
+		fields["tools"], fields["tool_choice"] = toolFields(api, tools)
+	}
+	for k, v := range t.ExtraBody {
+		if schemas.FixedBodyKey(api, tools != nil, k) {
+			return nil, fmt.Errorf("target.extra_body.%s: capture sets %s itself", k, k)
+		}
+		fields[k] = v
+	}
+	return fields, nil
+}
+
+// toolFields returns workload.tools as the API's tools array and tool_choice: count functions
+// tool_0, tool_1, ... taking one string argument "text".
+func toolFields(api string, tt *schemas.Tools) (tools []any, choice any) {
+	params := map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"text": map[string]any{"type": "string", "description": "what to pass on"}},
+		"required":   []string{"text"},
+	}
+	for i := range tt.Count {
+		name := "tool_" + strconv.Itoa(i)
+		desc := fmt.Sprintf("Synthetic tool %d of the wirebench tools workload: takes a text.", i)
+		switch api {
+		case "chat":
+			tools = append(tools, map[string]any{"type": "function", "function": map[string]any{"name": name, "description": desc, "parameters": params}})
+		case "responses":
+			tools = append(tools, map[string]any{"type": "function", "name": name, "description": desc, "parameters": params})
+		default: // messages
+			tools = append(tools, map[string]any{"name": name, "description": desc, "input_schema": params})
+		}
+	}
+	if api != "messages" {
+		return tools, tt.Choice
+	}
+	if tt.Choice == "required" {
+		return tools, map[string]any{"type": "any"}
+	}
+	return tools, map[string]any{"type": tt.Choice}
+}
+
+// prepareImages resolves the entries of a prompt's images_json that were not seen yet
+// (synthetic references are rendered: a few milliseconds each, once per distinct image).
+func (bb *bodyBuilder) prepareImages(imagesJSON string) error {
+	if imagesJSON == "" {
+		return nil
+	}
+	var refs []string
+	if err := json.Unmarshal([]byte(imagesJSON), &refs); err != nil {
+		return fmt.Errorf("prompt images_json is not a JSON array of strings: %w", err)
+	}
+	for _, r := range refs {
+		if _, ok := bb.urls[r]; ok {
+			continue
+		}
+		u, err := schemas.ResolveImage(r)
+		if err != nil {
+			return err
+		}
+		bb.urls[r] = u
+	}
+	return nil
+}
+
+// history is what a later conversation turn builds on: for the message APIs the JSON message
+// list without its brackets, for completions the prompt text.
 //
 // build returns the body for one request and the history a following turn would extend. For a
-// first turn, prev is nil and messagesJSON (a JSON array, maybe empty) precedes the user text.
+// first turn, prev is nil and p.MessagesJSON (a JSON array, maybe empty) precedes the user text.
 // For a later turn, prev is the history of the turn it follows and answer that turn's real output;
-// messagesJSON is then ignored (the earlier turns are in prev).
-func (bb *bodyBuilder) build(maxTokens int32, text, messagesJSON string, prev []byte, answer string) (body, hist []byte, err error) {
-	var h []byte
-	if bb.chat {
-		switch {
-		case prev != nil:
-			h = append(h, prev...)
-			h = appendMessage(h, "assistant", answer)
-		case strings.TrimSpace(messagesJSON) != "":
-			inner, err := arrayInner(messagesJSON)
-			if err != nil {
-				return nil, nil, err
-			}
-			h = append(h, inner...)
-		}
-		h = appendMessage(h, "user", text)
-	} else {
-		if prev != nil {
-			h = append(h, prev...)
-			h = append(h, answer...)
-			h = append(h, "\n\n"...)
-		}
-		h = append(h, text...)
+// p.MessagesJSON is then ignored (the earlier turns are in prev). Images must have been prepared.
+func (bb *bodyBuilder) build(maxTokens int32, p *schemas.Prompt, prev []byte, answer string) (body, hist []byte, err error) {
+	if bb.api == "embeddings" {
+		body, err = bb.embeddings(p)
+		return body, nil, err
 	}
-	body = make([]byte, 0, len(bb.prefix)+len(h)+48)
+	if bb.api == "completions" {
+		if prev != nil {
+			hist = append(hist, prev...)
+			hist = append(hist, answer...)
+			hist = append(hist, "\n\n"...)
+		}
+		hist = append(hist, p.Text...)
+		body = bb.start(len(hist), maxTokens, "max_tokens")
+		body = append(body, `,"prompt":`...)
+		body = appendJSONString(body, string(hist))
+		return append(body, '}'), hist, nil
+	}
+	switch {
+	case prev != nil:
+		hist = append(hist, prev...)
+		hist = appendMessage(hist, "assistant", answer)
+	case strings.TrimSpace(p.MessagesJSON) != "":
+		inner, err := arrayInner(p.MessagesJSON)
+		if err != nil {
+			return nil, nil, err
+		}
+		hist = append(hist, inner...)
+	}
+	if hist, err = bb.appendUser(hist, p.Text, p.ImagesJSON); err != nil {
+		return nil, nil, err
+	}
+	body, err = bb.messages(hist, maxTokens)
+	return body, hist, err
+}
+
+// start begins a body with the constant prefix and the output limit under the API's name.
+func (bb *bodyBuilder) start(n int, maxTokens int32, limitKey string) []byte {
+	body := make([]byte, 0, len(bb.prefix)+n+64)
 	body = append(body, bb.prefix...)
 	if bb.maxTokens {
-		body = append(body, `,"max_tokens":`...)
+		body = append(body, `,"`...)
+		body = append(body, limitKey...)
+		body = append(body, `":`...)
 		body = strconv.AppendInt(body, int64(maxTokens), 10)
 	}
-	if bb.chat {
+	return body
+}
+
+// messages assembles a chat, responses or messages body around the message list hist.
+func (bb *bodyBuilder) messages(hist []byte, maxTokens int32) ([]byte, error) {
+	switch bb.api {
+	case "responses":
+		body := bb.start(len(hist), maxTokens, "max_output_tokens")
+		body = append(body, `,"input":[`...)
+		body = append(body, hist...)
+		return append(body, "]}"...), nil
+	case "messages":
+		system, rest, err := splitSystem(hist)
+		if err != nil {
+			return nil, err
+		}
+		body := bb.start(len(hist), maxTokens, "max_tokens")
+		if system != "" {
+			body = append(body, `,"system":`...)
+			body = appendJSONString(body, system)
+		}
 		body = append(body, `,"messages":[`...)
-		body = append(body, h...)
-		body = append(body, "]}"...)
-	} else {
-		body = append(body, `,"prompt":`...)
-		body = appendJSONString(body, string(h))
-		body = append(body, '}')
+		body = append(body, rest...)
+		return append(body, "]}"...), nil
 	}
-	return body, h, nil
+	body := bb.start(len(hist), maxTokens, "max_tokens")
+	body = append(body, `,"messages":[`...)
+	body = append(body, hist...)
+	return append(body, "]}"...), nil
+}
+
+// embeddings builds an embeddings body: the prompt's batch of inputs, or its text.
+func (bb *bodyBuilder) embeddings(p *schemas.Prompt) ([]byte, error) {
+	in := p.InputsJSON
+	if in != "" && !json.Valid([]byte(in)) {
+		return nil, fmt.Errorf("prompt inputs_json is not valid JSON")
+	}
+	body := bb.start(len(in)+len(p.Text), 0, "")
+	body = append(body, `,"input":`...)
+	if in != "" {
+		body = append(body, in...)
+	} else {
+		body = appendJSONString(body, p.Text)
+	}
+	return append(body, '}'), nil
+}
+
+// appendUser appends the user message: plain text, or with images the API's content parts.
+func (bb *bodyBuilder) appendUser(h []byte, text, imagesJSON string) ([]byte, error) {
+	if imagesJSON == "" {
+		return appendMessage(h, "user", text), nil
+	}
+	var refs []string
+	if err := json.Unmarshal([]byte(imagesJSON), &refs); err != nil {
+		return nil, fmt.Errorf("prompt images_json is not a JSON array of strings: %w", err)
+	}
+	if len(h) > 0 {
+		h = append(h, ',')
+	}
+	h = append(h, `{"role":"user","content":[`...)
+	textPart := `{"type":"text","text":`
+	if bb.api == "responses" {
+		textPart = `{"type":"input_text","text":`
+	}
+	h = append(h, textPart...)
+	h = appendJSONString(h, text)
+	h = append(h, '}')
+	for _, r := range refs {
+		u, ok := bb.urls[r]
+		if !ok {
+			return nil, fmt.Errorf("image %.60q was not prepared", r)
+		}
+		h = append(h, ',')
+		h = bb.appendImage(h, u)
+	}
+	return append(h, "]}"...), nil
+}
+
+// appendImage appends one image content part for url (http(s) or data:).
+func (bb *bodyBuilder) appendImage(h []byte, url string) []byte {
+	switch bb.api {
+	case "responses":
+		h = append(h, `{"type":"input_image","image_url":`...)
+		h = appendJSONString(h, url)
+		return append(h, '}')
+	case "messages":
+		if media, data, ok := splitDataURL(url); ok {
+			h = append(h, `{"type":"image","source":{"type":"base64","media_type":`...)
+			h = appendJSONString(h, media)
+			h = append(h, `,"data":`...)
+			h = appendJSONString(h, data)
+			return append(h, "}}"...)
+		}
+		h = append(h, `{"type":"image","source":{"type":"url","url":`...)
+		h = appendJSONString(h, url)
+		return append(h, "}}"...)
+	}
+	h = append(h, `{"type":"image_url","image_url":{"url":`...)
+	h = appendJSONString(h, url)
+	return append(h, "}}"...)
+}
+
+// splitDataURL splits data:MEDIA;base64,DATA.
+func splitDataURL(u string) (media, data string, ok bool) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return "", "", false
+	}
+	media, data, ok = strings.Cut(rest, ";base64,")
+	return media, data, ok
+}
+
+// splitSystem takes the leading system messages out of a message list (Anthropic's messages
+// carry the system prompt as a field of its own) and returns their text joined by blank lines
+// and the rest of the list.
+func splitSystem(hist []byte) (system string, rest []byte, err error) {
+	if !strings.HasPrefix(string(hist), `{"role":"system"`) {
+		return "", hist, nil
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(append(append([]byte{'['}, hist...), ']'), &msgs); err != nil {
+		return "", nil, fmt.Errorf("messages: %w", err)
+	}
+	var parts []string
+	i := 0
+	for ; i < len(msgs); i++ {
+		var m struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}
+		if json.Unmarshal(msgs[i], &m) != nil || m.Role != "system" {
+			break
+		}
+		parts = append(parts, m.Content)
+	}
+	for k, m := range msgs[i:] {
+		if k > 0 {
+			rest = append(rest, ',')
+		}
+		rest = append(rest, m...)
+	}
+	return strings.Join(parts, "\n\n"), rest, nil
 }
 
 func appendMessage(h []byte, role, content string) []byte {
@@ -156,24 +382,37 @@ func arrayInner(s string) ([]byte, error) {
 	return out, nil
 }
 
-// endpoint returns the streaming endpoint for the target's API under base.
+// endpoint returns the endpoint for the target's API under base.
 func endpoint(base, api string) string {
 	base = strings.TrimRight(base, "/")
 	if !strings.HasSuffix(base, "/v1") {
 		base += "/v1"
 	}
-	if api == "chat" {
+	switch api {
+	case "chat":
 		return base + "/chat/completions"
+	case "responses", "messages", "embeddings":
+		return base + "/" + api
 	}
 	return base + "/completions"
 }
 
+// anthropicVersion is the anthropic-version header the messages API is sent with.
+const anthropicVersion = "2023-06-01"
+
 // requestHeader builds the shared, read-only header of every request: JSON content type, the
-// target's extra headers and, when target.api_key_env names a set variable, the bearer token.
+// messages API's anthropic-version, the target's extra headers and, when target.api_key_env
+// names a set variable, the key (a bearer token; x-api-key for the messages API).
 func requestHeader(t schemas.Target) (http.Header, error) {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "text/event-stream")
+	switch t.API {
+	case "embeddings":
+		h.Set("Accept", "application/json")
+	case "messages":
+		h.Set("anthropic-version", anthropicVersion)
+	}
 	for k, v := range t.Headers {
 		h.Set(k, v)
 	}
@@ -182,7 +421,11 @@ func requestHeader(t schemas.Target) (http.Header, error) {
 		if !ok || key == "" {
 			return nil, fmt.Errorf("target.api_key_env: environment variable %s is not set", t.APIKeyEnv)
 		}
-		h.Set("Authorization", "Bearer "+key)
+		if t.API == "messages" {
+			h.Set("x-api-key", key)
+		} else {
+			h.Set("Authorization", "Bearer "+key)
+		}
 	}
 	return h, nil
 }

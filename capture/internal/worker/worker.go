@@ -93,6 +93,7 @@ type worker struct {
 	stages []schemas.StageInfo
 	url    string
 	bb     *bodyBuilder
+	api    wire.API
 	client *wire.Client
 	header map[string][]string
 
@@ -197,7 +198,7 @@ func (w *worker) newClient() *wire.Client {
 	maxConns := ConnCap(cfg.MaxConns, cfg.MaxInflight, OpenFilesLimit())
 	w.log.Info("connections", "max_connections", maxConns, "open_files_limit", OpenFilesLimit())
 	w.log.Info("timeouts", "timeout", cfg.Timeout, "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout)
-	return wire.NewClient(wire.ClientConfig{MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
+	return wire.NewClient(wire.ClientConfig{API: w.api, MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
 		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
 		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
 }
@@ -281,8 +282,11 @@ func (w *worker) load() error {
 	}
 	w.tgt = rc.Target
 	w.stages = m.Stages
-	if w.bb, err = newBodyBuilder(w.tgt); err != nil {
+	if w.bb, err = newBodyBuilder(w.tgt, rc.Workload.Tools); err != nil {
 		return err
+	}
+	if w.api, err = wire.ParseAPI(w.tgt.API); err != nil {
+		return fmt.Errorf("target.api: %w", err)
 	}
 	if w.header, err = requestHeader(w.tgt); err != nil {
 		return err
@@ -319,6 +323,9 @@ func (w *worker) load() error {
 		if _, ok := need[prompts[i].PromptID]; ok {
 			p := prompts[i]
 			need[p.PromptID] = &p
+			if err := w.bb.prepareImages(p.ImagesJSON); err != nil {
+				return fmt.Errorf("schedule/prompts.parquet: prompt_id %d: %w", p.PromptID, err)
+			}
 		}
 	}
 	prompts = nil
@@ -389,7 +396,7 @@ func (w *worker) buildUntil(offset int64) error {
 }
 
 func (w *worker) buildRoot(it *item) error {
-	body, hist, err := w.bb.build(it.r.MaxTokens, it.prompt.Text, it.prompt.MessagesJSON, nil, "")
+	body, hist, err := w.bb.build(it.r.MaxTokens, it.prompt, nil, "")
 	if err != nil {
 		return fmt.Errorf("seq %d: %w", it.r.Seq, err)
 	}
@@ -541,7 +548,7 @@ func (w *worker) follow(ctx context.Context, it, next *item, res *wire.Result) {
 	if next.r.DependsOn >= 0 {
 		prev, answer = it.hist, res.Text
 	}
-	body, hist, err := w.bb.build(next.r.MaxTokens, next.prompt.Text, next.prompt.MessagesJSON, prev, answer)
+	body, hist, err := w.bb.build(next.r.MaxTokens, next.prompt, prev, answer)
 	if err != nil {
 		w.log.Error("build request body", "seq", next.r.Seq, "err", err)
 		w.stop()

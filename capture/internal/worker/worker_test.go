@@ -66,11 +66,11 @@ func TestBodyBuilder(t *testing.T) {
 			`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":4,"messages":[{"role":"user","content":"q1"},{"role":"assistant","content":"a1"},{"role":"user","content":"q2"}]}`},
 	}
 	for _, tt := range tests {
-		bb, err := newBodyBuilder(tt.target)
+		bb, err := newBodyBuilder(tt.target, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		body, _, err := bb.build(4, tt.text, tt.msgs, tt.prev, tt.answer)
+		body, _, err := bb.build(4, &schemas.Prompt{Text: tt.text, MessagesJSON: tt.msgs}, tt.prev, tt.answer)
 		if err != nil || string(body) != tt.want {
 			t.Errorf("%s: build = (%s, %v); want %s", tt.name, body, err, tt.want)
 		}
@@ -78,14 +78,14 @@ func TestBodyBuilder(t *testing.T) {
 			t.Errorf("%s: body is not valid JSON: %s", tt.name, body)
 		}
 	}
-	if _, err := newBodyBuilder(schemas.Target{ExtraBody: map[string]any{"max_tokens": 3}}); err == nil {
+	if _, err := newBodyBuilder(schemas.Target{ExtraBody: map[string]any{"max_tokens": 3}}, nil); err == nil {
 		t.Error("newBodyBuilder(extra_body.max_tokens) = nil error; want an error")
 	}
-	if _, err := newBodyBuilder(schemas.Target{MaxTokens: "some"}); err == nil {
+	if _, err := newBodyBuilder(schemas.Target{MaxTokens: "some"}, nil); err == nil {
 		t.Error("newBodyBuilder(max_tokens some) = nil error; want an error")
 	}
-	if _, err := newBodyBuilder(schemas.Target{API: "embeddings"}); err == nil {
-		t.Error("newBodyBuilder(api embeddings) = nil error; want an error")
+	if _, err := newBodyBuilder(schemas.Target{API: "grpc"}, nil); err == nil {
+		t.Error("newBodyBuilder(api grpc) = nil error; want an error")
 	}
 }
 
@@ -94,6 +94,9 @@ func TestEndpoint(t *testing.T) {
 		{"http://h:1", "completions", "http://h:1/v1/completions"},
 		{"http://h:1/", "chat", "http://h:1/v1/chat/completions"},
 		{"http://h:1/v1", "chat", "http://h:1/v1/chat/completions"},
+		{"http://h:1", "responses", "http://h:1/v1/responses"},
+		{"http://h:1/v1/", "messages", "http://h:1/v1/messages"},
+		{"http://h:1", "embeddings", "http://h:1/v1/embeddings"},
 	}
 	for _, tt := range tests {
 		if got := endpoint(tt.base, tt.api); got != tt.want {
