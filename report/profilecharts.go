@@ -90,6 +90,22 @@ func offeredAxis(runs []*run) (func(*schemas.Stage) float64, string) {
 	}, "offered load (requests/s)"
 }
 
+// runLines adds a line per run with a point per stage: named name in colour c for one run, named
+// by the run in the run's colour for several.
+func runLines(p *plot.Plot, hs *hoverSet, runs []*run, name string, c color.Color, pt func(*run, *schemas.Stage) point) {
+	for ri, r := range runs {
+		var pts []point
+		for i := range r.Stages {
+			pts = append(pts, pt(r, &r.Stages[i]))
+		}
+		sr := series{name: name, pts: finite(pts), color: c, width: 2}
+		if len(runs) > 1 {
+			sr.name, sr.color = r.Label, runColor(ri)
+		}
+		line(p, hs, sr)
+	}
+}
+
 // refLine is the style of a reference line (completions = offered, every request meets the
 // SLOs): thin, light grey, dashed.
 func refLine(p *plot.Plot, name string) {
@@ -106,19 +122,10 @@ func throughputChart(id, title, ylabel string, get func(*schemas.Stage) float64,
 	p := newPlot(title, xlabel, ylabel)
 	hs := &hoverSet{}
 	multi := len(runs) > 1
-	for ri, r := range runs {
-		var pts []point
-		for i := range r.Stages {
-			s := &r.Stages[i]
-			pts = append(pts, point{X: xOf(s), Y: get(s),
-				Title: pointTitle(r, multi, s, "offered "+offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(get(s))+" "+ylabel)})
-		}
-		sr := series{name: ylabel, pts: finite(pts), color: blue, width: 2}
-		if multi {
-			sr.name, sr.color = r.Label, runColor(ri)
-		}
-		line(p, hs, sr)
-	}
+	runLines(p, hs, runs, ylabel, blue, func(r *run, s *schemas.Stage) point {
+		return point{X: xOf(s), Y: get(s),
+			Title: pointTitle(r, multi, s, "offered "+offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(get(s))+" "+ylabel)}
+	})
 	if ideal && p.X.Max > 0 {
 		refLine(p, "completions = offered")
 	}
@@ -168,19 +175,10 @@ func goodputChart(runs []*run) *chart {
 	p := newPlot("Goodput vs achieved load", "achieved requests/s", "goodput/s (requests meeting every SLO)")
 	hs := &hoverSet{}
 	multi := len(runs) > 1
-	for ri, r := range runs {
-		var pts []point
-		for i := range r.Stages {
-			s := &r.Stages[i]
-			pts = append(pts, point{X: s.AchievedRate, Y: s.GoodputRate,
-				Title: pointTitle(r, multi, s, fmtRate(s.AchievedRate)+" req/s", fmtRate(s.GoodputRate)+" goodput/s ("+fmtPct(s.GoodputShare)+")")})
-		}
-		sr := series{name: "goodput", pts: finite(pts), color: green, width: 2}
-		if multi {
-			sr.name, sr.color = r.Label, runColor(ri)
-		}
-		line(p, hs, sr)
-	}
+	runLines(p, hs, runs, "goodput", green, func(r *run, s *schemas.Stage) point {
+		return point{X: s.AchievedRate, Y: s.GoodputRate,
+			Title: pointTitle(r, multi, s, fmtRate(s.AchievedRate)+" req/s", fmtRate(s.GoodputRate)+" goodput/s ("+fmtPct(s.GoodputShare)+")")}
+	})
 	refLine(p, "every request meets the SLOs")
 	zeroBased(p)
 	return &chart{ID: "goodput", Section: "throughput", Title: "Goodput", W: chartW, H: chartH, draw: single(p), hover: hs,
