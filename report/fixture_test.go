@@ -21,12 +21,33 @@ type fixtureRun struct {
 	clientBound int
 	serverLate  int
 	missing     []string
+	name        func(i int, rate float64) string // stage i's name; nil: "r" and the rate (r12)
+	queueMs     float64                          // scale of the queueing delay past rho 0.5; 0: 25
 }
 
 var (
 	fixtureA = fixtureRun{id: "run-a", capacity: 14, rates: []float64{1, 2, 4, 8, 12, 16, 20, 24}, clientBound: 7, serverLate: -1}
 	fixtureB = fixtureRun{id: "run-b", capacity: 19, rates: []float64{1, 2, 4, 8, 12, 16, 20, 24}, clientBound: -1, serverLate: 6}
+	// fixtureDemo is like `make demo` at its widest: a sweep of 20 stages named sweep-00 ...
+	// sweep-19 from 5 to 160 requests/s across a knee near 60/s, TTFT from about 40 ms at low
+	// load to about 40 s at saturation.
+	fixtureDemo = fixtureRun{id: "demo", capacity: 60, rates: geometric(5, 160, 20), clientBound: -1, serverLate: -1,
+		name: func(i int, _ float64) string { return fmt.Sprintf("sweep-%02d", i) }, queueMs: 200}
+	// fixtureLongNames has 20 stages with long names that share no prefix (their bar labels must
+	// stand upright), fixtureOne a single stage.
+	fixtureLongNames = fixtureRun{id: "long-names", capacity: 60, rates: geometric(5, 160, 20), clientBound: 12, serverLate: 15,
+		name: func(_ int, rate float64) string { return fmt.Sprintf("%.0frps-poisson-arrivals", rate) }}
+	fixtureOne = fixtureRun{id: "one", capacity: 60, rates: []float64{10}, clientBound: -1, serverLate: -1}
 )
+
+// geometric returns n rates from lo to hi in a geometric progression, as a sweep plans them.
+func geometric(lo, hi float64, n int) []float64 {
+	rs := make([]float64, n)
+	for i := range rs {
+		rs[i] = lo * math.Pow(hi/lo, float64(i)/float64(n-1))
+	}
+	return rs
+}
 
 // dist returns a distribution with the given median and a tail that grows with load; its
 // bounds are points (lo = hi = value).
@@ -86,16 +107,23 @@ func (f fixtureRun) write(t testing.TB, dir string) string {
 	for i, rate := range f.rates {
 		rho := math.Min(rate/f.capacity, 1.6)
 		done := math.Min(rate, f.capacity*0.97)
-		queueMs := 0.0
+		queueMs, scale := 0.0, f.queueMs
+		if scale == 0 {
+			scale = 25
+		}
 		if rho > 0.5 {
-			queueMs = 25 * (rho - 0.5) / math.Max(0.05, 1-math.Min(rho, 0.97)) * (1 + 3*math.Max(0, rho-1))
+			queueMs = scale * (rho - 0.5) / math.Max(0.05, 1-math.Min(rho, 0.97)) * (1 + 3*math.Max(0, rho-1))
 		}
 		prefillMs, decodeMs := 38.0*(1+0.2*rho), 900.0*(1+0.5*rho)
 		ttft := (queueMs + prefillMs + 4) * 1e6
 		tpot := 7.0e6 * (1 + 0.5*rho)
 		n := int64(rate * 2)
+		name := fmt.Sprintf("r%g", rate)
+		if f.name != nil {
+			name = f.name(i, rate)
+		}
 		s := schemas.Stage{
-			Stage: int32(i), Name: fmt.Sprintf("r%g", rate), Mode: "open", TargetRate: rate,
+			Stage: int32(i), Name: name, Mode: "open", TargetRate: rate,
 			StartNs: start + int64(i)*stageNs, EndNs: start + int64(i+1)*stageNs,
 			Requests: n, Completed: int64(float64(n) * done / rate), AchievedRate: rate, CompletionRate: done,
 			InputTPS: done * 512, OutputTPS: done * 128, TotalTPS: done * 640, SteadyOutputTPS: done * 128,

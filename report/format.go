@@ -72,30 +72,52 @@ func fmtRatio(r *float64) string {
 	return strconv.FormatFloat(*r, 'f', 2, 64) + "×"
 }
 
-// offered describes the stage's offered load: "10/s" open loop, "16 users" closed loop.
-func offered(s *schemas.Stage) string {
-	if s.Mode == schemas.ModeClosed || (s.TargetRate == 0 && s.Concurrency > 0) {
-		return fmt.Sprintf("%d users", s.Concurrency)
+// offered describes a stage's offered load: "10.0/s" open loop, "16 users" closed loop.
+func offered(mode string, targetRate float64, users int32) string {
+	if mode == schemas.ModeClosed || (targetRate == 0 && users > 0) {
+		return fmt.Sprintf("%d users", users)
 	}
-	return fmtRate(s.TargetRate) + "/s"
+	return fmtRate(targetRate) + "/s"
 }
 
-// stageTitle names a stage for people: `3 "r32"`.
-func stageTitle(s *schemas.Stage) string {
-	if s.Name == "" {
-		return strconv.Itoa(int(s.Stage))
+// stageTitle names a stage for people, in sentences and tables alike: `3 "r32"`, or `3`
+// for a stage without a name.
+func stageTitle(stage int32, name string) string {
+	if name == "" {
+		return strconv.Itoa(int(stage))
 	}
-	return fmt.Sprintf("%d %q", s.Stage, s.Name)
+	return fmt.Sprintf("%d %q", stage, name)
 }
 
-// fmtBound formats a percentile with its bound, as offsets from the value: "12.3ms [-41.0µs, +0]"
-// says the true percentile lies in [12.3ms − 41.0µs, 12.3ms]. A point bound (lo = hi = v)
-// is the value alone.
+// fmtBound formats a percentile with its bound, as offsets from the value: "40.3ms [-2.60ms,
+// +1.80ms]" says the true percentile lies in [37.7ms, 42.1ms]. A bound that the value's three
+// digits cannot show (both offsets under half its last digit: 55.7ms with [-12.0µs, +0]) is
+// left out, so the brackets that remain are the ones that change how a figure reads.
 func fmtBound(v, lo, hi int64) string {
-	if lo == v && hi == v {
+	if 2*max(v-lo, hi-v) < lastDigit(v) {
 		return fmtDur(v)
 	}
 	return fmtDur(v) + " [" + signed(lo-v) + ", " + signed(hi-v) + "]"
+}
+
+// lastDigit is the value in nanoseconds of the last digit fmtDur prints for ns: 10µs for
+// 45.2ms, 1ns below 1µs.
+func lastDigit(ns int64) int64 {
+	a := max(ns, -ns)
+	if a < 1_000 {
+		return 1
+	}
+	unit := int64(1_000)
+	for unit < 1_000_000_000 && a >= unit*1_000 {
+		unit *= 1_000
+	}
+	switch v := float64(a) / float64(unit); {
+	case v < 10:
+		return unit / 100
+	case v < 100:
+		return unit / 10
+	}
+	return unit
 }
 
 // signed formats a duration with its sign: +0, -41.0µs, +3.00µs.
@@ -113,7 +135,7 @@ func signed(ns int64) string {
 func advice(s *schemas.Stage, cpus int) string {
 	var b strings.Builder
 	if s.ClientBound {
-		fmt.Fprintf(&b, "Stage %s is client-bound (%s): the client's own measurement error is wider than the tolerance, so its latencies are known only within their bounds.", stageTitle(s), orNone(s.ClientBoundReason))
+		fmt.Fprintf(&b, "Stage %s is client-bound (%s): the client's own measurement error is wider than the tolerance, so its latencies are known only within their bounds.", stageTitle(s.Stage, s.Name), orNone(s.ClientBoundReason))
 		if s.ReadLag.Count > 0 && s.ExactShare < 0.5 {
 			fmt.Fprintf(&b, " Only %s of events carry an exact kernel timestamp: the others came in the same read as a later event (upper bound: the server wrote them back to back, or the client read too slowly to see them one by one) or have no kernel time (TLS, or a kernel without SO_TIMESTAMPING).", fmtPct(s.ExactShare))
 		}
@@ -122,7 +144,7 @@ func advice(s *schemas.Stage, cpus int) string {
 		if b.Len() > 0 {
 			fmt.Fprintf(&b, " Its load was not sent as planned (%s).", orNone(s.LoadReason))
 		} else {
-			fmt.Fprintf(&b, "Stage %s did not get its planned load (%s).", stageTitle(s), orNone(s.LoadReason))
+			fmt.Fprintf(&b, "Stage %s did not get its planned load (%s).", stageTitle(s.Stage, s.Name), orNone(s.LoadReason))
 		}
 		b.WriteString(clientAdvice(s, cpus))
 	}

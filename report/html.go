@@ -14,8 +14,11 @@ type page struct {
 	Trust    []pageTrust
 	Sections []pageSection
 	Advice   []string
-	Compare  []pageComparison
-	Runs     []pageRun
+	// AdviceLevel is the worst trust level of the stages with advice: the advice box is red
+	// only when a stage's trust is.
+	AdviceLevel string
+	Compare     []pageComparison
+	Runs        []pageRun
 }
 
 // pageTrust is one run's trust banner.
@@ -67,6 +70,9 @@ func indexHTML(p Profile, charts []*chart) ([]byte, error) {
 					a = r.Label + ": " + a
 				}
 				pg.Advice = append(pg.Advice, a)
+				if pg.AdviceLevel == "" || levelRank[s.Quality.Trust] > levelRank[pg.AdviceLevel] {
+					pg.AdviceLevel = s.Quality.Trust
+				}
 			}
 		}
 	}
@@ -103,34 +109,41 @@ var pageTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"r
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
 <style>
-:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bad: #d62728; --badbg: #fdecea; --warn: #9a6700; --warnbg: #fff1d6; --note: #fff8c5; }
+:root { --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --bad: #c9190b; --badbg: #fdecea; --warn: #8a5a00; --warnbg: #fff1d6; --note: #eaf2fb; }
 body { font-family: "Liberation Sans", Arial, Helvetica, sans-serif; color: var(--fg); margin: 0 auto; max-width: 1500px; padding: 16px 24px 48px; line-height: 1.4; }
 h1 { font-size: 1.6em; margin: 0.2em 0 0.4em; }
 h2 { font-size: 1.25em; border-bottom: 1px solid var(--line); padding-bottom: 4px; margin-top: 1.6em; }
 h3 { font-size: 1.05em; margin-bottom: 0.4em; }
 .muted { color: var(--muted); }
 nav a { margin-right: 14px; color: #0969da; text-decoration: none; }
-.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 18px; }
-figure.chart { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 8px; background: #fff; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(560px, 100%), 1fr)); gap: 18px; }
+figure.chart { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 8px; background: #fff; min-width: 0; }
 figure.chart.wide { grid-column: 1 / -1; max-width: 1100px; }
 figure.chart svg { width: 100%; height: auto; display: block; }
 figure.chart svg text { font-family: "Liberation Sans", Arial, Helvetica, sans-serif !important; }
+figure.chart svg .hover > :hover { fill-opacity: 0.18; }
 figcaption { font-size: 0.85em; color: var(--muted); margin-top: 4px; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 6px 0 14px; }
-th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: right; white-space: nowrap; }
-th { background: #f6f8fa; }
-td:first-child, th:first-child { text-align: left; }
-td.wrap { white-space: normal; text-align: left; min-width: 18em; max-width: 32em; }
-tr.bad td { color: var(--bad); background: var(--badbg); font-weight: bold; }
+table { border-collapse: collapse; font-size: 0.82em; margin: 6px 0 14px; }
+th, td { border: 1px solid var(--line); padding: 3px 6px; text-align: right; }
+td { white-space: nowrap; }
+th { background: #f6f8fa; vertical-align: bottom; }
+td.wrap { white-space: normal; min-width: 16em; }
+td.text, td:first-child { white-space: normal; }
+.wrap, .text, td:first-child, th:first-child { text-align: left; }
+td.bad { color: var(--bad); font-weight: bold; }
+tr.bad td { color: var(--bad); background: var(--badbg); }
+tr.bad td:first-child { font-weight: bold; }
 tr.warn td { color: var(--warn); background: var(--warnbg); }
 tr.note td { background: var(--note); }
-.advice { border-left: 4px solid var(--bad); background: var(--badbg); padding: 8px 14px; margin: 12px 0; }
+.advice { border-left: 4px solid; padding: 8px 14px; margin: 12px 0; }
+.advice.red { border-color: var(--bad); background: var(--badbg); }
+.advice.amber { border-color: #bf8700; background: var(--warnbg); }
 .advice li { margin: 4px 0; }
 .trust { border-left: 8px solid; padding: 10px 14px; margin: 10px 0; font-size: 1.05em; }
 .trust.green { border-color: #2da44e; background: #dafbe1; }
 .trust.amber { border-color: #bf8700; background: var(--warnbg); }
 .trust.red { border-color: var(--bad); background: var(--badbg); }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; max-width: 100%; }
 </style>
 </head>
 <body>
@@ -139,9 +152,9 @@ tr.note td { background: var(--note); }
 {{end}}<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}<a href="#tables">Tables</a></nav>
 <div class="scroll"><table id="runs">
 <tr><th>run</th><th>host</th><th>CPUs</th><th>status</th><th>max done/s</th><th>max out tok/s</th><th>max goodput/s</th><th>saturation</th><th>client-bound stages</th></tr>
-{{range .Profile.Runs}}<tr{{if eq .Trust.Level "red"}} class="bad"{{else if eq .Trust.Level "amber"}} class="warn"{{end}}><td>{{.Label}}</td><td>{{.Host}}</td><td>{{.CPUs}}</td><td>{{.Status}}{{range .Missing}}<br>missing: {{.}}{{end}}</td><td>{{rate .Headline.MaxCompletionRate}}</td><td>{{rate .Headline.MaxOutputTPS}}</td><td>{{rate .Headline.MaxGoodputRate}}</td><td>{{with .Headline.SaturationStage}}stage {{.}}{{else}}not reached{{end}}{{if .Headline.SaturationStage}} at {{rate .Headline.SaturationRate}} done/s{{end}}</td><td>{{len .Headline.ClientBoundStages}}</td></tr>
+{{range .Profile.Runs}}<tr{{if eq .Trust.Level "red"}} class="bad"{{else if eq .Trust.Level "amber"}} class="warn"{{end}}><td>{{.Label}}</td><td>{{.Host}}</td><td>{{.CPUs}}</td><td{{if eq .Status "failed"}} class="bad"{{end}}>{{.Status}}{{range .Missing}}<br>missing: {{.}}{{end}}</td><td>{{rate .Headline.MaxCompletionRate}}</td><td>{{rate .Headline.MaxOutputTPS}}</td><td>{{rate .Headline.MaxGoodputRate}}</td><td>{{with .Headline.SaturationStage}}stage {{.}}{{else}}not reached{{end}}{{if .Headline.SaturationStage}} at {{rate .Headline.SaturationRate}} done/s{{end}}</td><td>{{len .Headline.ClientBoundStages}}</td></tr>
 {{end}}</table></div>
-{{if .Advice}}<div class="advice" id="advice"><strong>Stages to read with care: the client's measurement error or the load it sent may have shaped these figures.</strong><ul>{{range .Advice}}<li>{{.}}</li>{{end}}</ul></div>
+{{if .Advice}}<div class="advice {{.AdviceLevel}}" id="advice"><strong>Stages to read with care: the client's measurement error or the load it sent may have shaped these figures.</strong><ul>{{range .Advice}}<li>{{.}}</li>{{end}}</ul></div>
 {{end}}
 {{range .Compare}}<h2>{{.Label}}</h2><p>Headline: {{.Headline}}.</p>{{template "table" .Table}}{{end}}
 {{range .Sections}}<h2 id="{{.ID}}">{{.Title}}</h2>
@@ -150,9 +163,9 @@ tr.note td { background: var(--note); }
 {{end}}
 <h2 id="tables">Tables</h2>
 {{range .Runs}}<h3>Stages of {{.Label}}</h3>{{template "table" .Stages}}<h3>Measurement quality of {{.Label}}</h3>{{template "table" .Quality}}{{end}}
-<p class="muted">Durations are exact nearest-rank percentiles over each stage's requests; a bracket after one is the client's measurement bound as offsets: 12.3ms [-41.0µs, +0] means the true percentile lies between 12.3ms − 41.0µs and 12.3ms. Rates are per second over each stage's window. Machine-readable: profile.json, stages.csv. Generated by wirebench report.</p>
+<p class="muted">Durations are exact nearest-rank percentiles over each stage's requests; a bracket after one is the client's measurement bound as offsets: 40.3ms [-2.60ms, +1.80ms] means the true percentile lies between 37.7ms and 42.1ms. A bound too small to change the digits shown is left out (the quality table gives every stage's widest). Point at a dot or bar of a chart for its values. Rates are per second over each stage's window. Machine-readable: profile.json, stages.csv. Generated by wirebench report.</p>
 </body>
 </html>
-{{define "table"}}<div class="scroll"><table><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr{{with .Class}} class="{{.}}"{{end}}>{{range $i, $c := .Cells}}<td{{if $.Wraps $i}} class="wrap"{{end}}>{{$c}}</td>{{end}}</tr>
+{{define "table"}}<div class="scroll"><table><tr>{{range $j, $h := .Head}}<th{{with $.HeadClass $j}} class="{{.}}"{{end}}>{{$h}}</th>{{end}}</tr>
+{{range $i, $r := .Rows}}<tr{{with $r.Class}} class="{{.}}"{{end}}>{{range $j, $c := $r.Cells}}<td{{with $.CellClass $i $j}} class="{{.}}"{{end}}>{{$c}}</td>{{end}}</tr>
 {{end}}</table></div>{{end}}`))

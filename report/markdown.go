@@ -83,7 +83,7 @@ func markdown(p Profile, charts []*chart) []byte {
 		fmt.Fprintf(&b, "\n### Measurement quality of `%s`\n\n", r.Label)
 		mdTable(&b, qualityTable(r))
 	}
-	b.WriteString("\nDurations are exact nearest-rank percentiles over each stage's requests; a bracket after one is the client's measurement bound as offsets: 12.3ms [-41.0µs, +0] means the true percentile lies between 12.3ms − 41.0µs and 12.3ms. Full figures: `profile.json`, `stages.csv`; interactive page: `index.html`.\n")
+	b.WriteString("\nDurations are exact nearest-rank percentiles over each stage's requests; a bracket after one is the client's measurement bound as offsets: 40.3ms [-2.60ms, +1.80ms] means the true percentile lies between 37.7ms and 42.1ms; a bound too small to change the digits shown is left out (the measurement-quality table gives every stage's widest). Full figures: `profile.json`, `stages.csv`; interactive page: `index.html`.\n")
 	return []byte(b.String())
 }
 
@@ -102,7 +102,7 @@ func mdTable(b *strings.Builder, t table) {
 	}
 	b.WriteString("\n|")
 	for i := range t.Head {
-		if i == 0 {
+		if i == 0 || t.HeadClass(i) != "" { // names and text left, figures right
 			b.WriteString("---|")
 		} else {
 			b.WriteString("---:|")

@@ -53,48 +53,29 @@ type Headline struct {
 
 // StageProfile is one stage in profile.json.
 type StageProfile struct {
-	Stage          int32            `json:"stage"`
-	Name           string           `json:"name"`
-	Mode           string           `json:"mode"`
-	TargetRate     float64          `json:"target_rate"`
-	Concurrency    int32            `json:"concurrency"`
-	DurationNs     int64            `json:"duration_ns"` // end_ns - start_ns
-	Requests       int64            `json:"requests"`
-	Completed      int64            `json:"completed"`
-	Errors         int64            `json:"errors"`
-	ErrorsByKind   map[string]int64 `json:"errors_by_kind"`
-	AchievedRate   float64          `json:"achieved_rate"`
-	IssuedRate     float64          `json:"issued_rate"` // requests begun per second (before any connection wait)
-	CompletionRate float64          `json:"completion_rate"`
-	InputTPS       float64          `json:"input_tps"`
-	OutputTPS      float64          `json:"output_tps"`
-	TotalTPS       float64          `json:"total_tps"`
-	InflightMean   float64          `json:"inflight_mean"`
-	GoodputShare   float64          `json:"goodput_share"`
-	GoodputRate    float64          `json:"goodput_rate"`
-	Saturated      bool             `json:"saturated"`
-	Latency        map[string]Dist  `json:"latency"` // ttft_ns, tpot_ns, itl_ns, ntpot_ns, e2e_ns, ... by column name
-	Breakdown      Breakdown        `json:"breakdown"`
-	Quality        Quality          `json:"quality"`
-}
-
-// Dist is a latency distribution in nanoseconds (see schemas.Dist): the true p50, p90 and p99
-// lie in [lo, hi] (the client's measurement error; lo = hi = the value without one).
-type Dist struct {
-	Count int64 `json:"count"`
-	P50   int64 `json:"p50"`
-	P50Lo int64 `json:"p50_lo"`
-	P50Hi int64 `json:"p50_hi"`
-	P90   int64 `json:"p90"`
-	P90Lo int64 `json:"p90_lo"`
-	P90Hi int64 `json:"p90_hi"`
-	P95   int64 `json:"p95"`
-	P99   int64 `json:"p99"`
-	P99Lo int64 `json:"p99_lo"`
-	P99Hi int64 `json:"p99_hi"`
-	P999  int64 `json:"p999"`
-	Max   int64 `json:"max"`
-	Mean  int64 `json:"mean"`
+	Stage          int32                   `json:"stage"`
+	Name           string                  `json:"name"`
+	Mode           string                  `json:"mode"`
+	TargetRate     float64                 `json:"target_rate"`
+	Concurrency    int32                   `json:"concurrency"`
+	DurationNs     int64                   `json:"duration_ns"` // end_ns - start_ns
+	Requests       int64                   `json:"requests"`
+	Completed      int64                   `json:"completed"`
+	Errors         int64                   `json:"errors"`
+	ErrorsByKind   map[string]int64        `json:"errors_by_kind"`
+	AchievedRate   float64                 `json:"achieved_rate"`
+	IssuedRate     float64                 `json:"issued_rate"` // requests begun per second (before any connection wait)
+	CompletionRate float64                 `json:"completion_rate"`
+	InputTPS       float64                 `json:"input_tps"`
+	OutputTPS      float64                 `json:"output_tps"`
+	TotalTPS       float64                 `json:"total_tps"`
+	InflightMean   float64                 `json:"inflight_mean"`
+	GoodputShare   float64                 `json:"goodput_share"`
+	GoodputRate    float64                 `json:"goodput_rate"`
+	Saturated      bool                    `json:"saturated"`
+	Latency        map[string]schemas.Dist `json:"latency"` // ttft_ns, tpot_ns, itl_ns, ntpot_ns, e2e_ns, ... by column name
+	Breakdown      Breakdown               `json:"breakdown"`
+	Quality        Quality                 `json:"quality"`
 }
 
 // Breakdown is the mean decomposition of a request: queue + prefill + decode.
@@ -175,13 +156,9 @@ var latencyColumns = []struct {
 // profileLatencies are the five latencies of the profile charts.
 var profileLatencies = latencyColumns[:5]
 
-func toDist(d schemas.Dist) Dist {
-	return Dist{d.Count, d.P50, d.P50Lo, d.P50Hi, d.P90, d.P90Lo, d.P90Hi, d.P95, d.P99, d.P99Lo, d.P99Hi, d.P999, d.Max, d.Mean}
-}
-
 // p50 and p99 format the percentile with its bound (fmtBound).
-func (d Dist) p50() string { return fmtBound(d.P50, d.P50Lo, d.P50Hi) }
-func (d Dist) p99() string { return fmtBound(d.P99, d.P99Lo, d.P99Hi) }
+func p50(d schemas.Dist) string { return fmtBound(d.P50, d.P50Lo, d.P50Hi) }
+func p99(d schemas.Dist) string { return fmtBound(d.P99, d.P99Lo, d.P99Hi) }
 
 // buildProfile turns the loaded runs into the profile; outDir makes run paths relative.
 func buildProfile(runs []*run, outDir string) Profile {
@@ -241,7 +218,7 @@ func stageProfile(s *schemas.Stage, cpus int) StageProfile {
 		ErrorsByKind: map[string]int64{}, AchievedRate: s.AchievedRate, IssuedRate: s.IssuedRate, CompletionRate: s.CompletionRate,
 		InputTPS: s.InputTPS, OutputTPS: s.OutputTPS, TotalTPS: s.TotalTPS, InflightMean: s.InflightMean,
 		GoodputShare: s.GoodputShare, GoodputRate: s.GoodputRate, Saturated: s.Saturated,
-		Latency: map[string]Dist{},
+		Latency: map[string]schemas.Dist{},
 		Breakdown: Breakdown{
 			QueueMeanNs: s.Queue.Mean, PrefillMeanNs: s.Prefill.Mean, DecodeMeanNs: s.Decode.Mean,
 			PrefillPerTokenNs: s.PrefillPerTokenNs, Source: s.DecompositionSource,
@@ -262,7 +239,7 @@ func stageProfile(s *schemas.Stage, cpus int) StageProfile {
 		_ = json.Unmarshal([]byte(s.ErrorsByKind), &sp.ErrorsByKind)
 	}
 	for _, c := range latencyColumns {
-		sp.Latency[c.Key] = toDist(c.Get(s))
+		sp.Latency[c.Key] = c.Get(s)
 	}
 	return sp
 }

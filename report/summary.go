@@ -44,10 +44,9 @@ func writeSummary(w io.Writer, runs []*run) error {
 		fmt.Fprintln(tw, "stage\toffered\tsent/s\tdone/s\tout tok/s\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tE2E p99\tgoodput\terrors\t")
 		for j := range r.Stages {
 			s := &r.Stages[j]
-			ttft, tpot := toDist(s.TTFT), toDist(s.TPOT)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
-				stageTitle(s), offered(s), fmtRate(s.AchievedRate), fmtRate(s.CompletionRate), fmtRate(s.OutputTPS),
-				ttft.p50(), ttft.p99(), tpot.p50(), tpot.p99(), toDist(s.E2E).p99(),
+				stageTitle(s.Stage, s.Name), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(s.AchievedRate),
+				fmtRate(s.CompletionRate), fmtRate(s.OutputTPS), p50(s.TTFT), p99(s.TTFT), p50(s.TPOT), p99(s.TPOT), p99(s.E2E),
 				fmtPct(s.GoodputShare), s.Errors, stageNotes(s))
 		}
 		tw.Flush()

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/wirebench/wirebench/schemas"
 )
 
 // stagesCSV renders stages.csv: one row per run and stage, durations in nanoseconds.
@@ -63,11 +61,30 @@ func stagesCSV(p Profile) ([]byte, error) {
 type table struct {
 	Head []string
 	Rows []tableRow
-	Wrap map[int]bool // columns whose long cells (verdict reasons) wrap in HTML
+	Wrap map[int]bool            // columns of long text (verdict reasons): left-aligned, wrapping in HTML
+	Text map[int]bool            // columns of short words (notes): left-aligned
+	Bad  func(row, col int) bool // cells whose figure is a problem by itself (errors): red in HTML
 }
 
-// Wraps reports whether the cells of column i wrap.
-func (t table) Wraps(i int) bool { return t.Wrap[i] }
+// HeadClass is the HTML class of column col's cells and header: wrap, text or none (numbers,
+// right-aligned).
+func (t table) HeadClass(col int) string {
+	switch {
+	case t.Wrap[col]:
+		return "wrap"
+	case t.Text[col]:
+		return "text"
+	}
+	return ""
+}
+
+// CellClass is the HTML class of cell col of row: its column's class, or bad.
+func (t table) CellClass(row, col int) string {
+	if t.Bad != nil && t.Bad(row, col) {
+		return "bad"
+	}
+	return t.HeadClass(col)
+}
 
 type tableRow struct {
 	Cells []string
@@ -89,10 +106,14 @@ func (r tableRow) Class() string {
 }
 
 // stageTable is the per-stage headline table of one run: each latency percentile with its
-// bound (fmtBound).
+// bound where the bound shows at the printed digits (fmtBound). Stages with errors have their
+// error count marked.
 func stageTable(r RunProfile) table {
 	t := table{Head: []string{"stage", "offered", "sent/s", "done/s", "out tok/s", "in flight", "TTFT p50", "TTFT p99",
-		"TPOT p50", "TPOT p99", "ITL p99", "NTPOT p99", "E2E p50", "E2E p99", "goodput", "errors", "note"}}
+		"TPOT p50", "TPOT p99", "ITL p99", "NTPOT p99", "E2E p50", "E2E p99", "goodput", "errors", "note"},
+		Text: map[int]bool{16: true}}
+	const errorsCol = 15
+	t.Bad = func(row, col int) bool { return col == errorsCol && r.Stages[row].Errors > 0 }
 	for _, s := range r.Stages {
 		var notes []string
 		if s.Saturated {
@@ -106,22 +127,23 @@ func stageTable(r RunProfile) table {
 		}
 		l := s.Latency
 		t.Rows = append(t.Rows, tableRow{Level: s.Quality.Trust, Note: s.Saturated, Cells: []string{
-			stageLabel(s), offeredP(s), fmtRate(s.AchievedRate), fmtRate(s.CompletionRate), fmtRate(s.OutputTPS),
-			fmtRate(s.InflightMean), l["ttft_ns"].p50(), l["ttft_ns"].p99(), l["tpot_ns"].p50(), l["tpot_ns"].p99(),
-			l["itl_ns"].p99(), l["ntpot_ns"].p99(), l["e2e_ns"].p50(), l["e2e_ns"].p99(), fmtPct(s.GoodputShare),
-			strconv.FormatInt(s.Errors, 10), strings.Join(notes, ", "),
+			stageTitle(s.Stage, s.Name), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(s.AchievedRate),
+			fmtRate(s.CompletionRate), fmtRate(s.OutputTPS), fmtRate(s.InflightMean), p50(l["ttft_ns"]), p99(l["ttft_ns"]),
+			p50(l["tpot_ns"]), p99(l["tpot_ns"]), p99(l["itl_ns"]), p99(l["ntpot_ns"]), p50(l["e2e_ns"]), p99(l["e2e_ns"]),
+			fmtPct(s.GoodputShare), strconv.FormatInt(s.Errors, 10), strings.Join(notes, ", "),
 		}})
 	}
 	return t
 }
 
-// qualityTable is the per-stage verdict table of one run: the client's uncertainty (the widest
-// bound of a judged percentile) and whether it is client-bound, lateness and rate against the
-// planned schedule and whether the load was delivered, then diagnostics.
+// qualityTable is the per-stage verdict table of one run, the verdicts first: client-bound and
+// the client's uncertainty (the widest bound of a judged percentile), load sent as planned with
+// lateness and rate against the planned schedule, then diagnostics, and last the reasons of the
+// failed verdicts (the one column that wraps, so the table fits the page).
 func qualityTable(r RunProfile) table {
-	t := table{Head: []string{"stage", "uncertainty", "client-bound", "lateness p99", "rate fidelity (achieved / planned)",
-		"load delivered", "client's share of lateness", "exact timestamps", "worker ρ max", "workers", "GC pause"},
-		Wrap: map[int]bool{2: true, 5: true}}
+	t := table{Head: []string{"stage", "client-bound", "uncertainty", "load sent as planned", "lateness p99",
+		"rate: achieved / planned", "client's share of lateness", "exact timestamps", "workers (ρ max)", "GC pause", "why"},
+		Wrap: map[int]bool{10: true}}
 	for _, s := range r.Stages {
 		q := s.Quality
 		unc := "-"
@@ -132,20 +154,27 @@ func qualityTable(r RunProfile) table {
 		if q.ClockUncertaintyNs > 0 {
 			rate += "; hosts' clocks ±" + fmtDur(q.ClockUncertaintyNs)
 		}
+		var why []string
+		if q.ClientBound {
+			why = append(why, "client-bound: "+orNone(q.ClientBoundReason))
+		}
+		if !q.LoadDelivered {
+			why = append(why, "load: "+orNone(q.LoadReason))
+		}
 		t.Rows = append(t.Rows, tableRow{Level: q.Trust, Cells: []string{
-			stageLabel(s), unc, verdict(q.ClientBound, "YES", "no", q.ClientBoundReason), s.Latency["send_lag_ns"].p99(),
-			rate, verdict(!q.LoadDelivered, "NO", "yes", q.LoadReason),
-			fmtPct(q.LateShareClient), fmtPct(q.ExactShare), strconv.FormatFloat(q.WorkerRhoMax, 'f', 2, 64),
-			strconv.Itoa(int(q.Workers)), fmtDur(q.GCPauseNs),
+			stageTitle(s.Stage, s.Name), yesNo(q.ClientBound, "YES", "no"), unc, yesNo(!q.LoadDelivered, "NO", "yes"),
+			p99(s.Latency["send_lag_ns"]), rate,
+			fmtPct(q.LateShareClient), fmtPct(q.ExactShare), fmt.Sprintf("%d (%.2f)", q.Workers, q.WorkerRhoMax),
+			fmtDur(q.GCPauseNs), strings.Join(why, "; "),
 		}})
 	}
 	return t
 }
 
-// verdict is the table cell of a verdict: the word for a failed one with its reason, else ok.
-func verdict(failed bool, bad, ok, reason string) string {
+// yesNo is the cell of a verdict: the word for a failed one, else the word for a passed one.
+func yesNo(failed bool, bad, ok string) string {
 	if failed {
-		return bad + ": " + orNone(reason)
+		return bad
 	}
 	return ok
 }
@@ -157,25 +186,11 @@ func comparisonTable(c Comparison) table {
 		t.Head = append(t.Head, f.Title)
 	}
 	for _, s := range c.Stages {
-		row := []string{strconv.Itoa(int(s.Stage)) + " " + s.Name}
+		row := []string{stageTitle(s.Stage, s.Name)}
 		for _, f := range comparedFigures {
 			row = append(row, fmtRatio(s.Ratios[f.Key]))
 		}
 		t.Rows = append(t.Rows, tableRow{Cells: row})
 	}
 	return t
-}
-
-func stageLabel(s StageProfile) string {
-	if s.Name == "" {
-		return strconv.Itoa(int(s.Stage))
-	}
-	return strconv.Itoa(int(s.Stage)) + " " + s.Name
-}
-
-func offeredP(s StageProfile) string {
-	if s.Mode == schemas.ModeClosed || (s.TargetRate == 0 && s.Concurrency > 0) {
-		return fmt.Sprintf("%d users", s.Concurrency)
-	}
-	return fmtRate(s.TargetRate) + "/s"
 }

@@ -61,10 +61,10 @@ func Trust(stages []schemas.Stage) (level, sentence string) {
 			level = l
 		}
 		if s.ClientBound {
-			why = append(why, fmt.Sprintf("stage %s is client-bound (%s)", stageTitle(s), orNone(s.ClientBoundReason)))
+			why = append(why, fmt.Sprintf("stage %s is client-bound (%s)", stageTitle(s.Stage, s.Name), orNone(s.ClientBoundReason)))
 		}
 		if !s.LoadDelivered {
-			why = append(why, fmt.Sprintf("stage %s did not get its planned load (%s)", stageTitle(s), orNone(s.LoadReason)))
+			why = append(why, fmt.Sprintf("stage %s did not get its planned load (%s)", stageTitle(s.Stage, s.Name), orNone(s.LoadReason)))
 		}
 	}
 	why = append(why, uncertaintyClause(stages), latenessClause(stages))
@@ -86,10 +86,10 @@ func uncertaintyClause(stages []schemas.Stage) string {
 	}
 	s := &stages[w]
 	if bound {
-		return fmt.Sprintf("client uncertainty up to %s (%s of stage %s)", fmtDur(s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s))
+		return fmt.Sprintf("client uncertainty up to %s (%s of stage %s)", fmtDur(s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s.Stage, s.Name))
 	}
 	return fmt.Sprintf("client uncertainty ≤ %s on every p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT (widest: %s of stage %s)",
-		fmtDur(s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s))
+		fmtDur(s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s.Stage, s.Name))
 }
 
 // latenessClause quotes the worst send lag p99 (lateness against the schedule) over the stages.
@@ -106,9 +106,9 @@ func latenessClause(stages []schemas.Stage) string {
 	case w < 0:
 		return "no send to judge lateness by"
 	case delivered:
-		return fmt.Sprintf("load sent as planned, p99 lateness ≤ %s (stage %s)", fmtDur(stages[w].SendLag.P99), stageTitle(&stages[w]))
+		return fmt.Sprintf("load sent as planned, p99 lateness ≤ %s (stage %s)", fmtDur(stages[w].SendLag.P99), stageTitle(stages[w].Stage, stages[w].Name))
 	}
-	return fmt.Sprintf("p99 lateness up to %s (stage %s)", fmtDur(stages[w].SendLag.P99), stageTitle(&stages[w]))
+	return fmt.Sprintf("p99 lateness up to %s (stage %s)", fmtDur(stages[w].SendLag.P99), stageTitle(stages[w].Stage, stages[w].Name))
 }
 
 // orNone stands in for an empty verdict reason.

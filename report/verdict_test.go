@@ -113,9 +113,15 @@ func TestFmtBound(t *testing.T) {
 		v, lo, hi int64
 		want      string
 	}{
-		{12_345_000, 12_345_000, 12_345_000, "12.3ms"},
-		{12_345_000, 12_304_000, 12_345_000, "12.3ms [-41.0µs, +0]"},
-		{7_000_000, 6_999_700, 7_000_300, "7.00ms [-300ns, +300ns]"},
+		{12_345_000, 12_345_000, 12_345_000, "12.3ms"},                       // a point bound
+		{12_345_000, 12_304_000, 12_345_000, "12.3ms"},                       // 41µs < half the last digit (100µs)
+		{12_345_000, 12_295_000, 12_345_000, "12.3ms [-50.0µs, +0]"},         // exactly half: shown
+		{7_000_000, 6_999_700, 7_000_300, "7.00ms"},                          // 300ns < 5µs
+		{7_000_000, 6_990_000, 7_000_300, "7.00ms [-10.0µs, +300ns]"},        // the wider side counts
+		{40_300_000, 37_700_000, 42_100_000, "40.3ms [-2.60ms, +1.80ms]"},    // a client-bound ITL p99
+		{850, 849, 850, "850ns [-1ns, +0]"},                                  // below 1µs every ns shows
+		{2_390_000_000, 2_389_990_000, 2_390_000_000, "2.39s"},               // 10µs < 5ms (half of 10ms)
+		{2_390_000_000, 2_384_000_000, 2_390_000_000, "2.39s [-6.00ms, +0]"}, // 6ms >= 5ms
 	}
 	for _, tt := range tests {
 		if got := fmtBound(tt.v, tt.lo, tt.hi); got != tt.want {
@@ -139,14 +145,15 @@ func TestHostsInQualityTable(t *testing.T) {
 		rp.Stages = append(rp.Stages, stageProfile(&st[i], 2))
 	}
 	rows := qualityTable(rp).Rows
-	if got := rows[0].Cells[4]; !strings.Contains(got, "hosts' clocks ±1.50ms") {
+	const rateCol, whyCol = 5, 10
+	if got := rows[0].Cells[rateCol]; !strings.Contains(got, "hosts' clocks ±1.50ms") {
 		t.Errorf("stage 0 rate cell %q; want the hosts' clock uncertainty ±1.50ms", got)
 	}
-	if got := rows[1].Cells[4]; strings.Contains(got, "clocks") {
+	if got := rows[1].Cells[rateCol]; strings.Contains(got, "clocks") {
 		t.Errorf("stage 1 rate cell %q; want no clock note on one clock", got)
 	}
-	if q := rp.Stages[1].Quality; q.Trust != Amber || q.Missing != gap || !strings.Contains(rows[1].Cells[5], gap) {
-		t.Errorf("stage 1: trust %q, missing %q, load cell %q; want amber and the gap named", q.Trust, q.Missing, rows[1].Cells[5])
+	if q := rp.Stages[1].Quality; q.Trust != Amber || q.Missing != gap || !strings.Contains(rows[1].Cells[whyCol], gap) {
+		t.Errorf("stage 1: trust %q, missing %q, why cell %q; want amber and the gap named", q.Trust, q.Missing, rows[1].Cells[whyCol])
 	}
 	if q := rp.Stages[0].Quality; q.ClockUncertaintyNs != 1_500_000 {
 		t.Errorf("stage 0 profile clock_uncertainty_ns %d; want 1500000", q.ClockUncertaintyNs)

@@ -96,21 +96,23 @@ const (
 // any t, so the k-th smallest l is at most the k-th smallest x; the same argument gives the
 // k-th smallest x at most the k-th smallest h. Ties and weights (same weight for l_i, x_i, h_i)
 // do not change the argument.
+//
+// The JSON names are those of profile.json (wirebench report), which holds Dist as it is.
 type Dist struct {
-	Count int64 `parquet:"count" doc:"number of values"`
-	P50   int64 `parquet:"p50" doc:"50th percentile (nearest rank: value at rank ceil(0.5*count))"`
-	P50Lo int64 `parquet:"p50_lo" doc:"lower bound of the true p50: the p50 of the values' lower ends (= p50 where the values carry no client error)"`
-	P50Hi int64 `parquet:"p50_hi" doc:"upper bound of the true p50: the p50 of the values' upper ends"`
-	P90   int64 `parquet:"p90" doc:"90th percentile"`
-	P90Lo int64 `parquet:"p90_lo" doc:"lower bound of the true p90"`
-	P90Hi int64 `parquet:"p90_hi" doc:"upper bound of the true p90"`
-	P95   int64 `parquet:"p95" doc:"95th percentile"`
-	P99   int64 `parquet:"p99" doc:"99th percentile"`
-	P99Lo int64 `parquet:"p99_lo" doc:"lower bound of the true p99"`
-	P99Hi int64 `parquet:"p99_hi" doc:"upper bound of the true p99"`
-	P999  int64 `parquet:"p999" doc:"99.9th percentile"`
-	Max   int64 `parquet:"max" doc:"maximum"`
-	Mean  int64 `parquet:"mean" doc:"arithmetic mean, rounded"`
+	Count int64 `parquet:"count" json:"count" doc:"number of values"`
+	P50   int64 `parquet:"p50" json:"p50" doc:"50th percentile (nearest rank: value at rank ceil(0.5*count))"`
+	P50Lo int64 `parquet:"p50_lo" json:"p50_lo" doc:"lower bound of the true p50: the p50 of the values' lower ends (= p50 where the values carry no client error)"`
+	P50Hi int64 `parquet:"p50_hi" json:"p50_hi" doc:"upper bound of the true p50: the p50 of the values' upper ends"`
+	P90   int64 `parquet:"p90" json:"p90" doc:"90th percentile"`
+	P90Lo int64 `parquet:"p90_lo" json:"p90_lo" doc:"lower bound of the true p90"`
+	P90Hi int64 `parquet:"p90_hi" json:"p90_hi" doc:"upper bound of the true p90"`
+	P95   int64 `parquet:"p95" json:"p95" doc:"95th percentile"`
+	P99   int64 `parquet:"p99" json:"p99" doc:"99th percentile"`
+	P99Lo int64 `parquet:"p99_lo" json:"p99_lo" doc:"lower bound of the true p99"`
+	P99Hi int64 `parquet:"p99_hi" json:"p99_hi" doc:"upper bound of the true p99"`
+	P999  int64 `parquet:"p999" json:"p999" doc:"99.9th percentile"`
+	Max   int64 `parquet:"max" json:"max" doc:"maximum"`
+	Mean  int64 `parquet:"mean" json:"mean" doc:"arithmetic mean, rounded"`
 }
 
 // Stage is one row of metrics/stages.parquet: one stage of the load plan with rates,

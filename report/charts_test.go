@@ -1,0 +1,230 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// svgTarget is a hover target read back from a chart's SVG.
+type svgTarget struct {
+	X, Y, W, H float64 // circle: centre X, Y; rect: corner and size (SVG coordinates, y down)
+	Rect       bool
+	Title      string
+}
+
+// readSVG parses a chart's SVG: its height (viewBox), the vertices of every path gonum drew (in
+// the canvas's coordinates, y up) and the hover targets.
+func readSVG(t *testing.T, svg []byte) (height float64, vertices [][2]float64, targets []svgTarget) {
+	t.Helper()
+	num := regexp.MustCompile(`-?[0-9.]+`)
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	inHover, inTitle := false, false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("parse svg: %v", err)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			attr := map[string]string{}
+			for _, a := range e.Attr {
+				attr[a.Name.Local] = a.Value
+			}
+			f := func(k string) float64 { v, _ := strconv.ParseFloat(attr[k], 64); return v }
+			switch e.Name.Local {
+			case "svg":
+				vb := strings.Fields(attr["viewBox"])
+				height, _ = strconv.ParseFloat(vb[3], 64)
+			case "g":
+				inHover = inHover || attr["class"] == "hover"
+			case "path":
+				ns := num.FindAllString(attr["d"], -1)
+				for i := 0; i+1 < len(ns); i += 2 {
+					x, _ := strconv.ParseFloat(ns[i], 64)
+					y, _ := strconv.ParseFloat(ns[i+1], 64)
+					vertices = append(vertices, [2]float64{x, y})
+				}
+			case "circle":
+				if inHover {
+					targets = append(targets, svgTarget{X: f("cx"), Y: f("cy")})
+				}
+			case "rect":
+				if inHover {
+					targets = append(targets, svgTarget{X: f("x"), Y: f("y"), W: f("width"), H: f("height"), Rect: true})
+				}
+			case "title":
+				inTitle = true
+			}
+		case xml.EndElement:
+			inTitle = inTitle && e.Name.Local != "title"
+		case xml.CharData:
+			if inTitle && len(targets) > 0 {
+				targets[len(targets)-1].Title += string(e)
+			}
+		}
+	}
+	return height, vertices, targets
+}
+
+func chartByID(t *testing.T, cs []*chart, id string) *chart {
+	t.Helper()
+	for _, c := range cs {
+		if c.ID == id {
+			return c
+		}
+	}
+	t.Fatalf("no chart %s", id)
+	return nil
+}
+
+// TestHoverTitles reads the charts' SVG back: every point of a latency profile has a target
+// whose title gives its run, stage, load and value, centred on a vertex of the line gonum drew;
+// every bar of the quality chart has one with its stage's figure.
+func TestHoverTitles(t *testing.T) {
+	dir := t.TempDir()
+	runs, err := loadRuns([]string{fixtureA.write(t, dir), fixtureB.write(t, dir)}, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := buildCharts(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	height, vertices, targets := readSVG(t, chartByID(t, cs, "ttft").SVG)
+	want := map[string]bool{}
+	for _, r := range runs {
+		for _, s := range r.Stages {
+			for _, p := range []struct {
+				name string
+				v    int64
+			}{{"p50", s.TTFT.P50}, {"p90", s.TTFT.P90}, {"p99", s.TTFT.P99}} {
+				want[fmt.Sprintf("%s · stage %d %q · %s req/s · TTFT %s %s", r.Label, s.Stage, s.Name, fmtRate(s.AchievedRate), p.name, fmtDur(p.v))] = true
+			}
+		}
+	}
+	if !want[`run-a · stage 0 "r1" · 1.00 req/s · TTFT p50 42.5ms`] {
+		t.Fatalf("the expected titles lack run A's first p50 (42.5ms in the stage table): %v", want)
+	}
+	if len(targets) != len(want) {
+		t.Errorf("ttft chart has %d hover targets; want %d (3 percentiles × 8 stages × 2 runs)", len(targets), len(want))
+	}
+	for _, tg := range targets {
+		if !want[tg.Title] {
+			t.Errorf("ttft target titled %q; want one of the data's titles", tg.Title)
+		}
+		delete(want, tg.Title)
+		if !onVertex(tg.X, height-tg.Y, vertices) {
+			t.Errorf("ttft target %q at (%.2f, %.2f) is on no vertex of a drawn line", tg.Title, tg.X, tg.Y)
+		}
+	}
+	for w := range want {
+		t.Errorf("ttft chart lacks a target titled %q", w)
+	}
+
+	_, _, bars := readSVG(t, chartByID(t, cs, "quality-1").SVG)
+	if got, want := len(bars), len(qualityPanels)*len(runs[0].Stages); got != want {
+		t.Errorf("quality-1 has %d hover targets; want %d (a bar per panel and stage)", got, want)
+	}
+	for _, want := range []string{`stage 7 "r24" · rate fidelity (achieved / planned): 0.930`, `stage 7 "r24" · lateness: send lag p99: 4.23ms`} {
+		if !hasTitle(bars, want) {
+			t.Errorf("quality-1 lacks a bar titled %q", want)
+		}
+	}
+	for _, b := range bars {
+		if !b.Rect || b.W <= 0 || b.H <= 0 {
+			t.Errorf("quality-1 target %+v; want a rectangle of positive size", b)
+		}
+	}
+}
+
+// onVertex reports whether (x, y) is within 0.01 of one of the vertices.
+func onVertex(x, y float64, vertices [][2]float64) bool {
+	for _, v := range vertices {
+		if math.Abs(v[0]-x) < 0.01 && math.Abs(v[1]-y) < 0.01 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasTitle(ts []svgTarget, title string) bool {
+	for _, t := range ts {
+		if t.Title == title {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLogLatencyAxis checks that a profile from 20 ms to 40 s gets a log axis whose labels
+// include both ends, and a narrow one a linear axis from 0.
+func TestLogLatencyAxis(t *testing.T) {
+	st := func(p50 int64) schemas.Stage {
+		return schemas.Stage{Stage: 0, Name: "s", AchievedRate: 1, TTFT: schemas.Dist{Count: 1, P50: p50, P90: p50, P99: p50}}
+	}
+	wide := &run{Label: "w", Stages: []schemas.Stage{st(20e6), st(40e9)}}
+	wide.Stages[1].Stage, wide.Stages[1].AchievedRate = 1, 2
+	narrow := &run{Label: "n", Stages: []schemas.Stage{st(8e6), st(25e6)}}
+	narrow.Stages[1].Stage, narrow.Stages[1].AchievedRate = 1, 2
+	for _, tt := range []struct {
+		r      *run
+		label  string
+		labels []string
+	}{
+		{wide, "TTFT (log scale)", []string{"10ms", "100ms", "1s", "10s", "50s"}},
+		{narrow, "TTFT", []string{"0", "5ms", "10ms", "15ms", "20ms", "25ms"}},
+	} {
+		c := latencyChart("ttft", "TTFT", func(s *schemas.Stage) schemas.Dist { return s.TTFT }, []*run{tt.r})
+		if err := c.render(); err != nil {
+			t.Fatal(err)
+		}
+		texts := svgTexts(t, c.SVG)
+		if !strings.Contains(texts, "|"+tt.label+"|") {
+			t.Errorf("%s: chart texts %s; want the axis label %q", tt.r.Label, texts, tt.label)
+		}
+		if !strings.Contains(texts, "|"+strings.Join(tt.labels, "|")+"|") {
+			t.Errorf("%s: chart texts %s; want the y ticks %v in a row", tt.r.Label, texts, tt.labels)
+		}
+	}
+}
+
+// svgTexts returns the texts of an SVG joined by |, with | at both ends.
+func svgTexts(t *testing.T, svg []byte) string {
+	t.Helper()
+	var out []string
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	in := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			in = e.Name.Local == "text"
+		case xml.EndElement:
+			in = false
+		case xml.CharData:
+			if in {
+				out = append(out, string(e))
+			}
+		}
+	}
+	return "|" + strings.Join(out, "|") + "|"
+}
