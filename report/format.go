@@ -162,7 +162,7 @@ func clientAdvice(s *schemas.Stage, cpus int) string {
 		return fmt.Sprintf(" Its workers were not all busy (ρ max %.2f): check that other processes are not competing for these CPUs.", s.WorkerRhoMax)
 	case cpus > 0 && need > cpus:
 		hosts := (need + cpus - 1) / cpus
-		return fmt.Sprintf(" It needs %d workers (now %d) to keep worker utilisation under 0.5, more than this host's %d CPUs: split the load over %d hosts with `wirebench capture --shard i/%d --start-at T`.", need, s.Workers, cpus, hosts, hosts)
+		return fmt.Sprintf(" It needs %d workers (now %d) to keep worker utilisation under %g, more than this host's %d CPUs: split the load over %d hosts with `wirebench capture --shard i/%d --start-at T`.", need, s.Workers, schemas.TargetRho, cpus, hosts, hosts)
 	}
-	return fmt.Sprintf(" Run it with --workers %d (now %d) to keep worker utilisation under 0.5.", need, s.Workers)
+	return fmt.Sprintf(" Run it with --workers %d (now %d) to keep worker utilisation under %g.", need, s.Workers, schemas.TargetRho)
 }

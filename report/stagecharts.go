@@ -211,10 +211,10 @@ func show2(v float64) string   { return strconv.FormatFloat(v, 'f', 2, 64) }
 var qualityPanels = []qualityPanel{
 	{"client uncertainty: widest p50/p90/p99 bound", func(s *schemas.Stage) float64 { return ms(s.UncertaintyNs) }, showMs, math.NaN(), durTicks{}},
 	{"lateness: send lag p99", func(s *schemas.Stage) float64 { return ms(s.SendLag.P99) }, showMs, math.NaN(), durTicks{}},
-	{"rate fidelity (achieved / planned)", func(s *schemas.Stage) float64 { return s.RateFidelity }, show3, 0.98, numTicks{}},
-	{"client's share of the lateness (%)", func(s *schemas.Stage) float64 { return s.LateShareClient * 100 }, showPct, 50, numTicks{}},
+	{"rate fidelity (achieved / planned)", func(s *schemas.Stage) float64 { return s.RateFidelity }, show3, 1 - schemas.MaxRateError, numTicks{}},
+	{"client's share of the lateness (%)", func(s *schemas.Stage) float64 { return s.LateShareClient * 100 }, showPct, schemas.ClientLateShare * 100, numTicks{}},
 	{"exact kernel timestamps (%)", func(s *schemas.Stage) float64 { return s.ExactShare * 100 }, showPct, math.NaN(), numTicks{}},
-	{"worker utilisation ρ (max)", func(s *schemas.Stage) float64 { return s.WorkerRhoMax }, show2, 0.7, numTicks{}},
+	{"worker utilisation ρ (max)", func(s *schemas.Stage) float64 { return s.WorkerRhoMax }, show2, schemas.AdviceRho, numTicks{}},
 }
 
 // qualityChart draws the measurement-quality panel of one run, per stage: the client's
@@ -242,7 +242,7 @@ func qualityChart(idx int, r *run, multi bool) *chart {
 	}
 	return &chart{ID: fmt.Sprintf("quality-%d", idx+1), Section: "quality", Title: "Measurement quality" + runSuffix(r, multi),
 		W: 9 * vg.Inch, H: 8 * vg.Inch, hover: hs,
-		Caption: "The two verdicts per stage: the client's measurement uncertainty, and lateness and rate against the planned schedule (with the client's share of the lateness); exact timestamps and worker utilisation are diagnostics. Red bars: client-bound, or the client kept the load from being sent as planned; amber: the load was not sent as planned for a server or connection reason; blue: both verdicts passed. Dashed lines: rate fidelity 0.98, the client blamed from 50% of the lateness, advice from ρ 0.7." + ax.note(),
+		Caption: "The two verdicts per stage: the client's measurement uncertainty, and lateness and rate against the planned schedule (with the client's share of the lateness); exact timestamps and worker utilisation are diagnostics. Red bars: client-bound, or the client kept the load from being sent as planned; amber: the load was not sent as planned for a server or connection reason; blue: both verdicts passed. " + fmt.Sprintf("Dashed lines: rate fidelity %g, the client blamed from %g%% of the lateness, advice from ρ %g.", 1-schemas.MaxRateError, schemas.ClientLateShare*100, schemas.AdviceRho) + ax.note(),
 		draw: func(dc draw.Canvas) {
 			t := draw.Tiles{Rows: 3, Cols: 2, PadX: vg.Points(14), PadY: vg.Points(10), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
 			cs := plot.Align(plots, t, dc)
