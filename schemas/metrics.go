@@ -22,7 +22,7 @@ type MetricRequest struct {
 	SentNs              int64  `parquet:"sent_ns" doc:"send time S: when the write call that took the request's last byte began (https: when net/http reports the headers written); for a request never written (e.g. the connect failed), when the worker began it"`
 	DoneNs              *int64 `parquet:"done_ns,optional" doc:"arrival of the final event, E; null when the stream did not end"`
 	Status              int32  `parquet:"status" doc:"HTTP status; 0 when none"`
-	ErrorKind           string `parquet:"error_kind,dict" doc:"empty on success, else the capture error kind"`
+	ErrorKind           string `parquet:"error_kind,dict" doc:"empty on success, else the capture error kind (see Error kinds)"`
 	OK                  bool   `parquet:"ok" doc:"status 200, no error kind, stream ended"`
 	InputTokens         *int32 `parquet:"input_tokens,optional" doc:"I: the server's usage prompt_tokens, else the scheduled count"`
 	OutputTokens        *int32 `parquet:"output_tokens,optional" doc:"N: the server's usage completion_tokens, else the configured tokenizer over the text, else the number of content chunks"`

@@ -28,7 +28,7 @@ type RawRequest struct {
 	HeadersNs       *int64 `parquet:"headers_ns,optional" doc:"time the response headers arrived; null when none arrived"`
 	DoneNs          *int64 `parquet:"done_ns,optional" doc:"time of the final event ([DONE] or end of body); null when the stream did not end"`
 	Status          int32  `parquet:"status" doc:"HTTP status code; 0 when no response"`
-	ErrorKind       string `parquet:"error_kind,dict" doc:"empty on success, else connect, timeout (target.timeout), ttft_timeout (no body byte within target.ttft_timeout), gap_timeout (no byte for target.gap_timeout once the body began; chunks received so far are kept), http_status, reset, malformed_stream, server_error_event, cancelled"`
+	ErrorKind       string `parquet:"error_kind,dict" doc:"empty on success, else why the request failed: connect, timeout, ttft_timeout, gap_timeout, http_status, reset, malformed_stream, incomplete_stream, server_error_event, content_encoding, too_large or cancelled (see Error kinds)"`
 	ErrorMessage    string `parquet:"error_message" doc:"error text, the server's error body or event"`
 	Chunks          int32  `parquet:"chunks" doc:"number of SSE events received (including usage, item and block events, [DONE]); 1 for a non-streaming response"`
 	ContentBytes    int64  `parquet:"content_bytes" doc:"bytes of answer text received (reasoning and tool-call arguments not included)"`
@@ -45,19 +45,6 @@ type RawRequest struct {
 	ServerDecodeNs  *int64 `parquet:"server_decode_ns,optional" doc:"server-reported decode duration (first to last token); null when not reported"`
 	OutputText      string `parquet:"output_text" doc:"generated text, only with capture --keep-text; else empty"`
 }
-
-// Error kinds recorded in RawRequest.ErrorKind.
-const (
-	ErrConnect         = "connect"            // dialing or the TLS handshake failed
-	ErrTimeout         = "timeout"            // the per-request timeout (or a socket deadline) expired
-	ErrTTFTTimeout     = "ttft_timeout"       // no byte of the response body within TTFTTimeout of the send
-	ErrGapTimeout      = "gap_timeout"        // the body started, then no byte arrived for GapTimeout
-	ErrHTTPStatus      = "http_status"        // the server answered with a status other than 200
-	ErrReset           = "reset"              // the connection was reset or closed mid-response
-	ErrMalformedStream = "malformed_stream"   // the body is not a valid OpenAI SSE stream or JSON
-	ErrServerEvent     = "server_error_event" // the server sent an error object mid-stream
-	ErrCancelled       = "cancelled"          // the caller's context was cancelled
-)
 
 // Chunk kinds recorded in RawChunk.Kind.
 const (

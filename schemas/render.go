@@ -55,6 +55,7 @@ func WriteSchemasMarkdown(w io.Writer) error {
 			return err
 		}
 	}
+	writeErrorKindsMarkdown(w)
 	fmt.Fprint(w, markdownOutro)
 	return nil
 }

@@ -90,11 +90,11 @@ func TestDoAPIErrors(t *testing.T) {
 	}{
 		{"messages overloaded", APIMessages, status(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), schemas.ErrHTTPStatus, "overloaded_error"},
 		{"messages error event", APIMessages, rawSSE("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"boom\"}}\n\n"), schemas.ErrServerEvent, "boom"},
-		{"messages cut before message_stop", APIMessages, rawSSE("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"), schemas.ErrMalformedStream, "without [DONE]"},
+		{"messages cut before message_stop", APIMessages, rawSSE("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"), schemas.ErrIncompleteStream, "without [DONE]"},
 		{"responses 429", APIResponses, status(429, `{"error":{"message":"rate limited","type":"requests","param":null,"code":"rate_limit_exceeded"}}`), schemas.ErrHTTPStatus, "rate limited"},
 		{"responses error event", APIResponses, rawSSE("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"kaput\",\"param\":null,\"sequence_number\":1}\n\n"), schemas.ErrServerEvent, "kaput"},
 		{"responses failed", APIResponses, rawSSE("event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"gone\"}}}\n\n"), schemas.ErrServerEvent, "gone"},
-		{"responses cut before completed", APIResponses, rawSSE("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n"), schemas.ErrMalformedStream, "without [DONE]"},
+		{"responses cut before completed", APIResponses, rawSSE("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n"), schemas.ErrIncompleteStream, "without [DONE]"},
 		{"embeddings 400", APIEmbeddings, status(400, `{"error":{"message":"input too long","type":"BadRequestError","code":400}}`), schemas.ErrHTTPStatus, "input too long"},
 	}
 	for _, tt := range tests {

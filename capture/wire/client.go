@@ -93,16 +93,17 @@ func NewClient(cfg ClientConfig) *Client {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	c.dialer = d
 	c.tr = &http.Transport{
-		Proxy:               nil,
-		MaxConnsPerHost:     cfg.MaxConns,
-		MaxIdleConnsPerHost: cfg.MaxConns,
-		MaxIdleConns:        cfg.MaxConns,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true, // gzip would hide the byte offsets of events
-		ForceAttemptHTTP2:   false,
-		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
-		ReadBufferSize:      32 << 10,
-		WriteBufferSize:     32 << 10,
+		Proxy:                  nil,
+		MaxConnsPerHost:        cfg.MaxConns,
+		MaxIdleConnsPerHost:    cfg.MaxConns,
+		MaxIdleConns:           cfg.MaxConns,
+		IdleConnTimeout:        90 * time.Second,
+		DisableCompression:     true, // gzip would hide the byte offsets of events
+		ForceAttemptHTTP2:      false,
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
+		ReadBufferSize:         32 << 10,
+		MaxResponseHeaderBytes: MaxHeaderBytes,
+		WriteBufferSize:        32 << 10,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			nc, err := d.DialContext(ctx, network, addr)
 			if err != nil {
@@ -246,6 +247,7 @@ type reqState struct {
 	buf    []byte
 	text   []byte
 	sim    []byte // the x-sim comment payload
+	first  []byte // the first bytes of an SSE body, for the message when it holds no event
 	conn   *Conn
 	resp   int64
 	cursor int64
@@ -290,6 +292,7 @@ const (
 func (s *reqState) init() {
 	if s.buf == nil {
 		s.buf = make([]byte, 32<<10)
+		s.first = make([]byte, 0, 200)
 	}
 }
 
@@ -299,6 +302,7 @@ func (s *reqState) init() {
 type traceState struct {
 	mu        sync.Mutex
 	reused    bool
+	port      int32 // the connection's local TCP port; 0 when unknown
 	conn      *Conn
 	resp      int64
 	cursor    int64
@@ -317,6 +321,9 @@ func newTrace() (*traceState, *httptrace.ClientTrace) {
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			t.reused = info.Reused
+			if a, ok := info.Conn.LocalAddr().(*net.TCPAddr); ok {
+				t.port = int32(a.Port)
+			}
 			if wc, ok := info.Conn.(*Conn); ok && wc.track {
 				t.conn = wc
 				t.resp, t.cursor = wc.begin()
@@ -560,6 +567,10 @@ func (c *Client) handle(ctx, rctx context.Context, resp response, r *Request, re
 		res.Req.DoneNs = s.int64p(slotDone, time.Now().UnixNano())
 		return
 	}
+	if ce := resp.header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		c.fail(ctx, res, schemas.ErrContentEncoding, fmt.Errorf("Content-Encoding %q: wirebench asks for no compression and does not decode it (event offsets would not be the wire's)", ce))
+		return
+	}
 	if ct := resp.header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
 		c.stream(ctx, rctx, resp, r, res)
 	} else {
@@ -577,6 +588,9 @@ func (c *Client) traced(res *Result, ts *traceState) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	res.Req.ConnReused = ts.reused
+	if ts.port != 0 {
+		res.Req.LocalPort = s.int32p(slotPort, int64(ts.port))
+	}
 	if ts.connectNs >= 0 {
 		res.Req.ConnectNs = s.int64p(slotConnect, ts.connectNs)
 	}
@@ -638,8 +652,35 @@ func classify(parent, rctx context.Context, err error) string {
 	if errors.As(err, &te) {
 		return schemas.ErrConnect
 	}
+	var ke *kindError
+	if errors.As(err, &ke) {
+		return ke.kind
+	}
+	return netHTTPKind(err)
+}
+
+// netHTTPKind maps the response errors net/http does not export to a kind; any other error
+// of a response is a reset.
+func netHTTPKind(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "server response headers exceeded"):
+		return schemas.ErrTooLarge
+	case strings.Contains(msg, "malformed"), strings.Contains(msg, "line too long"), strings.Contains(msg, "chunk length"),
+		strings.Contains(msg, "chunked line"), strings.Contains(msg, "too much non-data"):
+		return schemas.ErrMalformedStream // net/http's status line, header and chunked-framing errors
+	}
 	return schemas.ErrReset
 }
+
+// kindError is a response error that decides its own kind: too_large, malformed_stream.
+type kindError struct {
+	kind string
+	err  error
+}
+
+func (e *kindError) Error() string { return e.err.Error() }
+func (e *kindError) Unwrap() error { return e.err }
 
 // cutError is a request ended by TTFTTimeout or GapTimeout: kind is schemas.ErrTTFTTimeout or
 // schemas.ErrGapTimeout.
@@ -695,18 +736,23 @@ func (s *reqState) stamp(end int64, cr bool, userNow int64, approx bool) arrival
 }
 
 // stream reads an SSE body. Every event's times come from the socket read that delivered its
-// last byte; the JSON is parsed only after that.
+// last byte; the JSON is parsed only after that. Reading stops at the first bound a body
+// passes (limits.go): the request is then too_large and its connection closed.
 func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, res *Result) {
 	s := &res.st
 	approx := resp.tls
 	var done bool
-	var lastEnd int64
+	var lastEnd int64 // end of the latest data event (not a comment)
+	s.first = s.first[:0]
 	for {
 		n, rerr := resp.body.Read(s.buf)
 		userNow := time.Now().UnixNano()
+		if len(s.first) < cap(s.first) {
+			s.first = append(s.first, s.buf[:min(n, cap(s.first)-len(s.first))]...)
+		}
 		s.dec.Feed(s.buf[:n])
-		if rerr != nil {
-			s.dec.Finish()
+		if rerr == io.EOF {
+			s.dec.Finish() // a clean end: an event without its blank line is complete (not on a cut)
 		}
 		for s.dec.Next(&s.ev) {
 			ev := &s.ev
@@ -730,8 +776,10 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 			lastEnd = ev.End
 			res.Req.DoneNs = s.int64p(slotDone, pick(kernel, user))
 		}
-		if err := s.dec.Err(); err != nil {
-			c.fail(ctx, res, schemas.ErrMalformedStream, fmt.Errorf("sse: %w", err))
+		if err := bodyBound(&s.dec, lastEnd, len(res.Chunks)); err != nil {
+			c.fail(ctx, res, schemas.ErrTooLarge, err)
+			res.Req.DoneNs = nil // the stream did not end
+			break
 		}
 		if rerr == io.EOF {
 			break
@@ -751,9 +799,12 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 	}
 	c.applySim(res)
 	c.finish(res)
-	if res.Req.ErrorKind == "" && !done && res.Req.FinishReason == "" {
-		res.Req.ErrorKind = schemas.ErrMalformedStream
-		res.Req.ErrorMessage = "stream ended without [DONE] (or the API's final event: response.completed, message_stop) or a finish reason"
+	switch {
+	case res.Req.ErrorKind != "" || done || res.Req.FinishReason != "":
+	case len(res.Chunks) == 0 && s.dec.Offset() > 0:
+		c.fail(ctx, res, schemas.ErrMalformedStream, fmt.Errorf("no SSE data event in the %d bytes of a text/event-stream body: %q", s.dec.Offset(), s.first))
+	default:
+		c.fail(ctx, res, schemas.ErrIncompleteStream, fmt.Errorf("the stream ended after %d events without [DONE] (or the API's final event: response.completed, message_stop) or a finish reason", len(res.Chunks)))
 	}
 }
 
@@ -897,6 +948,11 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 	body := s.sim[:0] // reuse a buffer; x-sim comments do not occur here
 	for {
 		n, rerr := resp.body.Read(s.buf)
+		if len(body)+n > MaxLine {
+			s.sim = nil // do not keep a buffer that large
+			c.fail(ctx, res, schemas.ErrTooLarge, fmt.Errorf("non-streaming body over %d MiB", MaxLine>>20))
+			return
+		}
 		body = append(body, s.buf[:n]...)
 		if rerr == io.EOF {
 			break

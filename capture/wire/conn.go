@@ -55,9 +55,11 @@ type Conn struct {
 	port  uint16 // local port; 0 when not TCP
 
 	// For the plain path's watchdog (TTFTTimeout, GapTimeout): the user time of the latest read
-	// that returned bytes, and the latest response ordinal whose body has had a byte.
+	// that returned bytes, the latest response ordinal whose body has had a byte, and the
+	// ordinal of a response whose head has begun and not ended (Framing.HeadOpen).
 	lastRead atomic.Int64
 	bodyResp atomic.Int64
+	headOpen atomic.Int64
 }
 
 // wrap makes the Conn of a dialed connection; track runs the framing tracker.
@@ -130,6 +132,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if r.bodyEnd > 0 {
 			c.bodyResp.Store(r.resp)
 		}
+		c.headOpen.Store(c.fr.HeadOpen())
 	}
 	c.mu.Unlock()
 	c.lastRead.Store(user)

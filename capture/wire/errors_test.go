@@ -80,7 +80,7 @@ func TestDoErrorKinds(t *testing.T) {
 		{name: "error object", handler: rawSSE("data: {\"error\":{\"message\":\"boom\",\"code\":500}}\n\ndata: [DONE]\n\n"), kind: schemas.ErrServerEvent, message: "boom", status: 200, chunks: 2},
 		{name: "error event type", handler: rawSSE("event: error\ndata: engine died\n\n"), kind: schemas.ErrServerEvent, message: "engine died", status: 200, chunks: 1},
 		{name: "vLLM-style error object", handler: rawSSE("data: {\"object\":\"error\",\"message\":\"too long\",\"code\":400}\n\ndata: [DONE]\n\n"), kind: schemas.ErrServerEvent, message: "too long", status: 200, chunks: 2},
-		{name: "no [DONE] no finish", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"), kind: schemas.ErrMalformedStream, message: "without [DONE]", status: 200, chunks: 1},
+		{name: "no [DONE] no finish", handler: rawSSE("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n"), kind: schemas.ErrIncompleteStream, message: "without [DONE]", status: 200, chunks: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

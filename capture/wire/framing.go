@@ -23,6 +23,8 @@ type Framing struct {
 	nline   int // bytes of the current line (may exceed len(line); only the prefix is kept)
 	sizeOK  bool
 	bad     bool
+	big     bool // bad because the head passed MaxHeaderBytes
+	hbytes  int  // bytes of the current head: status lines (interim responses too) and headers, or trailers
 
 	// With Collect set, Feed also appends the body bytes (chunk framing removed) to Body, and
 	// the current final response's status line and header lines (each cut at 128 bytes and
@@ -76,8 +78,25 @@ func (f *Framing) Status() int { return f.status }
 // InHeaders reports whether the tracker is inside a status line or headers.
 func (f *Framing) InHeaders() bool { return f.state == fsStatus || f.state == fsHeader }
 
-// Bad reports that the bytes did not parse as HTTP/1.1 responses (the tracker then stops).
+// Bad reports that the bytes did not parse as HTTP/1.1 responses, or that a head passed
+// MaxHeaderBytes (the tracker then stops).
 func (f *Framing) Bad() bool { return f.bad }
+
+// TooLarge reports that the tracker stopped because a response's head (status lines and
+// headers, interim responses included) or its trailers passed MaxHeaderBytes.
+func (f *Framing) TooLarge() bool { return f.big }
+
+// HeadOpen returns the ordinal a response will have (Response) whose status line or headers have
+// begun and not ended, else 0: a server that stalls inside its headers has begun to answer.
+func (f *Framing) HeadOpen() int64 {
+	switch {
+	case f.state == fsHeader && f.status >= 200:
+		return f.resp
+	case f.state == fsHeader, f.state == fsStatus && f.nline > 0:
+		return f.resp + 1
+	}
+	return 0
+}
 
 // Feed consumes bytes read from the connection. It reports whether the headers of a final
 // response completed inside p.
@@ -88,7 +107,7 @@ func (f *Framing) Feed(p []byte) (headersDone bool) {
 		switch f.state {
 		case fsDone:
 			f.state = fsStatus
-			f.nline = 0
+			f.nline, f.hbytes = 0, 0
 		case fsStatus, fsHeader, fsChunkSize, fsTrailer, fsChunkCRLF:
 			i := bytes.IndexByte(p, '\n')
 			part := p
@@ -99,6 +118,9 @@ func (f *Framing) Feed(p []byte) (headersDone bool) {
 				copy(f.line[f.nline:], part)
 			}
 			f.nline += len(part)
+			if !f.bounded(len(part) + min(i+1, 1)) {
+				return headersDone
+			}
 			if i < 0 {
 				if f.state == fsChunkCRLF && f.nline > 1 {
 					f.bad = true
@@ -148,6 +170,32 @@ func (f *Framing) Feed(p []byte) (headersDone bool) {
 		}
 	}
 	return headersDone
+}
+
+// MaxHeaderBytes bounds a response's head (status lines, interim responses included, and
+// headers) and, separately, its trailers: a server whose headers never end is cut there (kind
+// too_large) instead of being read for ever. net/http's default is 1 MiB; LLM servers send
+// well under 1 KiB.
+const MaxHeaderBytes = 64 << 10
+
+// maxChunkLine bounds a chunk-size line (hex size and extensions).
+const maxChunkLine = 1024
+
+// bounded counts n more bytes of a line; it stops the tracker (bad) when a head or trailers
+// pass MaxHeaderBytes or a chunk-size line passes maxChunkLine, and then reports false.
+func (f *Framing) bounded(n int) bool {
+	switch f.state {
+	case fsStatus, fsHeader, fsTrailer:
+		f.hbytes += n
+		if f.hbytes > MaxHeaderBytes {
+			f.bad, f.big = true, true
+		}
+	case fsChunkSize:
+		if f.nline > maxChunkLine {
+			f.bad = true
+		}
+	}
+	return !f.bad
 }
 
 // run records that the current body offset sits at stream offset at.
@@ -268,6 +316,9 @@ func (f *Framing) lineDone(line []byte, long bool) bool {
 }
 
 func (f *Framing) headersEnd() bool {
+	if f.status >= 200 {
+		f.hbytes = 0 // trailers have a bound of their own
+	}
 	switch {
 	case f.status < 200:
 		f.state = fsStatus // interim response: the final one follows

@@ -189,3 +189,48 @@ func TestStreamEndMapsBodyToStream(t *testing.T) {
 		client.Close()
 	}
 }
+
+// The tracker stops (Bad, TooLarge) on a head or trailers over MaxHeaderBytes, interim
+// responses included, and on an overlong chunk-size line; HeadOpen names a response whose head
+// has begun and not ended.
+func TestFramingBounds(t *testing.T) {
+	pad := func(n int) string { return "X-Pad: " + string(bytes.Repeat([]byte("x"), n)) + "\r\n" }
+	many := func(line string, total int) string {
+		var b bytes.Buffer
+		for b.Len() < total {
+			b.WriteString(line)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name      string
+		raw       string
+		bad, big  bool
+		headOpen  int64
+		responses int64
+	}{
+		{"status line only", "HTTP/1.1 200 OK\r\n", false, false, 1, 1},
+		{"half a status line", "HTTP/1.1 2", false, false, 1, 0},
+		{"headers within the bound", "HTTP/1.1 200 OK\r\n" + many(pad(100), MaxHeaderBytes-200) + "\r\n", false, false, 0, 1},
+		{"endless headers", "HTTP/1.1 200 OK\r\n" + many(pad(100), MaxHeaderBytes+1), true, true, 1, 1},
+		{"endless status line", many("x", MaxHeaderBytes+1), true, true, 1, 0},
+		{"endless interim responses", many("HTTP/1.1 100 Continue\r\n\r\n", MaxHeaderBytes+1), true, true, 1, 0},
+		{"interim then a stall", "HTTP/1.1 100 Continue\r\n\r\n", false, false, 0, 0},
+		{"trailers have their own bound", "HTTP/1.1 200 OK\r\n" + many(pad(100), MaxHeaderBytes-200) + "Transfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n" + many(pad(100), MaxHeaderBytes-200) + "\r\n", false, false, 0, 1},
+		{"endless trailers", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + many(pad(100), MaxHeaderBytes+1), true, true, 0, 1},
+		{"endless chunk-size line", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1" + many(";ext=1", 2*maxChunkLine), true, false, 0, 1},
+	}
+	for _, tt := range tests {
+		var f Framing
+		f.Collect = true
+		for p := []byte(tt.raw); len(p) > 0; p = p[min(len(p), 1000):] {
+			f.Feed(p[:min(len(p), 1000)])
+		}
+		if f.Bad() != tt.bad || f.TooLarge() != tt.big || f.HeadOpen() != tt.headOpen || f.Response() != tt.responses {
+			t.Errorf("%s: Bad %v TooLarge %v HeadOpen %d Response %d; want %v %v %d %d", tt.name, f.Bad(), f.TooLarge(), f.HeadOpen(), f.Response(), tt.bad, tt.big, tt.headOpen, tt.responses)
+		}
+		if len(f.Head) > MaxHeaderBytes {
+			t.Errorf("%s: Head holds %d bytes; want at most %d", tt.name, len(f.Head), MaxHeaderBytes)
+		}
+	}
+}

@@ -588,7 +588,7 @@ func (c *Client) serve(pc *plainConn, cl *call, err error) bool {
 	// Until this response's headers are in.
 	for !(fr.Response() == s.resp && !fr.InHeaders()) {
 		if fr.Bad() {
-			c.fail(cl.ctx, res, schemas.ErrMalformedStream, errors.New("malformed HTTP response"))
+			c.fail(cl.ctx, res, classify(cl.ctx, cl.ctx, framingErr(fr)), framingErr(fr))
 			return false
 		}
 		if err != nil {
@@ -614,12 +614,15 @@ func (c *Client) serve(pc *plainConn, cl *call, err error) bool {
 	if res.Req.ErrorKind != "" && res.Req.ErrorKind != schemas.ErrHTTPStatus && res.Req.ErrorKind != schemas.ErrServerEvent {
 		return false
 	}
-	// Read the rest of an error body or anything the decoder left, so the next response starts
-	// clean; then reuse only a complete, keep-alive HTTP/1.1 response.
-	for b.err == nil && !b.ended() {
-		if _, e := b.Read(pc.buf); e != nil {
+	// Read the rest of an error body or anything the decoder left, up to maxDrain, so the next
+	// response starts clean; then reuse only a complete, keep-alive HTTP/1.1 response (an
+	// endless error body closes the connection instead of holding the request).
+	for drained := 0; b.err == nil && !b.ended() && drained < maxDrain; {
+		n, e := b.Read(pc.buf)
+		if e != nil {
 			break
 		}
+		drained += n
 	}
 	fr.Body = fr.Body[:0]
 	return b.ended() && b.err == nil && bytes.HasPrefix(line, []byte("HTTP/1.1")) && !hasToken(rawHeader(head).Get("Connection"), "close")
@@ -669,16 +672,35 @@ func (b *plainBody) Read(p []byte) (int, error) {
 				return 0, io.EOF // a body without a length ends with the connection
 			}
 			if b.err == io.EOF {
-				return 0, io.ErrUnexpectedEOF
+				return 0, errClosedInBody
 			}
 			return 0, b.err
 		}
 		if fr.Bad() {
-			b.err = errors.New("malformed HTTP chunked body")
+			b.err = framingErr(fr)
 			return 0, b.err
 		}
 		b.err = b.pc.read()
 	}
+}
+
+// maxDrain bounds what serve reads of a response body nobody uses (the rest of an error body)
+// before it closes the connection instead.
+const maxDrain = 64 << 10
+
+// errClosedInBody is a connection that ended before its response's framing did (kind reset).
+var errClosedInBody = fmt.Errorf("connection closed inside the response body: %w", io.ErrUnexpectedEOF)
+
+// framingErr says why the framing tracker stopped: a head over MaxHeaderBytes (too_large) or
+// bytes that are not HTTP/1.1 (malformed_stream).
+func framingErr(fr *Framing) error {
+	if fr.TooLarge() {
+		return &kindError{kind: schemas.ErrTooLarge, err: fmt.Errorf("response headers or trailers over %d KiB", MaxHeaderBytes>>10)}
+	}
+	if fr.Response() == 0 || fr.InHeaders() {
+		return &kindError{kind: schemas.ErrMalformedStream, err: errors.New("malformed HTTP response")}
+	}
+	return &kindError{kind: schemas.ErrMalformedStream, err: errors.New("malformed HTTP chunked body")}
 }
 
 // read reads from the socket into buf; when the watchdog cut the call for TTFTTimeout or
@@ -794,12 +816,14 @@ func (c *Client) watch() {
 }
 
 // cut returns why cl, in flight on conn, is past its TTFTTimeout (no body byte yet) or its
-// GapTimeout (the body has begun and no byte has arrived since), or nil.
+// GapTimeout (the body or the headers have begun and no byte has arrived since), or nil.
 func (cl *call) cut(conn *Conn, now int64) *cutError {
 	if cl.ttftAt == 0 && cl.gap == 0 {
 		return nil
 	}
-	if conn.bodyResp.Load() >= cl.resp {
+	if conn.bodyResp.Load() >= cl.resp || conn.headOpen.Load() == cl.resp {
+		// The body began, or the server stalls inside the response's headers: either way it
+		// has begun to answer, and a silence is a gap.
 		if q := now - conn.lastRead.Load(); cl.gap != 0 && q > cl.gap {
 			return &cutError{kind: schemas.ErrGapTimeout, limit: time.Duration(cl.gap), quiet: time.Duration(q)}
 		}

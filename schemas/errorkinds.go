@@ -1,0 +1,58 @@
+package schemas
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Error kinds of RawRequest.ErrorKind (copied into MetricRequest.ErrorKind): why a request
+// failed. A failed request is a row with its kind, never an error of the run; every kind is a
+// goodput miss.
+const (
+	ErrConnect          = "connect"
+	ErrTimeout          = "timeout"
+	ErrTTFTTimeout      = "ttft_timeout"
+	ErrGapTimeout       = "gap_timeout"
+	ErrHTTPStatus       = "http_status"
+	ErrReset            = "reset"
+	ErrMalformedStream  = "malformed_stream"
+	ErrIncompleteStream = "incomplete_stream"
+	ErrServerEvent      = "server_error_event"
+	ErrContentEncoding  = "content_encoding"
+	ErrTooLarge         = "too_large"
+	ErrCancelled        = "cancelled"
+)
+
+// ErrorKindDoc says what one error kind means and what the row keeps.
+type ErrorKindDoc struct {
+	Kind, Doc string
+}
+
+// ErrorKinds documents every error kind, in the order SCHEMAS.md lists them.
+var ErrorKinds = []ErrorKindDoc{
+	{ErrConnect, "no connection: the dial was refused, timed out (20 s) or failed otherwise, or the TLS handshake failed; also a request whose connection was closed before any byte of it was written. `status` 0, no chunks"},
+	{ErrTimeout, "`target.timeout` (`--timeout`) expired after the send began; chunks received so far are kept"},
+	{ErrTTFTTimeout, "no byte of the response body within `target.ttft_timeout` (`--ttft-timeout`, default 10m) of the send; on https also response headers that began and never ended"},
+	{ErrGapTimeout, "the body (on plain http also the response headers) began, then no byte arrived for `target.gap_timeout` (`--gap-timeout`, default 60s); chunks received so far are kept"},
+	{ErrHTTPStatus, "a status other than 200; `error_message` holds the status line and up to 4 KiB of the body"},
+	{ErrReset, "the connection was reset or closed before the response ended, including inside the chunked framing; chunks received so far are kept"},
+	{ErrMalformedStream, "the response is not HTTP/1.1 or its body not an OpenAI SSE stream or JSON: a bad status line or chunk size, an event whose JSON does not parse, a 200 whose body holds no SSE event (an HTML error page), a non-streaming body that is not JSON"},
+	{ErrIncompleteStream, "the body ended cleanly (its framing complete) without `data: [DONE]` (or the API's final event: `response.completed`, `message_stop`) or a finish reason: the server gave up mid-answer without saying why"},
+	{ErrServerEvent, "an error object mid-stream (`{\"error\": ...}`, vLLM's `{\"object\": \"error\"}` or an `event: error`), or as a non-streaming 200 body; its chunk has kind `error`"},
+	{ErrContentEncoding, "the server compressed the body (`Content-Encoding` other than identity) although wirebench asks for none: event offsets would not be the wire's, so it is not decoded"},
+	{ErrTooLarge, "the response passed a bound that keeps a broken server from exhausting the client: headers over 64 KiB, an SSE line, event or non-streaming body over 16 MiB, 16 MiB of body without an event, more than 1,048,576 events, or a body over 1 GiB; reading stops there and the connection is closed"},
+	{ErrCancelled, "the run was interrupted (Ctrl-C, SIGTERM) and the request did not end within `--drain-timeout`"},
+}
+
+// writeErrorKindsMarkdown writes the error kinds as a Markdown section.
+func writeErrorKindsMarkdown(w io.Writer) {
+	fmt.Fprint(w, "## Error kinds\n\n`error_kind` of raw-requests and metric-requests: empty on success, else one of these. "+
+		"A failed request is a row, never an error of the run, and a goodput miss.\n\n")
+	fmt.Fprintln(w, "| kind | meaning |")
+	fmt.Fprintln(w, "|---|---|")
+	for _, k := range ErrorKinds {
+		fmt.Fprintf(w, "| `%s` | %s |\n", k.Kind, strings.ReplaceAll(k.Doc, "|", `\|`))
+	}
+	fmt.Fprintln(w)
+}
