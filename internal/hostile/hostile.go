@@ -271,4 +271,3 @@ func (s *Server) pick(path string, port, n int) *Case {
 	s.log = append(s.log, Served{Port: port, N: n, Case: name})
 	return cs
 }
-
