@@ -39,12 +39,13 @@ type Config struct {
 // Summary is what Run wrote.
 type Summary struct {
 	RunID           string
-	Out             string          // directory holding metrics/
-	Requests        int64           // raw request rows read
-	Chunks          int64           // raw chunk rows read
-	Stages          []schemas.Stage // the rows of metrics/stages.parquet
-	SaturationStage int32           // stage index of the saturation stage; -1 when none
-	Warnings        []string        // "file: text"
+	Out             string           // directory holding metrics/
+	Requests        int64            // raw request rows read
+	Chunks          int64            // raw chunk rows read
+	Stages          []schemas.Stage  // the rows of metrics/stages.parquet
+	SaturationStage int32            // stage index of the saturation stage; -1 when none
+	Warnings        []string         // "file: text"
+	Outages         []schemas.Outage // when the target could not be reached (also in the manifest)
 }
 
 type aggregator struct {
@@ -62,6 +63,8 @@ type aggregator struct {
 	requestsRead int64
 	chunksRead   int64
 	srvRows      int64 // requests with server-reported timings
+	outs         *outageScan
+	outages      []schemas.Outage // found after pass 1, counted in pass 2
 }
 
 // stageOf returns the accumulator of stage idx, making one (with a warning) for a stage the
@@ -146,11 +149,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	if err := schemas.WriteFile(schemas.FileOf[schemas.Timeseries](out), ts, prod); err != nil {
 		return nil, err
 	}
-	if err := writeManifest(out, runs, cfg, started, n, int64(len(rows)), int64(len(ts))); err != nil {
+	for _, o := range a.outages {
+		log.Warn("the target could not be reached", "outage", o.String())
+	}
+	if err := writeManifest(out, runs, cfg, started, n, int64(len(rows)), int64(len(ts)), a.outages); err != nil {
 		return nil, err
 	}
 	log.Info("aggregate: done", "out", metricsDir, "requests", a.requestsRead, "chunks", a.chunksRead, "stages", len(rows), "warnings", len(w.list))
-	return &Summary{RunID: runs[0].manifest.RunID, Out: out, Requests: a.requestsRead, Chunks: a.chunksRead, Stages: rows, SaturationStage: sat, Warnings: w.list}, nil
+	return &Summary{RunID: runs[0].manifest.RunID, Out: out, Requests: a.requestsRead, Chunks: a.chunksRead, Stages: rows, SaturationStage: sat, Warnings: w.list, Outages: a.outages}, nil
 }
 
 // newAggregator makes the aggregator of runs: the first run's SLO, bias and tokenizer, and one
@@ -159,7 +165,7 @@ func newAggregator(cfg Config, runs []*runDir, spill string, w *warner, log *slo
 	m0 := reference(runs).manifest
 	bias := runs[0].config.Bias.WithDefaults()
 	a := &aggregator{cfg: cfg, log: log, w: w, slo: runs[0].config.SLO, bias: bias, allow: int64(bias.StampAllowance),
-		startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill}
+		startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill, outs: newOutageScan(m0.StartNs)}
 	var err error
 	if a.tok, err = tokenizer.Load(runs[0].config.Tokenizer); err != nil {
 		if werr := w.warn(filepath.Join(runs[0].dir, schemas.ManifestName), "tokenizer: %v; output tokens without usage are counted as content events", err); werr != nil {
@@ -217,6 +223,7 @@ func (a *aggregator) pass1(ctx context.Context, runs []*runDir, path string, pro
 		return nil, err
 	}
 	done.sort()
+	a.outages = a.outs.windows()
 	return done, nil
 }
 
@@ -244,6 +251,7 @@ func (a *aggregator) addPart(ctx context.Context, pr *partReader, p *part, pw *s
 		if m.OK {
 			*done = append(*done, completion{endNs: s.endNs(), in: *m.InputTokens, out: *m.OutputTokens})
 		}
+		a.outs.add(s)
 		pr.rows = append(pr.rows, m)
 	}
 	return pw.Write(pr.rows)
@@ -374,6 +382,7 @@ func (a *aggregator) pass2(ctx context.Context, in, out string, prod schemas.Pro
 			m := &buf[i]
 			acc := a.stages[m.Stage]
 			dp.decompose(m)
+			countOutage(a.outages, m)
 			if acc != nil && (!m.Warmup || a.cfg.IncludeWarmup) {
 				acc.addDecomposition(m)
 			}
@@ -457,9 +466,10 @@ func readServerMetrics(runs []*runDir, w *warner) ([]schemas.ServerMetric, error
 	return out, nil
 }
 
-// writeManifest records the aggregate step and the metrics files in OUT/manifest.json: the
-// first run's manifest when OUT is that run, else a copy of it describing the merged run.
-func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, reqRows, stageRows, tsRows int64) error {
+// writeManifest records the aggregate step, the metrics files and the outages in
+// OUT/manifest.json: the first run's manifest when OUT is that run, else a copy of it
+// describing the merged run.
+func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, reqRows, stageRows, tsRows int64, outages []schemas.Outage) error {
 	path := filepath.Join(out, schemas.ManifestName)
 	var m *schemas.Manifest
 	if filepath.Clean(out) == filepath.Clean(runs[0].dir) {
@@ -475,6 +485,7 @@ func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, re
 		mergeManifest(m, runs, clockUncertainty(runs))
 	}
 	m.Steps = append(m.Steps, schemas.Step{Name: "aggregate", Args: cfg.Args, Started: started, Ended: time.Now(), Status: "ok"})
+	m.Outages = outages
 	m.AddFile(schemas.EntryOf[schemas.MetricRequest](reqRows))
 	m.AddFile(schemas.EntryOf[schemas.Stage](stageRows))
 	m.AddFile(schemas.EntryOf[schemas.Timeseries](tsRows))

@@ -80,7 +80,7 @@ func (pr *partReader) readRequests(ctx context.Context, p *part) (bool, error) {
 // requestColumns are the raw-requests columns of one batch, by the schema's names.
 type requestColumns struct {
 	seq, conv, planned, sent, done, srvQueue, srvPrefill, srvDecode       *array.Int64
-	sentEnd, sendStart, connect, txEnd, connWait                          *array.Int64
+	sentEnd, sendStart, connect, txEnd, connWait, headers                 *array.Int64
 	stage, worker, shard, turn, inTok, status, uPrompt, uOut, port, synRe *array.Int32
 	uReason                                                               *array.Int32
 	warmup, capped                                                        *array.Boolean
@@ -93,6 +93,7 @@ var requestCols = []string{
 	"usage_completion_tokens", "server_queue_ns", "server_prefill_ns", "server_decode_ns", "output_text",
 	"sent_end_ns", "send_start_ns", "connect_ns", "local_port", "tx_stream_end", "conn_wait_ns", "syn_retrans", "conn_capped",
 	"usage_reasoning_tokens",
+	"headers_ns",
 }
 
 func takeRequestColumns(b *batch) requestColumns {
@@ -100,7 +101,7 @@ func takeRequestColumns(b *batch) requestColumns {
 		seq: b.i64("seq"), conv: b.i64("conversation"), planned: b.i64("planned_ns"), sent: b.i64("sent_ns"), done: b.i64("done_ns"),
 		srvQueue: b.i64("server_queue_ns"), srvPrefill: b.i64("server_prefill_ns"), srvDecode: b.i64("server_decode_ns"),
 		sentEnd: b.i64("sent_end_ns"), sendStart: b.i64("send_start_ns"), connect: b.i64("connect_ns"),
-		txEnd: b.i64("tx_stream_end"), connWait: b.i64("conn_wait_ns"),
+		txEnd: b.i64("tx_stream_end"), connWait: b.i64("conn_wait_ns"), headers: b.i64("headers_ns"),
 		stage: b.i32("stage"), worker: b.i32("worker"), shard: b.i32("shard"), turn: b.i32("turn"), inTok: b.i32("input_tokens"),
 		status: b.i32("status"), uPrompt: b.i32("usage_prompt_tokens"), uOut: b.i32("usage_completion_tokens"),
 		port: b.i32("local_port"), synRe: b.i32("syn_retrans"), uReason: b.i32("usage_reasoning_tokens"),
@@ -135,6 +136,9 @@ func (pr *partReader) request(c *requestColumns, i int, p *part) reqState {
 	pr.sendMoments(&s, c, i, p.run.tap)
 	if v, ok := optI64(c.done, i); ok {
 		s.doneNs, s.hasDone = v, true
+	}
+	if v, ok := optI64(c.headers, i); ok {
+		s.headersNs = v
 	}
 	if k := c.errorKind(i); k != "" {
 		s.errorKind = pr.intern(k)

@@ -41,6 +41,7 @@ type reqState struct {
 	connCapped  bool     // waited at the connection cap
 	doneNs      int64
 	hasDone     bool
+	headersNs   int64 // when the response headers arrived; 0 when none did
 	status      int32
 	errorKind   string
 	usagePrompt int32

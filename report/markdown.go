@@ -39,6 +39,9 @@ func markdown(p Profile, charts []*chart) []byte {
 		if len(r.Missing) > 0 {
 			fmt.Fprintf(&b, "\n> [!WARNING]\n> Run `%s` is incomplete: %s\n", r.Label, mdCell(strings.Join(r.Missing, "; ")))
 		}
+		for _, o := range r.Outages {
+			fmt.Fprintf(&b, "\n> [!WARNING]\n> Run `%s`: %s\n", r.Label, mdCell(o.String()))
+		}
 	}
 
 	var advice []string

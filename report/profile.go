@@ -23,16 +23,17 @@ type Profile struct {
 
 // RunProfile is one run in profile.json.
 type RunProfile struct {
-	Label    string         `json:"label"`            // run id, else the directory name
-	Path     string         `json:"path"`             // run directory relative to the report directory
-	Host     string         `json:"host,omitempty"`   // from the manifest
-	CPUs     int            `json:"cpus,omitempty"`   // from the manifest
-	Tool     string         `json:"tool,omitempty"`   // wirebench version that captured the run
-	Status   string         `json:"status,omitempty"` // manifest status: complete, interrupted, failed
-	Missing  []string       `json:"missing,omitempty"`
-	Trust    TrustVerdict   `json:"trust"`
-	Headline Headline       `json:"headline"`
-	Stages   []StageProfile `json:"stages"`
+	Label    string           `json:"label"`            // run id, else the directory name
+	Path     string           `json:"path"`             // run directory relative to the report directory
+	Host     string           `json:"host,omitempty"`   // from the manifest
+	CPUs     int              `json:"cpus,omitempty"`   // from the manifest
+	Tool     string           `json:"tool,omitempty"`   // wirebench version that captured the run
+	Status   string           `json:"status,omitempty"` // manifest status: complete, interrupted, failed
+	Missing  []string         `json:"missing,omitempty"`
+	Outages  []schemas.Outage `json:"outages,omitempty"` // when the target could not be reached (manifest)
+	Trust    TrustVerdict     `json:"trust"`
+	Headline Headline         `json:"headline"`
+	Stages   []StageProfile   `json:"stages"`
 }
 
 // TrustVerdict says whether the run's figures can be trusted (see Trust).
@@ -180,6 +181,7 @@ func runProfile(r *run, outDir string) RunProfile {
 	cpus := 0
 	if m := r.Manifest; m != nil {
 		rp.Host, rp.CPUs, rp.Tool, rp.Status, rp.Missing = m.Host, m.CPUs, m.ToolVersion, m.Status, m.Missing
+		rp.Outages = m.Outages
 		cpus = m.CPUs
 	}
 	rp.Trust.Level, rp.Trust.Sentence = Trust(r.Stages)

@@ -38,6 +38,11 @@ func writeSummary(w io.Writer, runs []*run) error {
 			}
 		}
 		b.WriteString("\n")
+		if m := r.Manifest; m != nil {
+			for _, o := range m.Outages {
+				b.WriteString(o.String() + "\n")
+			}
+		}
 		level, sentence := Trust(r.Stages)
 		fmt.Fprintf(&b, "trust %s: %s\n", level, sentence)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,9 @@ type Manifest struct {
 	// different clocks (0 when every host read one clock).
 	Hosts              []Host `json:"hosts,omitempty"`
 	ClockUncertaintyNs int64  `json:"clock_uncertainty_ns,omitempty"`
+	// Outages are the spans during which the target could not be reached, as aggregate finds
+	// them in the requests' outcomes (rewritten by every aggregate; absent when none).
+	Outages []Outage `json:"outages,omitempty"`
 }
 
 // Clock is what the kernel says of its CLOCK_REALTIME discipline (adjtimex(2), read only), so
@@ -98,6 +102,62 @@ func ParseShard(s string) (i, n int, err error) {
 		return 0, 0, fmt.Errorf("invalid shard %q: want i/n with 0 <= i < n, e.g. 0/2", s)
 	}
 	return i, n, nil
+}
+
+// Outage is a span during which the target could not be reached: requests failed to connect
+// (or their connections were reset) and no response byte arrived. Aggregate finds them from
+// every request of the run, warmup included, at a resolution of ResolutionNs (1 ms, coarser
+// only for runs over 4.6 hours):
+//
+//   - the target answered at a time when a response byte arrived, and throughout each
+//     response from its headers to its last byte;
+//   - a request failed to reach it at its send start when its connect failed, and when its
+//     connection was reset or closed before the response ended, after its last response byte
+//     (at its send when it had none);
+//   - an outage is a maximal span of such failures with no answer inside that holds at least
+//     one failed connect and at least two failures (a lone dropped stream is a reset, not an
+//     outage).
+//
+// All times are CLOCK_REALTIME ns, as in the Parquet files.
+type Outage struct {
+	LastSeenNs   int64            `json:"last_seen_ns,omitempty"` // the target's last answer before the outage; 0 when none
+	StartNs      int64            `json:"start_ns"`               // the first failure: the target went away between last_seen_ns and start_ns
+	EndNs        int64            `json:"end_ns,omitempty"`       // the first answer after it (the target is back); 0 when none came before the run ended
+	Back         bool             `json:"back"`                   // an answer came after the outage
+	Requests     int64            `json:"requests"`               // requests sent (begun) in [start_ns, end_ns)
+	Errors       map[string]int64 `json:"errors"`                 // those of them that failed, by error kind
+	ResolutionNs int64            `json:"resolution_ns"`          // the times are multiples of this after the run start
+}
+
+// String says when the target went away and came back, in UTC to the millisecond, and what
+// the requests sent meanwhile recorded: "target unreachable 12:00:03.120 → 12:00:05.300 UTC
+// (2.18s; last answer 12:00:03.118): 44 requests, connect 40, reset 4".
+func (o Outage) String() string {
+	at := func(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05.000") }
+	var b strings.Builder
+	var notes []string
+	if o.Back {
+		fmt.Fprintf(&b, "target unreachable %s → %s UTC", at(o.StartNs), at(o.EndNs))
+		notes = append(notes, time.Duration(o.EndNs-o.StartNs).Round(time.Millisecond).String())
+	} else {
+		fmt.Fprintf(&b, "target unreachable from %s UTC, not back by the end of the run", at(o.StartNs))
+	}
+	if o.LastSeenNs != 0 {
+		notes = append(notes, "last answer "+at(o.LastSeenNs))
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(notes, "; "))
+	}
+	fmt.Fprintf(&b, ": %d requests", o.Requests)
+	kinds := make([]string, 0, len(o.Errors))
+	for k := range o.Errors {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(&b, ", %s %d", k, o.Errors[k])
+	}
+	return b.String()
 }
 
 // RunConfig decodes the run configuration replay stored in the manifest (the zero Config when
