@@ -51,7 +51,7 @@ func TestOutageWindows(t *testing.T) {
 	}{
 		{"healthy run", [][]reqState{every(0, 3*time.Second, 20*ms, okReq)}, nil},
 		{"died at 1s, back at 2s", [][]reqState{
-			every(0, 950*ms, 20*ms, okReq),                  // answered up to 990 ms
+			every(0, 950*ms, 20*ms, okReq),                   // answered up to 990 ms
 			{cutReq(960*ms, 995*ms), cutReq(980*ms, 995*ms)}, // in flight at the death: last bytes at 995 ms
 			every(1000*ms, 2000*ms, 20*ms, refused),
 			every(2000*ms, 3000*ms, 20*ms, okReq), // first answer at 2010 ms
