@@ -105,20 +105,9 @@ func ParseShard(s string) (i, n int, err error) {
 }
 
 // Outage is a span during which the target could not be reached: requests failed to connect
-// (or their connections were reset) and no response byte arrived. Aggregate finds them from
-// every request of the run, warmup included, at a resolution of ResolutionNs (1 ms, coarser
-// only for runs over 4.6 hours):
-//
-//   - the target answered at a time when a response byte arrived, and throughout each
-//     response from its headers to its last byte;
-//   - a request failed to reach it at its send start when its connect failed, and when its
-//     connection was reset or closed before the response ended, after its last response byte
-//     (at its send when it had none);
-//   - an outage is a maximal span of such failures with no answer inside that holds at least
-//     one failed connect and at least two failures (a lone dropped stream is a reset, not an
-//     outage).
-//
-// All times are CLOCK_REALTIME ns, as in the Parquet files.
+// (or their connections were reset) and no response byte arrived. How aggregate finds them:
+// the "Outages in manifest.json" section of SCHEMAS.md (markdownOutro). Times are
+// CLOCK_REALTIME ns, as in the Parquet files.
 type Outage struct {
 	LastSeenNs   int64            `json:"last_seen_ns,omitempty"` // the target's last answer before the outage; 0 when none
 	StartNs      int64            `json:"start_ns"`               // the first failure: the target went away between last_seen_ns and start_ns

@@ -353,3 +353,26 @@ func TestJSONFieldsNestAndName(t *testing.T) {
 		t.Errorf("Fields =\n%v\nwant\n%v", got, want)
 	}
 }
+
+// The error_kind column names every documented error kind, and each kind is documented once.
+func TestErrorKindsDocumented(t *testing.T) {
+	doc := ""
+	for _, c := range KindOf[RawRequest]().Columns() {
+		if c.Name == "error_kind" {
+			doc = c.Doc
+		}
+	}
+	seen := map[string]bool{}
+	for _, k := range ErrorKinds {
+		if seen[k.Kind] {
+			t.Errorf("error kind %q documented twice", k.Kind)
+		}
+		seen[k.Kind] = true
+		if !strings.Contains(doc, k.Kind) || k.Doc == "" {
+			t.Errorf("error kind %q: raw-requests error_kind doc %q does not name it, or its doc is empty", k.Kind, doc)
+		}
+	}
+	if len(ErrorKinds) != 12 {
+		t.Errorf("%d error kinds documented; want the 12 constants", len(ErrorKinds))
+	}
+}
