@@ -88,6 +88,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		m.Host = h
 	}
 	m.Missing = []string{"capture did not finish (the coordinator stopped while status was running): parts not listed in files, raw/workers.parquet and raw/server-metrics.parquet may be absent"}
+	// Room for the last manifest writes when the disk fills up; deleted after them.
+	release, err := schemas.Reserve(cfg.Run)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if err := m.Write(mpath); err != nil {
 		return err
 	}
@@ -628,7 +634,11 @@ func (c *coord) result() error {
 	var dead []string
 	for _, p := range c.procs {
 		if p.exit != nil && !p.exit.ok {
-			dead = append(dead, fmt.Sprintf("worker %d (%s)", p.cfg.Worker, p.exit.status))
+			why := p.exit.status
+			if p.done != nil && p.done.Error != "" {
+				why += ": " + p.done.Error
+			}
+			dead = append(dead, fmt.Sprintf("worker %d (%s)", p.cfg.Worker, why))
 		}
 	}
 	switch {

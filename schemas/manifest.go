@@ -228,14 +228,15 @@ func ReadManifest(path string) (*Manifest, error) {
 	return &m, nil
 }
 
-// Write writes the manifest atomically, indented for people.
+// Write writes the manifest atomically, indented for people; on a full disk it uses the run
+// directory's reserve (Reserve).
 func (m *Manifest) Write(path string) error {
 	m.SchemaVersion = SchemaVersion
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
-	return WriteFileAtomic(path, append(b, '\n'))
+	return writeRoomy(path, append(b, '\n'))
 }
 
 // AddFile records a finished file, replacing an earlier entry for the same path.

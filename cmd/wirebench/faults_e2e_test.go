@@ -59,12 +59,12 @@ func TestRunWithFaultMix(t *testing.T) {
 			kinds[r.ErrorKind]++
 		}
 		switch r.ErrorKind {
-		case schemas.ErrorHTTPStatus:
+		case schemas.ErrHTTPStatus:
 			statuses[r.Status]++
 			if !strings.Contains(r.ErrorMessage, "injected fault") {
 				t.Errorf("seq %d: status %d message %q; want the server's error body", r.Seq, r.Status, r.ErrorMessage)
 			}
-		case schemas.ErrorReset, schemas.ErrorMalformedStream:
+		case schemas.ErrReset, schemas.ErrMalformedStream:
 			if r.Chunks == 0 || r.Status != 200 {
 				t.Errorf("seq %d: %s with status %d and %d chunks; want the events before the fault kept", r.Seq, r.ErrorKind, r.Status, r.Chunks)
 			}
@@ -84,7 +84,7 @@ func TestRunWithFaultMix(t *testing.T) {
 	}
 	// 5% of 300 is 15 each; the draws are seeded, the bounds wide.
 	for name, n := range map[string]int{"429": statuses[429], "500": statuses[500], "503": statuses[503],
-		"drop": int(kinds[schemas.ErrorReset]), "malformed": int(kinds[schemas.ErrorMalformedStream]), "stall": stalled, "slow-headers": late} {
+		"drop": int(kinds[schemas.ErrReset]), "malformed": int(kinds[schemas.ErrMalformedStream]), "stall": stalled, "slow-headers": late} {
 		if n < 3 || n > 40 {
 			t.Errorf("fault %s seen %d times in %d requests; want about 15", name, n, planned)
 		}

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/wirebench/wirebench/aggregate"
 	"github.com/wirebench/wirebench/capture"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/report"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // RunCmd is `wirebench run CONFIG -o RUN`: replay, capture, aggregate and report in one go.
@@ -33,6 +35,12 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	// Room to record a failure in the manifest when the disk fills up (see schemas.Reserve).
+	release, err := schemas.Reserve(c.Out)
+	if err != nil {
+		return err
+	}
+	defer release()
 	capErr := capture.Run(ctx, cfg, log)
 	interrupted := errors.Is(capErr, capture.ErrInterrupted)
 	if capErr != nil && !interrupted && !errors.Is(capErr, capture.ErrWorkerDied) {
@@ -41,11 +49,13 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger) error {
 	// An interrupted capture keeps every finished part: aggregate and report what is there,
 	// even though the context is cancelled (a second Ctrl-C still exits at once).
 	actx := context.WithoutCancel(ctx)
+	started := time.Now()
 	if _, err := aggregate.Run(actx, aggregate.Config{Runs: []string{c.Out}, Args: args}, log); err != nil {
-		return fmt.Errorf("aggregate: %w", err)
+		return recordFailure(c.Out, "aggregate", started, args, err, log)
 	}
+	started = time.Now()
 	if err := report.Run(actx, report.Config{Runs: []string{c.Out}, Open: c.Open, Args: args}, log); err != nil {
-		return fmt.Errorf("report: %w", err)
+		return recordFailure(c.Out, "report", started, args, err, log)
 	}
 	if err := report.Summary(os.Stdout, c.Out); err != nil {
 		return err
@@ -54,4 +64,14 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger) error {
 		return &exitError{code: 130, err: capErr}
 	}
 	return capErr
+}
+
+// recordFailure marks the run failed in its manifest, naming the step and its error (a full
+// disk names the file it could not write), and returns the error for the exit status.
+func recordFailure(dir, step string, started time.Time, args []string, err error, log *slog.Logger) error {
+	err = fmt.Errorf("%s: %w", step, err)
+	if merr := schemas.RecordFailure(dir, step, started, args, err); merr != nil {
+		log.Error("the manifest does not say the run failed", "err", merr)
+	}
+	return err
 }

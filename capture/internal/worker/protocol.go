@@ -21,6 +21,7 @@ type Message struct {
 	Unsent   int64           `json:"unsent,omitempty"`    // done: owned but never sent (stopped)
 	Skipped  int64           `json:"skipped,omitempty"`   // done: closed-loop requests after their stage's end
 	LateBody int64           `json:"late_body,omitempty"` // done: bodies built on the send path
+	Error    string          `json:"error,omitempty"`     // done: why the worker stopped writing (a full disk), else empty
 }
 
 // progress is a worker's state, cumulative since the start.

@@ -178,7 +178,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	w.drain(cancelReqs, abort)
 	close(w.results)
 	werr := <-wdone
-	w.out.send(Message{Type: "done", Worker: cfg.Worker, Sent: w.sentTotal.Load(), Unsent: w.owned - w.sentTotal.Load() - w.skipped.Load(), Skipped: w.skipped.Load(), LateBody: w.lateBody.Load()})
+	done := Message{Type: "done", Worker: cfg.Worker, Sent: w.sentTotal.Load(), Unsent: w.owned - w.sentTotal.Load() - w.skipped.Load(), Skipped: w.skipped.Load(), LateBody: w.lateBody.Load()}
+	if werr != nil {
+		done.Error = werr.Error() // the coordinator names it in the manifest
+	}
+	w.out.send(done)
 	return werr
 }
 
