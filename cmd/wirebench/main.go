@@ -54,8 +54,8 @@ func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-sigs
-		log.Warn("interrupt: stopping and draining; interrupt again to exit at once")
+		sig := <-sigs // SIGTERM is the first Ctrl-C too (Kubernetes, systemd, timeout(1))
+		log.Warn("interrupt: stopping and draining; interrupt again to exit at once", "signal", sig.String())
 		cancel()
 		<-sigs
 		log.Error("second interrupt: exiting now")

@@ -140,6 +140,7 @@ type Served struct {
 	Port int    // the client's TCP port
 	N    int    // the POST's number on its connection, from 0
 	Case string // the case's name; "" for a good answer
+	Auth string // the request's Authorization header
 }
 
 // Server is a running scripted server.
@@ -229,7 +230,7 @@ func (s *Server) serve(c net.Conn) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
 			continue
 		}
-		cs := s.pick(req.URL.Path, port, n)
+		cs := s.pick(req.URL.Path, req.Header.Get("Authorization"), port, n)
 		n++
 		if cs == nil {
 			Good(c)
@@ -248,7 +249,7 @@ func (s *Server) serve(c net.Conn) {
 }
 
 // pick returns the case for a POST to path, nil for a good answer, and logs it.
-func (s *Server) pick(path string, port, n int) *Case {
+func (s *Server) pick(path, auth string, port, n int) *Case {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var cs *Case
@@ -268,6 +269,6 @@ func (s *Server) pick(path string, port, n int) *Case {
 	if cs != nil {
 		name = cs.Name
 	}
-	s.log = append(s.log, Served{Port: port, N: n, Case: name})
+	s.log = append(s.log, Served{Port: port, N: n, Case: name, Auth: auth})
 	return cs
 }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// SIGTERM (what Kubernetes, systemd and timeout(1) send) to `capture` and to `run` is the first
+// Ctrl-C: sending stops, requests in flight drain and end ok, the manifest says interrupted and
+// what was not sent, the process exits 130; `run` still aggregates and reports what it has.
+func TestSIGTERMIsTheFirstCtrlC(t *testing.T) {
+	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
+	for _, cmdName := range []string{"capture", "run"} {
+		t.Run(cmdName, func(t *testing.T) {
+			run := captureRun(t, url, simkit.ConstantStage{Rate: 50, Duration: 10 * time.Second, MaxTokens: 8})
+			dir := run
+			args := []string{"capture", run}
+			if cmdName == "run" {
+				dir = filepath.Join(t.TempDir(), "run")
+				args = []string{"run", filepath.Join(run, "constant.yaml"), "-o", dir}
+			}
+			cmd := exec.Command(binary, append(args, "--workers", "1", "--tap", "off", "--quiet")...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if cmd.ProcessState == nil {
+					cmd.Process.Kill()
+					cmd.Wait()
+				}
+			})
+			waitSending(t, dir, time.Second)
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s did not end 30s after SIGTERM\n%s", cmdName, stderr.String())
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				t.Errorf("%s after SIGTERM: %v; want exit status 130\n%s", cmdName, err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "interrupt: stopping and draining") {
+				t.Errorf("%s logged no drain after SIGTERM:\n%s", cmdName, stderr.String())
+			}
+			m, reqs, _ := rawFiles(t, dir)
+			if m.Status != schemas.StatusInterrupted || !strings.Contains(strings.Join(m.Missing, "\n"), "planned requests were not sent") {
+				t.Errorf("manifest status %q missing %q; want interrupted, the unsent requests counted", m.Status, m.Missing)
+			}
+			if len(reqs) == 0 || len(reqs) >= 500 {
+				t.Errorf("%d requests recorded; want some of the 500 planned", len(reqs))
+			}
+			for _, r := range reqs {
+				if r.ErrorKind != "" {
+					t.Errorf("seq %d: %s after the drain: %s; want every request in flight to end ok", r.Seq, r.ErrorKind, r.ErrorMessage)
+				}
+			}
+			if cmdName == "run" {
+				for _, f := range []string{"metrics/requests.parquet", "report/index.html"} {
+					if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+						t.Errorf("run interrupted by SIGTERM wrote no %s: %v", f, err)
+					}
+				}
+				if !strings.Contains(stdout.String(), "interrupted") {
+					t.Errorf("run summary does not say interrupted:\n%s", stdout.String())
+				}
+			}
+		})
+	}
+}
