@@ -83,3 +83,30 @@ func TestSIGTERMIsTheFirstCtrlC(t *testing.T) {
 		})
 	}
 }
+
+// A second SIGTERM exits at once (130) without the drain: the manifest still says running and
+// what may be missing, the workers close their parts, and every file under its final name is
+// whole.
+func TestSecondSIGTERMExitsAtOnce(t *testing.T) {
+	url := startSim(t, "--ttft", "20ms", "--itl", "50ms")
+	run := captureRun(t, url, simkit.ConstantStage{Rate: 50, Duration: 10 * time.Second, MaxTokens: 100})
+	cmd, errb := startCapture(t, run, "--workers", "1", "--tap", "off", "--quiet", "--part-interval", "500ms")
+	kids := waitWorkers(t, cmd.Process.Pid, 1)
+	cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(200 * time.Millisecond) // the drain waits for 5 s streams
+	t0 := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := waitExit(t, cmd, errb)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 || time.Since(t0) > 2*time.Second {
+		t.Errorf("capture after a second SIGTERM: %v after %v; want exit status 130 at once\n%s", err, time.Since(t0), errb.String())
+	}
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(kids[0], 0) == nil && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	m, err := schemas.ReadManifest(filepath.Join(run, schemas.ManifestName))
+	if err != nil || m.Status != schemas.StatusRunning || len(m.Missing) == 0 {
+		t.Errorf("manifest (err %v) status %q missing %q; want running, saying what may be missing", err, m.Status, m.Missing)
+	}
+	checkFinalFiles(t, run)
+}

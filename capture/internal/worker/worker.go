@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
@@ -136,6 +137,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			cfg.CPU = -1
 		}
 	}
+	// A coordinator that exits at once (a second Ctrl-C, SIGKILL) leaves the message pipe
+	// broken: a write to it must fail, not kill the worker by SIGPIPE before it has closed
+	// its open parts.
+	signal.Ignore(unix.SIGPIPE)
 	log = log.With("worker", cfg.Worker)
 	w := &worker{cfg: cfg, log: log, out: NewLineWriter(cfg.Out), stopCh: make(chan struct{})}
 	if err := w.load(); err != nil {
