@@ -52,7 +52,7 @@ func TestCaptureAgainstHostileServer(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, binary, "capture", run, "--workers", "1", "--connections", "2", "--quiet", "--tap", "off",
-				"--gap-timeout", "300ms", "--ttft-timeout", "1s")
+				"--gap-timeout", "1s", "--ttft-timeout", "2s")
 			cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+certFile)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
