@@ -14,7 +14,6 @@ import (
 
 	"github.com/wirebench/wirebench/internal/hostile"
 	"github.com/wirebench/wirebench/internal/simkit"
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -31,7 +30,7 @@ func TestAPIKeyWrittenNowhere(t *testing.T) {
 	}
 	defer srv.Close()
 	dir := t.TempDir()
-	target := replay.Target{URL: srv.URL, API: "completions", Model: "sim", APIKeyEnv: "WIREBENCH_E2E_API_KEY"}
+	target := schemas.Target{URL: srv.URL, API: "completions", Model: "sim", APIKeyEnv: "WIREBENCH_E2E_API_KEY"}
 	if err := simkit.WriteConstantRun(dir, target, []simkit.ConstantStage{{Rate: 20, Duration: time.Second, MaxTokens: 4}}); err != nil {
 		t.Fatal(err)
 	}
