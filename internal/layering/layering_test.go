@@ -21,6 +21,7 @@ var below = map[string][]string{
 	"tokenizer":               {},
 	"sim":                     {},
 	"internal/cpuset":         {},
+	"internal/hostile":        {}, // a scripted broken server for the wire and end-to-end tests
 	"internal/hostclock":      {"schemas"},
 	"replay":                  {"schemas", "tokenizer", "internal/hostclock"},
 	"capture/tap":             {},
