@@ -170,12 +170,13 @@ func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
 	}
 }
 
-// startCapture starts `wirebench capture` in the background.
-func startCapture(t *testing.T, args ...string) (*exec.Cmd, *strings.Builder) {
+// startWirebench starts the binary with args in the background, collecting its output; it is
+// killed if the test ends first.
+func startWirebench(t *testing.T, args ...string) (cmd *exec.Cmd, stdout, stderr *strings.Builder) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"capture"}, args...)...)
-	var errb strings.Builder
-	cmd.Stderr = &errb
+	cmd = exec.Command(binary, args...)
+	stdout, stderr = new(strings.Builder), new(strings.Builder)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,14 @@ func startCapture(t *testing.T, args ...string) (*exec.Cmd, *strings.Builder) {
 			cmd.Wait()
 		}
 	})
-	return cmd, &errb
+	return cmd, stdout, stderr
+}
+
+// startCapture starts `wirebench capture` in the background.
+func startCapture(t *testing.T, args ...string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	cmd, _, errb := startWirebench(t, append([]string{"capture"}, args...)...)
+	return cmd, errb
 }
 
 // children returns the pids whose parent is pid and that run the wirebench subcommand sub.

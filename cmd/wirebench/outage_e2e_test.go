@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -65,18 +64,7 @@ func TestRunSurvivesServerDeath(t *testing.T) {
 	const rate, planned = 40, 240
 	cfg := filepath.Join(captureRun(t, url, simkit.ConstantStage{Rate: rate, Duration: planned / rate * time.Second, InputTokens: 16, MaxTokens: 8}), "constant.yaml")
 	out := filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(binary, "run", cfg, "-o", out, "--workers", "1", "--tap", "off", "--quiet")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	cmd, stdout, stderr := startWirebench(t, "run", cfg, "-o", out, "--workers", "1", "--tap", "off", "--quiet")
 	waitSending(t, out, 1500*time.Millisecond)
 	killed := time.Now()
 	killSim(t, addr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -29,18 +28,7 @@ func TestSIGTERMIsTheFirstCtrlC(t *testing.T) {
 				dir = filepath.Join(t.TempDir(), "run")
 				args = []string{"run", filepath.Join(run, "constant.yaml"), "-o", dir}
 			}
-			cmd := exec.Command(binary, append(args, "--workers", "1", "--tap", "off", "--quiet")...)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if cmd.ProcessState == nil {
-					cmd.Process.Kill()
-					cmd.Wait()
-				}
-			})
+			cmd, stdout, stderr := startWirebench(t, append(args, "--workers", "1", "--tap", "off", "--quiet")...)
 			waitSending(t, dir, time.Second)
 			cmd.Process.Signal(syscall.SIGTERM)
 			done := make(chan error, 1)
