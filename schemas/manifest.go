@@ -109,13 +109,13 @@ func ParseShard(s string) (i, n int, err error) {
 // the "Outages in manifest.json" section of SCHEMAS.md (markdownOutro). Times are
 // CLOCK_REALTIME ns, as in the Parquet files.
 type Outage struct {
-	LastSeenNs   int64            `json:"last_seen_ns,omitempty"` // the target's last answer before the outage; 0 when none
-	StartNs      int64            `json:"start_ns"`               // the first failure: the target went away between last_seen_ns and start_ns
-	EndNs        int64            `json:"end_ns,omitempty"`       // the first answer after it (the target is back); 0 when none came before the run ended
-	Back         bool             `json:"back"`                   // an answer came after the outage
-	Requests     int64            `json:"requests"`               // requests sent (begun) in [start_ns, end_ns)
-	Errors       map[string]int64 `json:"errors"`                 // those of them that failed, by error kind
-	ResolutionNs int64            `json:"resolution_ns"`          // the times are multiples of this after the run start
+	LastSeenNs   int64            `json:"last_seen_ns,omitempty" doc:"the target's last answer before the outage (absent when none): it went away between this and start_ns"`
+	StartNs      int64            `json:"start_ns" doc:"the first failure"`
+	EndNs        int64            `json:"end_ns,omitempty" doc:"the first answer after it; absent when none came before the run ended"`
+	Back         bool             `json:"back" doc:"whether an answer came after the outage"`
+	Requests     int64            `json:"requests" doc:"requests begun in [start_ns, end_ns)"`
+	Errors       map[string]int64 `json:"errors" doc:"those of them that failed, by error kind"`
+	ResolutionNs int64            `json:"resolution_ns" doc:"the times are multiples of this after the run start"`
 }
 
 // String says when the target went away and came back, in UTC to the millisecond, and what

@@ -1,6 +1,10 @@
 package schemas
 
-import "reflect"
+import (
+	"fmt"
+	"io"
+	"reflect"
+)
 
 func zeroOf(k Kind) any { return reflect.New(k.Row).Elem().Interface() }
 
@@ -60,9 +64,12 @@ const markdownBounds = "### Bounds: the client's own error\n\n" +
 	"`load_delivered` when sends followed the planned schedule (see the column), with `load_reason` " +
 	"naming who waited when not.\n\n"
 
-// markdownOutro documents the manifest's outages (the rest of manifest.json is described in
-// schemas/manifest.go).
-const markdownOutro = "## Outages in manifest.json\n\n" +
+// markdownOutro ends SCHEMAS.md.
+const markdownOutro = ""
+
+// outagesIntro says how aggregate finds the manifest's outages; the fields follow, from
+// schemas.Outage's doc tags.
+const outagesIntro = "## Outages in manifest.json\n\n" +
 	"`outages` lists the spans during which the target could not be reached, as `wirebench aggregate` " +
 	"finds them in every request's outcome (warmup included; rewritten by each aggregate; absent when none). " +
 	"The target answered when a response byte arrived, and throughout each response from its headers to its " +
@@ -70,12 +77,15 @@ const markdownOutro = "## Outages in manifest.json\n\n" +
 	"response byte (at its send when it had none) when its connection was reset or closed before the " +
 	"response ended. An outage is a maximal span of such failures with no answer inside, holding at least " +
 	"one failed connect and two failures (a lone dropped stream is a `reset`, not an outage). Times are " +
-	"CLOCK_REALTIME ns at a resolution of `resolution_ns` (1 ms; coarser only for runs over 4.6 hours).\n\n" +
-	"| field | meaning |\n|---|---|\n" +
-	"| `last_seen_ns` | the target's last answer before the outage (absent when none): it went away between this and `start_ns` |\n" +
-	"| `start_ns` | the first failure |\n" +
-	"| `end_ns` | the first answer after it; absent when none came before the run ended |\n" +
-	"| `back` | whether an answer came after the outage |\n" +
-	"| `requests` | requests begun in [`start_ns`, `end_ns`) |\n" +
-	"| `errors` | those of them that failed, by error kind |\n" +
-	"| `resolution_ns` | the times are multiples of this after the run start |\n"
+	"CLOCK_REALTIME ns at a resolution of `resolution_ns` (1 ms; coarser only for runs over 4.6 hours).\n\n"
+
+// writeOutagesMarkdown writes the manifest's outages section.
+func writeOutagesMarkdown(w io.Writer) {
+	fmt.Fprint(w, outagesIntro)
+	fmt.Fprintln(w, "| field | type | meaning |")
+	fmt.Fprintln(w, "|---|---|---|")
+	for _, f := range (JSONFile{Type: reflect.TypeFor[Outage]()}).Fields() {
+		fmt.Fprintf(w, "| `%s` | %s | %s |\n", f.Path, f.Type, f.Doc)
+	}
+	fmt.Fprintln(w)
+}

@@ -56,6 +56,7 @@ func WriteSchemasMarkdown(w io.Writer) error {
 		}
 	}
 	writeErrorKindsMarkdown(w)
+	writeOutagesMarkdown(w)
 	fmt.Fprint(w, markdownOutro)
 	return nil
 }
