@@ -41,7 +41,7 @@ var ErrorKinds = []ErrorKindDoc{
 	{ErrIncompleteStream, "the body ended cleanly (its framing complete) without `data: [DONE]` (or the API's final event: `response.completed`, `message_stop`) or a finish reason: the server gave up mid-answer without saying why"},
 	{ErrServerEvent, "an error object mid-stream (`{\"error\": ...}`, vLLM's `{\"object\": \"error\"}` or an `event: error`), or as a non-streaming 200 body; its chunk has kind `error`"},
 	{ErrContentEncoding, "the server compressed the body (`Content-Encoding` other than identity) although wirebench asks for none: event offsets would not be the wire's, so it is not decoded"},
-	{ErrTooLarge, "the response passed a bound that keeps a broken server from exhausting the client: headers over 64 KiB, an SSE line, event or non-streaming body over 16 MiB, 16 MiB of body without an event, more than 1,048,576 events, or a body over 1 GiB; reading stops there and the connection is closed"},
+	{ErrTooLarge, "the response passed a bound that keeps a broken server from exhausting the client: headers over 64 KiB, an SSE line or event over 16 MiB, 16 MiB of body without an event, more than 1,048,576 events, a streamed body over 1 GiB, or a non-streaming body over 256 MiB (or declaring more); reading stops there and the connection is closed"},
 	{ErrCancelled, "the run was interrupted (Ctrl-C, SIGTERM) and the request did not end within `--drain-timeout`"},
 }
 

@@ -946,11 +946,15 @@ func (c *Client) applySim(res *Result) {
 func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res *Result) {
 	s := &res.st
 	body := s.sim[:0] // reuse a buffer; x-sim comments do not occur here
+	if err := wholeBound(resp.header.Get("Content-Length"), 0); err != nil {
+		c.fail(ctx, res, schemas.ErrTooLarge, err)
+		return
+	}
 	for {
 		n, rerr := resp.body.Read(s.buf)
-		if len(body)+n > MaxLine {
+		if err := wholeBound("", int64(len(body)+n)); err != nil {
 			s.sim = nil // do not keep a buffer that large
-			c.fail(ctx, res, schemas.ErrTooLarge, fmt.Errorf("non-streaming body over %d MiB", MaxLine>>20))
+			c.fail(ctx, res, schemas.ErrTooLarge, err)
 			return
 		}
 		body = append(body, s.buf[:n]...)

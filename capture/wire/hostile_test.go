@@ -100,3 +100,26 @@ func TestEventAndBodyBounds(t *testing.T) {
 		}
 	}
 }
+
+// A non-streaming body without a length is read only up to the whole-body bound (lowered here).
+func TestWholeBodyBound(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"choices":[{"text":"`)
+		for range 10_000 {
+			if _, err := fmt.Fprint(w, strings.Repeat("x", 1024)); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	defer func(w int64) { maxWhole = w }(maxWhole)
+	maxWhole = 1 << 20
+	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true})
+	defer c.Close()
+	var res Result
+	c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)
+	if res.Req.ErrorKind != schemas.ErrTooLarge || !strings.Contains(res.Req.ErrorMessage, "non-streaming body over 1 MiB") || len(res.st.sim) != 0 {
+		t.Errorf("%q %q, %d bytes kept; want too_large, non-streaming body over 1 MiB, the buffer dropped", res.Req.ErrorKind, res.Req.ErrorMessage, len(res.st.sim))
+	}
+}

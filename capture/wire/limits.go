@@ -1,21 +1,39 @@
 package wire
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Bounds that keep a broken or hostile server from exhausting the client: a response that
 // passes one ends with kind too_large, reading stops and its connection is closed. Each is far
 // above what an LLM server sends. MaxHeaderBytes (framing.go) bounds the head, MaxLine
-// (sse.go) an SSE line, an event's data and a non-streaming body.
+// (sse.go) an SSE line and an event's data.
 const (
 	// MaxEvents bounds the events of one response: each is a chunk row held until the
 	// request ends (8 times the 131,072 tokens of the longest outputs served today).
 	MaxEvents = 1 << 20
 	// MaxBody bounds the bytes of one response body.
 	MaxBody = 1 << 30
+	// MaxWholeBody bounds a non-streaming body, which is held whole until it is parsed: an
+	// embeddings response for 2,048 inputs of 3,072 dimensions is about 90 MB.
+	MaxWholeBody = 256 << 20
 )
 
-// maxEvents and maxBody are MaxEvents and MaxBody; tests lower them.
-var maxEvents, maxBody int64 = MaxEvents, MaxBody
+// maxEvents, maxBody and maxWhole are MaxEvents, MaxBody and MaxWholeBody; tests lower them.
+var maxEvents, maxBody, maxWhole int64 = MaxEvents, MaxBody, MaxWholeBody
+
+// wholeBound reports a non-streaming body that passes maxWhole: by its Content-Length before
+// any byte is read (declared), or once read bytes exceed it.
+func wholeBound(declared string, read int64) error {
+	if n, err := strconv.ParseInt(declared, 10, 64); err == nil && n > maxWhole {
+		return fmt.Errorf("non-streaming body of %d bytes declared, over %d MiB", n, maxWhole>>20)
+	}
+	if read > maxWhole {
+		return fmt.Errorf("non-streaming body over %d MiB", maxWhole>>20)
+	}
+	return nil
+}
 
 // bodyBound reports the first bound an SSE body read so far passes, or nil: the decoder's line
 // bound, more than MaxLine bytes since the end of the latest data event (lastEnd; comments and

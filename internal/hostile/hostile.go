@@ -119,8 +119,8 @@ var Cases = []Case{
 	{Name: "endless lines that are not events", Kind: "too_large", Message: "without an SSE data event", Chunks: 1, Respond: func(w io.Writer) {
 		repeat(w, sseHead+chunk(contentEv), []byte(chunk(strings.Repeat("<p>filler</p>\n", 4<<10))))
 	}},
-	{Name: "endless non-streaming body", Kind: "too_large", Message: "non-streaming body over", Chunks: 0, Respond: func(w io.Writer) {
-		repeat(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"choices\":[{\"text\":\"", bytes.Repeat([]byte("x"), 64<<10))
+	{Name: "a terabyte non-streaming body", Kind: "too_large", Message: "non-streaming body of 1099511627776 bytes declared", Chunks: 0, Respond: func(w io.Writer) {
+		repeat(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1099511627776\r\n\r\n{\"choices\":[{\"text\":\"", bytes.Repeat([]byte("x"), 64<<10))
 	}},
 	{Name: "endless headers", Kind: "too_large", Message: "headers or trailers over 64 KiB", TLSMessage: "headers exceeded", Chunks: 0, Respond: func(w io.Writer) {
 		repeat(w, "HTTP/1.1 200 OK\r\n", []byte("X-Pad: "+strings.Repeat("x", 100)+"\r\n"))
