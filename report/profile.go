@@ -23,17 +23,18 @@ type Profile struct {
 
 // RunProfile is one run in profile.json.
 type RunProfile struct {
-	Label    string           `json:"label"`            // run id, else the directory name
-	Path     string           `json:"path"`             // run directory relative to the report directory
-	Host     string           `json:"host,omitempty"`   // from the manifest
-	CPUs     int              `json:"cpus,omitempty"`   // from the manifest
-	Tool     string           `json:"tool,omitempty"`   // wirebench version that captured the run
-	Status   string           `json:"status,omitempty"` // manifest status: complete, interrupted, failed
-	Missing  []string         `json:"missing,omitempty"`
-	Outages  []schemas.Outage `json:"outages,omitempty"` // when the target could not be reached (manifest)
-	Trust    TrustVerdict     `json:"trust"`
-	Headline Headline         `json:"headline"`
-	Stages   []StageProfile   `json:"stages"`
+	Label    string         `json:"label"`            // run id, else the directory name
+	Path     string         `json:"path"`             // run directory relative to the report directory
+	Host     string         `json:"host,omitempty"`   // from the manifest
+	CPUs     int            `json:"cpus,omitempty"`   // from the manifest
+	Tool     string         `json:"tool,omitempty"`   // wirebench version that captured the run
+	Status   string         `json:"status,omitempty"` // manifest status: complete, interrupted, failed
+	Missing  []string       `json:"missing,omitempty"`
+	Trust    TrustVerdict   `json:"trust"`
+	Headline Headline       `json:"headline"`
+	Stages   []StageProfile `json:"stages"`
+
+	Outages []schemas.Outage `json:"outages,omitempty"` // when the target could not be reached (manifest)
 }
 
 // TrustVerdict says whether the run's figures can be trusted (see Trust).
