@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"html/template"
 	"strings"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // page is the data of index.html.
 type page struct {
 	Title    string
-	Profile  Profile
+	Profile  schemas.Profile
 	Trust    []pageTrust
 	Sections []pageSection
 	Advice   []string
@@ -24,7 +26,7 @@ type page struct {
 // pageTrust is one run's trust banner.
 type pageTrust struct {
 	Name string // the run label with several runs, else empty
-	TrustVerdict
+	schemas.ProfileTrust
 }
 
 type pageSection struct {
@@ -45,24 +47,24 @@ type pageComparison struct {
 }
 
 type pageRun struct {
-	RunProfile
+	schemas.ProfileRun
 	Stages  table
 	Quality table
 }
 
 // indexHTML renders index.html: one self-contained page (inline CSS and SVG, no script, no
 // external resource), so it opens from disk or from an artifact store without network.
-func indexHTML(p Profile, charts []*chart) ([]byte, error) {
+func indexHTML(p schemas.Profile, charts []*chart) ([]byte, error) {
 	pg := page{Profile: p}
 	labels := make([]string, len(p.Runs))
 	for i, r := range p.Runs {
 		labels[i] = r.Label
-		t := pageTrust{TrustVerdict: r.Trust}
+		t := pageTrust{ProfileTrust: r.Trust}
 		if len(p.Runs) > 1 {
 			t.Name = r.Label + " "
 		}
 		pg.Trust = append(pg.Trust, t)
-		pg.Runs = append(pg.Runs, pageRun{RunProfile: r, Stages: stageTable(r), Quality: qualityTable(r)})
+		pg.Runs = append(pg.Runs, pageRun{ProfileRun: r, Stages: stageTable(r), Quality: qualityTable(r)})
 		for _, s := range r.Stages {
 			if s.Quality.Advice != "" {
 				a := s.Quality.Advice

@@ -3,11 +3,13 @@ package report
 import (
 	"fmt"
 	"strings"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // markdown renders summary.md: GitHub-flavoured Markdown for pull requests and wikis, with the
 // PNG charts (relative links, so the report directory can be copied as a whole).
-func markdown(p Profile, charts []*chart) []byte {
+func markdown(p schemas.Profile, charts []*chart) []byte {
 	var b strings.Builder
 	labels := make([]string, len(p.Runs))
 	for i, r := range p.Runs {

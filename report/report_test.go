@@ -305,7 +305,7 @@ func TestRunWithoutTimeseriesOrManifest(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "timeline-1.png")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("timeline-1.png written without a timeseries (stat: %v); want it left out", err)
 	}
-	var p Profile
+	var p schemas.Profile
 	b, err := os.ReadFile(filepath.Join(out, ProfileName))
 	if err == nil {
 		err = json.Unmarshal(b, &p)

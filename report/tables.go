@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // stagesCSV renders stages.csv: one row per run and stage, durations in nanoseconds.
-func stagesCSV(p Profile) ([]byte, error) {
+func stagesCSV(p schemas.Profile) ([]byte, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	head := []string{"run", "stage", "name", "mode", "target_rate", "concurrency", "requests", "completed", "errors",
@@ -108,7 +110,7 @@ func (r tableRow) Class() string {
 // stageTable is the per-stage headline table of one run: each latency percentile with its
 // bound where the bound shows at the printed digits (fmtBound). Stages with errors have their
 // error count marked.
-func stageTable(r RunProfile) table {
+func stageTable(r schemas.ProfileRun) table {
 	t := table{Head: []string{"stage", "offered", "sent/s", "done/s", "out tok/s", "in flight", "TTFT p50", "TTFT p99",
 		"TPOT p50", "TPOT p99", "ITL p99", "NTPOT p99", "E2E p50", "E2E p99", "goodput", "errors", "note"},
 		Text: map[int]bool{16: true}}
@@ -140,7 +142,7 @@ func stageTable(r RunProfile) table {
 // the client's uncertainty (the widest bound of a judged percentile), load sent as planned with
 // lateness and rate against the planned schedule, then diagnostics, and last the reasons of the
 // failed verdicts (the one column that wraps, so the table fits the page).
-func qualityTable(r RunProfile) table {
+func qualityTable(r schemas.ProfileRun) table {
 	t := table{Head: []string{"stage", "client-bound", "uncertainty", "load sent as planned", "lateness p99",
 		"rate: achieved / planned", "client's share of lateness", "exact timestamps", "workers (ρ max)", "GC pause", "why"},
 		Wrap: map[int]bool{10: true}}
@@ -180,7 +182,7 @@ func yesNo(failed bool, bad, ok string) string {
 }
 
 // comparisonTable is the side-by-side table of run B against run A: B/A ratios per stage.
-func comparisonTable(c Comparison) table {
+func comparisonTable(c schemas.ProfileComparison) table {
 	t := table{Head: []string{"stage"}}
 	for _, f := range comparedFigures {
 		t.Head = append(t.Head, f.Title)

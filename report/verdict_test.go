@@ -140,7 +140,7 @@ func TestHostsInQualityTable(t *testing.T) {
 		s.LoadReason = "part of the planned load is missing: " + gap
 	})
 	st[0].ClockUncertaintyNs = 1_500_000
-	rp := RunProfile{}
+	rp := schemas.ProfileRun{}
 	for i := range st {
 		rp.Stages = append(rp.Stages, stageProfile(&st[i], 2))
 	}

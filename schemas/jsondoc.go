@@ -17,6 +17,18 @@ type JSONFile struct {
 	Doc     string       // what it is and who writes it
 	Version string       // how its version is recorded
 	Type    reflect.Type // the Go struct
+	Notes   string       // Markdown after the field table
+}
+
+// JSONFiles are the JSON files of the contract, documented in SCHEMAS.md after the Parquet
+// kinds. Each is written atomically (a temporary file, fsync, rename) and indented.
+var JSONFiles = []JSONFile{
+	{Name: "manifest.json", Path: "RUN/manifest.json", Type: reflect.TypeFor[Manifest](), Notes: outagesNote,
+		Doc:     "what the run is, what made it and which files it holds; written by replay, updated by capture and aggregate (a merged run's by aggregate).",
+		Version: "`schema_version`, the run files' version: a reader refuses another"},
+	{Name: "profile.json", Path: "RUN/report/profile.json", Type: reflect.TypeFor[Profile](),
+		Doc:     "the machine-readable latency profile of one or more runs, written by `wirebench report`; durations in ns, rates per second.",
+		Version: fmt.Sprintf("`profile_version` (now %d), changed when a field is renamed or removed", ProfileVersion)},
 }
 
 // JSONField is one documented field of a JSON file: its dotted path ("stages[].index"), JSON
@@ -100,5 +112,8 @@ func (f JSONFile) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(w, "| `%s` | %s | %s |\n", fd.Path, fd.Type, strings.ReplaceAll(fd.Doc, "|", `\|`))
 	}
 	fmt.Fprintln(w)
+	if f.Notes != "" {
+		fmt.Fprint(w, f.Notes)
+	}
 	return nil
 }

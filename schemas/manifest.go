@@ -24,69 +24,54 @@ const ManifestName = "manifest.json"
 
 // Manifest is RUN/manifest.json: what the run is, what made it and which files it holds.
 type Manifest struct {
-	SchemaVersion int       `json:"schema_version"`
-	RunID         string    `json:"run_id"`
-	ToolVersion   string    `json:"tool_version"`
-	Host          string    `json:"host"`
-	CPUs          int       `json:"cpus"`
-	ClockSource   string    `json:"clock_source"`
-	Created       time.Time `json:"created"`
-	StartNs       int64     `json:"start_ns,omitempty"` // capture's common start time (CLOCK_REALTIME)
-	Clock         *Clock    `json:"clock,omitempty"`    // the clock discipline of the host that wrote the manifest last (replay, then capture)
-	Shard         string    `json:"shard,omitempty"`    // "i/n" for multi-host captures
-	// ShardPlanned is how many requests of each stage (by index) this host's shard plans to
-	// send, written by capture before it sends: aggregate compares it with what it finds.
-	ShardPlanned map[int32]int64 `json:"shard_planned,omitempty"`
-	Config       json.RawMessage `json:"config,omitempty"`
-	Stages       []StageInfo     `json:"stages"`
-	Steps        []Step          `json:"steps"`
-	Files        []FileEntry     `json:"files"`
-	Workers      []WorkerStatus  `json:"workers,omitempty"`
-	Status       string          `json:"status"`
-	Missing      []string        `json:"missing,omitempty"` // what the run lacks: dead workers, unfinished parts
-	Tap          *TapStatus      `json:"tap,omitempty"`     // the packet tap of capture --tap
-	// OpenFilesLimit is capture's RLIMIT_NOFILE (raised to the hard limit), MaxConnections the
-	// connections each worker may open (capture --max-connections, else what that limit allows).
-	OpenFilesLimit int64 `json:"open_files_limit,omitempty"`
-	MaxConnections int   `json:"max_connections,omitempty"`
-	// Hosts are the host directories a merged run was aggregated from (several RUNs given to
-	// aggregate, or one RUN aggregated into another directory); ClockUncertaintyNs is how far
-	// apart their clocks may be: the sum of the two largest max errors among hosts that read
-	// different clocks (0 when every host read one clock).
-	Hosts              []Host `json:"hosts,omitempty"`
-	ClockUncertaintyNs int64  `json:"clock_uncertainty_ns,omitempty"`
-	// Outages are the spans during which the target could not be reached, as aggregate finds
-	// them in the requests' outcomes (rewritten by every aggregate; absent when none).
-	Outages []Outage `json:"outages,omitempty"`
+	SchemaVersion      int             `json:"schema_version" doc:"the run files' schema version (SchemaVersion); a reader refuses another"`
+	RunID              string          `json:"run_id" doc:"the run's id, made by replay; every host of a distributed run shares it"`
+	ToolVersion        string          `json:"tool_version" doc:"wirebench version that wrote the manifest last"`
+	Host               string          `json:"host" doc:"host name of the step that wrote it last (replay, then capture)"`
+	CPUs               int             `json:"cpus" doc:"CPUs that process could use"`
+	ClockSource        string          `json:"clock_source" doc:"the clock of every timestamp: CLOCK_REALTIME"`
+	Created            time.Time       `json:"created" doc:"when replay made the run"`
+	StartNs            int64           `json:"start_ns,omitempty" doc:"capture's common start time (CLOCK_REALTIME ns): the schedule's time zero"`
+	Clock              *Clock          `json:"clock,omitempty" doc:"the clock discipline of the host that wrote the manifest last"`
+	Shard              string          `json:"shard,omitempty" doc:"i/n for a host of a distributed capture"`
+	ShardPlanned       map[int32]int64 `json:"shard_planned,omitempty" doc:"requests of each stage (by index) this host's shard plans to send, written before it sends; aggregate compares it with what it finds"`
+	Config             json.RawMessage `json:"config,omitempty" doc:"the resolved run configuration (the YAML config as JSON; no secrets: the API key is named by api_key_env)"`
+	Stages             []StageInfo     `json:"stages" doc:"the load plan, one per stage"`
+	Steps              []Step          `json:"steps" doc:"the commands applied to the run, in order"`
+	Files              []FileEntry     `json:"files" doc:"every finished file with its row count"`
+	Workers            []WorkerStatus  `json:"workers,omitempty" doc:"how each capture worker process ended"`
+	Status             string          `json:"status" doc:"planned, running, complete, interrupted or failed"`
+	Missing            []string        `json:"missing,omitempty" doc:"what the run lacks: dead workers, unsent requests, hosts that died or never started"`
+	Tap                *TapStatus      `json:"tap,omitempty" doc:"the packet tap of capture --tap"`
+	OpenFilesLimit     int64           `json:"open_files_limit,omitempty" doc:"capture's RLIMIT_NOFILE (raised to the hard limit)"`
+	MaxConnections     int             `json:"max_connections,omitempty" doc:"connections each worker may open (capture --max-connections, else what that limit allows)"`
+	Hosts              []Host          `json:"hosts,omitempty" doc:"the host directories a merged run was aggregated from"`
+	ClockUncertaintyNs int64           `json:"clock_uncertainty_ns,omitempty" doc:"how far apart the hosts' clocks may be: the sum of the two largest max errors among hosts on different clocks (0 on one clock)"`
+	Outages            []Outage        `json:"outages,omitempty" doc:"spans when the target could not be reached, as aggregate finds them in the requests' outcomes (rewritten by every aggregate)"`
 }
 
 // Clock is what the kernel says of its CLOCK_REALTIME discipline (adjtimex(2), read only), so
 // that the bound NTP, chrony or PTP keeps on the clock's error travels with the run.
 type Clock struct {
-	Source       string `json:"source"`       // "adjtimex"
-	Synchronized bool   `json:"synchronized"` // STA_UNSYNC clear and the call did not return TIME_ERROR
-	State        string `json:"state"`        // adjtimex's return: TIME_OK, TIME_INS, TIME_DEL, TIME_OOP, TIME_WAIT, TIME_ERROR
-	Status       int32  `json:"status"`       // the STA_* bits of timex.status
-	// MaxErrorNs is the kernel's maxerror: the bound on the clock's error that the
-	// synchronisation daemon hands the kernel with each update, which the kernel grows by
-	// 500 µs a second between updates; 16 s (the kernel's cap) when unsynchronised.
-	MaxErrorNs int64 `json:"max_error_ns"`
-	EstErrorNs int64 `json:"est_error_ns"` // the kernel's esterror: the daemon's estimate of the error
-	// BootID is /proc/sys/kernel/random/boot_id: processes (containers, network namespaces)
-	// under one running kernel read one CLOCK_REALTIME, so their times compare exactly.
-	BootID string    `json:"boot_id,omitempty"`
-	ReadAt time.Time `json:"read_at"`
-	Error  string    `json:"error,omitempty"` // why the clock could not be read; nothing above is known then
+	Source       string    `json:"source" doc:"adjtimex"`
+	Synchronized bool      `json:"synchronized" doc:"STA_UNSYNC clear and the call did not return TIME_ERROR"`
+	State        string    `json:"state" doc:"adjtimex's return: TIME_OK, TIME_INS, TIME_DEL, TIME_OOP, TIME_WAIT, TIME_ERROR"`
+	Status       int32     `json:"status" doc:"the STA_* bits of timex.status"`
+	MaxErrorNs   int64     `json:"max_error_ns" doc:"the kernel's maxerror: the daemon's bound on the clock's error, grown by 500 µs a second between updates; 16 s when unsynchronised"`
+	EstErrorNs   int64     `json:"est_error_ns" doc:"the kernel's esterror: the daemon's estimate of the error"`
+	BootID       string    `json:"boot_id,omitempty" doc:"/proc/sys/kernel/random/boot_id: processes under one running kernel read one clock"`
+	ReadAt       time.Time `json:"read_at" doc:"when it was read"`
+	Error        string    `json:"error,omitempty" doc:"why the clock could not be read; nothing above is known then"`
 }
 
 // Host is one host directory of a merged run.
 type Host struct {
-	Dir      string `json:"dir"`             // the RUN directory given to aggregate
-	Host     string `json:"host"`            // its host name
-	Shard    string `json:"shard,omitempty"` // "i/n"; empty when it never captured
-	Status   string `json:"status"`          // its manifest's status
-	Requests int64  `json:"requests"`        // raw request rows aggregate read from it
-	Clock    *Clock `json:"clock,omitempty"`
+	Dir      string `json:"dir" doc:"the RUN directory given to aggregate"`
+	Host     string `json:"host" doc:"its host name"`
+	Shard    string `json:"shard,omitempty" doc:"i/n; empty when it never captured"`
+	Status   string `json:"status" doc:"its manifest's status"`
+	Requests int64  `json:"requests" doc:"raw request rows aggregate read from it"`
+	Clock    *Clock `json:"clock,omitempty" doc:"its clock discipline"`
 }
 
 // ParseShard parses a shard "i/n" (0 <= i < n).
@@ -164,52 +149,52 @@ func (m *Manifest) RunConfig() (Config, error) {
 
 // TapStatus is what the packet tap did during capture.
 type TapStatus struct {
-	On      bool   `json:"on"`
-	Reason  string `json:"reason,omitempty"` // why it is off, or what it records
-	Packets int64  `json:"packets"`          // segments recorded
-	Drops   int64  `json:"drops"`            // packets the kernel dropped because the ring was full
+	On      bool   `json:"on" doc:"whether the tap ran"`
+	Reason  string `json:"reason,omitempty" doc:"why it is off, or what it records"`
+	Packets int64  `json:"packets" doc:"segments recorded"`
+	Drops   int64  `json:"drops" doc:"packets the kernel dropped because the ring was full"`
 }
 
 // StageInfo describes one stage of the load plan.
 type StageInfo struct {
-	Index       int32   `json:"index"`
-	Name        string  `json:"name"`
-	Mode        string  `json:"mode"` // open or closed
-	Arrival     string  `json:"arrival,omitempty"`
-	Rate        float64 `json:"rate,omitempty"`
-	Burstiness  float64 `json:"burstiness,omitempty"`
-	Concurrency int32   `json:"concurrency,omitempty"`
-	OffsetNs    int64   `json:"offset_ns"`   // stage start relative to the run start
-	DurationNs  int64   `json:"duration_ns"` // planned length; closed loop by requests: 0
-	Requests    int64   `json:"requests"`
-	Warmup      bool    `json:"warmup,omitempty"`
+	Index       int32   `json:"index" doc:"stage index (the stage column of every file)"`
+	Name        string  `json:"name" doc:"stage name"`
+	Mode        string  `json:"mode" doc:"open or closed"`
+	Arrival     string  `json:"arrival,omitempty" doc:"constant, poisson, gamma or trace (open loop)"`
+	Rate        float64 `json:"rate,omitempty" doc:"planned requests per second (open loop)"`
+	Burstiness  float64 `json:"burstiness,omitempty" doc:"gamma shape"`
+	Concurrency int32   `json:"concurrency,omitempty" doc:"users (closed loop)"`
+	OffsetNs    int64   `json:"offset_ns" doc:"stage start relative to the run start"`
+	DurationNs  int64   `json:"duration_ns" doc:"planned length; 0 for a closed-loop stage by requests"`
+	Requests    int64   `json:"requests" doc:"planned requests"`
+	Warmup      bool    `json:"warmup,omitempty" doc:"sent but left out of the stage metrics by default"`
 }
 
 // Step records one stage command applied to the run.
 type Step struct {
-	Name    string    `json:"name"` // replay, capture, aggregate, report
-	Args    []string  `json:"args,omitempty"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended,omitzero"`
-	Status  string    `json:"status"`
-	Error   string    `json:"error,omitempty"`
+	Name    string    `json:"name" doc:"replay, capture, aggregate or report"`
+	Args    []string  `json:"args,omitempty" doc:"its command-line arguments"`
+	Started time.Time `json:"started" doc:"when it began"`
+	Ended   time.Time `json:"ended,omitzero" doc:"when it ended"`
+	Status  string    `json:"status" doc:"ok, or how it ended"`
+	Error   string    `json:"error,omitempty" doc:"its error"`
 }
 
 // FileEntry is one finished file of the run.
 type FileEntry struct {
-	Path   string `json:"path"` // relative to the run directory
-	Kind   string `json:"kind"`
-	Rows   int64  `json:"rows"`
-	Worker int32  `json:"worker,omitempty"`
-	Part   int32  `json:"part,omitempty"`
+	Path   string `json:"path" doc:"relative to the run directory"`
+	Kind   string `json:"kind" doc:"its Parquet kind (the sections above)"`
+	Rows   int64  `json:"rows" doc:"rows written"`
+	Worker int32  `json:"worker,omitempty" doc:"the capture worker that wrote it"`
+	Part   int32  `json:"part,omitempty" doc:"its part number"`
 }
 
 // WorkerStatus records how a worker process ended.
 type WorkerStatus struct {
-	Worker int32  `json:"worker"`
-	Shard  int32  `json:"shard"`
-	CPU    int32  `json:"cpu"`
-	Exit   string `json:"exit"` // "ok", "exit status 2", "signal: killed", ...
+	Worker int32  `json:"worker" doc:"worker number"`
+	Shard  int32  `json:"shard" doc:"its host's shard"`
+	CPU    int32  `json:"cpu" doc:"the CPU it was pinned to; -1 when not pinned"`
+	Exit   string `json:"exit" doc:"ok, exit status 2, signal: killed, ..."`
 }
 
 // ReadManifest reads RUN/manifest.json and checks its version.

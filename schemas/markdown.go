@@ -1,8 +1,6 @@
 package schemas
 
 import (
-	"fmt"
-	"io"
 	"reflect"
 )
 
@@ -67,9 +65,8 @@ const markdownBounds = "### Bounds: the client's own error\n\n" +
 // markdownOutro ends SCHEMAS.md.
 const markdownOutro = ""
 
-// outagesIntro says how aggregate finds the manifest's outages; the fields follow, from
-// schemas.Outage's doc tags.
-const outagesIntro = "## Outages in manifest.json\n\n" +
+// outagesNote says how aggregate finds the manifest's outages (after the manifest's fields).
+const outagesNote = "**Outages.** " +
 	"`outages` lists the spans during which the target could not be reached, as `wirebench aggregate` " +
 	"finds them in every request's outcome (warmup included; rewritten by each aggregate; absent when none). " +
 	"The target answered when a response byte arrived, and throughout each response from its headers to its " +
@@ -79,13 +76,4 @@ const outagesIntro = "## Outages in manifest.json\n\n" +
 	"one failed connect and two failures (a lone dropped stream is a `reset`, not an outage). Times are " +
 	"CLOCK_REALTIME ns at a resolution of `resolution_ns` (1 ms; coarser only for runs over 4.6 hours).\n\n"
 
-// writeOutagesMarkdown writes the manifest's outages section.
-func writeOutagesMarkdown(w io.Writer) {
-	fmt.Fprint(w, outagesIntro)
-	fmt.Fprintln(w, "| field | type | meaning |")
-	fmt.Fprintln(w, "|---|---|---|")
-	for _, f := range (JSONFile{Type: reflect.TypeFor[Outage]()}).Fields() {
-		fmt.Fprintf(w, "| `%s` | %s | %s |\n", f.Path, f.Type, f.Doc)
-	}
-	fmt.Fprintln(w)
-}
+	// writeOutagesMarkdown writes the manifest's outages section.

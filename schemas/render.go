@@ -56,7 +56,11 @@ func WriteSchemasMarkdown(w io.Writer) error {
 		}
 	}
 	writeErrorKindsMarkdown(w)
-	writeOutagesMarkdown(w)
+	for _, f := range JSONFiles {
+		if err := f.WriteMarkdown(w); err != nil {
+			return err
+		}
+	}
 	fmt.Fprint(w, markdownOutro)
 	return nil
 }

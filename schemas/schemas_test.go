@@ -376,3 +376,13 @@ func TestErrorKindsDocumented(t *testing.T) {
 		t.Errorf("%d error kinds documented; want the 12 constants", len(ErrorKinds))
 	}
 }
+
+func TestJSONFilesDocumentEveryField(t *testing.T) {
+	for _, f := range JSONFiles {
+		for _, fd := range f.Fields() {
+			if fd.Doc == "" {
+				t.Errorf("%s: field %s has no doc tag", f.Name, fd.Path)
+			}
+		}
+	}
+}
