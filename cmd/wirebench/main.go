@@ -26,6 +26,7 @@ type CLI struct {
 	Run       RunCmd       `cmd:"" help:"Replay, capture, aggregate and report in one go: the everyday command."`
 	Sim       SimCmd       `cmd:"" help:"Serve a built-in OpenAI-compatible streaming server (continuous-batching model)."`
 	Calibrate CalibrateCmd `cmd:"" help:"Measure this machine's own client overhead and the highest rate it measures faithfully."`
+	K8s       K8sCmd       `cmd:"" name:"k8s" help:"Write the Kubernetes manifests of a multi-host run: volume, replay Job, Indexed capture Job, aggregate and report Job."`
 	Schema    SchemaCmd    `cmd:"" help:"Print the schema of every file kind (column, type, unit, meaning)."`
 	Version   VersionCmd   `cmd:"" help:"Print the version."`
 	Worker    WorkerCmd    `cmd:"" hidden:"" help:"Internal: one capture worker process."`

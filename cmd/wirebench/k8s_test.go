@@ -1,0 +1,261 @@
+package main
+
+// Tests of `wirebench k8s`. That its output is valid Kubernetes (the API types, unknown fields
+// rejected) is checked in examples/k8s/validate, a module of its own so that k8s.io stays out
+// of go.mod.
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kong"
+)
+
+// k8sNow is the "now" of the tests: before the examples' start time.
+var k8sNow = time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
+
+// exampleCommand reads the command line from the header of examples/k8s/00-volume.yaml (its
+// comment lines joined, line continuations dropped), relative to the repository root.
+func exampleCommand(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("examples/k8s/00-volume.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmd []string
+	in := false
+	for line := range strings.SplitSeq(string(b), "\n") {
+		text, ok := strings.CutPrefix(line, "#   ")
+		if strings.HasPrefix(text, "wirebench k8s ") {
+			in = true
+		}
+		if !in || !ok {
+			if in {
+				break
+			}
+			continue
+		}
+		cmd = append(cmd, strings.Fields(strings.TrimSuffix(text, "\\"))...)
+	}
+	if len(cmd) < 3 {
+		t.Fatalf("examples/k8s/00-volume.yaml: no `wirebench k8s ...` command in its header")
+	}
+	return cmd[2:]
+}
+
+// parseK8s parses `wirebench k8s ARGS` as the binary would.
+func parseK8s(t *testing.T, args []string) *K8sCmd {
+	t.Helper()
+	var cli CLI
+	p, err := kong.New(&cli, kong.Name("wirebench"), kong.Exit(func(int) { t.Fatalf("kong exited on %v", args) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Parse(append([]string{"k8s"}, args...)); err != nil {
+		t.Fatalf("parse k8s %v: %v", args, err)
+	}
+	return &cli.K8s
+}
+
+// TestK8sExamplesUpToDate: the checked-in manifests are exactly what the command in their
+// header writes, so they cannot drift from the generator.
+func TestK8sExamplesUpToDate(t *testing.T) {
+	t.Chdir("../..")
+	args := exampleCommand(t)
+	files, err := parseK8s(t, args).render(k8sNow)
+	if err != nil {
+		t.Fatalf("k8s %v: %v", args, err)
+	}
+	for i, name := range k8sFiles {
+		path := filepath.Join("examples/k8s", name)
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(files[i], want) {
+			t.Errorf("%s differs from `wirebench k8s %s`: regenerate it with that command and -o examples/k8s\ngot:\n%s", path, strings.Join(args, " "), files[i])
+		}
+	}
+}
+
+// validK8s returns flags that render, with a config in a temporary directory.
+func validK8s(t *testing.T, config string) *K8sCmd {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &K8sCmd{Config: path, RunID: "r1", Hosts: 3, StartAt: "+10m", Image: "img:1", CPUs: 2, Memory: "2Gi",
+		Claim: "data", Storage: "1Gi", DrainTimeout: 30 * time.Second}
+}
+
+const k8sConfig = `name: t
+target: {url: http://server.ns.svc:8000, api: completions, model: m}
+load:
+  stages: [{rate: 10, duration: 5s}]
+workload:
+  synthetic:
+    input: {kind: fixed, value: 16}
+    output: {kind: fixed, value: 4}
+`
+
+func TestK8sFlagErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		config string // replaces k8sConfig when set
+		edit   func(c *K8sCmd)
+		want   string // in the error
+	}{
+		{"upper-case run id", "", func(c *K8sCmd) { c.RunID = "Run1" }, `--run-id "Run1"`},
+		{"run id too long for a Job name", "", func(c *K8sCmd) { c.RunID = strings.Repeat("a", 41) }, "--run-id"},
+		{"run id ending in -", "", func(c *K8sCmd) { c.RunID = "r-" }, `--run-id "r-"`},
+		{"no hosts", "", func(c *K8sCmd) { c.Hosts = 0 }, "--hosts 0: want >= 1"},
+		{"no CPUs", "", func(c *K8sCmd) { c.CPUs = 0 }, "--cpus 0"},
+		{"memory in GB", "", func(c *K8sCmd) { c.Memory = "4GB" }, `--memory "4GB"`},
+		{"storage empty", "", func(c *K8sCmd) { c.Storage = "" }, `--storage ""`},
+		{"claim with _", "", func(c *K8sCmd) { c.Claim = "my_claim" }, `--claim "my_claim"`},
+		{"storage class upper-case", "", func(c *K8sCmd) { c.StorageClass = "Fast" }, `--storage-class "Fast"`},
+		{"image with a space", "", func(c *K8sCmd) { c.Image = "a b" }, `--image "a b"`},
+		{"drain below a second", "", func(c *K8sCmd) { c.DrainTimeout = 0 }, "--drain-timeout 0s"},
+		{"start in the past", "", func(c *K8sCmd) { c.StartAt = "2025-01-01T00:00:00Z" }, "is not in the future"},
+		{"start unparsable", "", func(c *K8sCmd) { c.StartAt = "tomorrow" }, `invalid start time "tomorrow"`},
+		{"start +negative", "", func(c *K8sCmd) { c.StartAt = "+-5m" }, `--start-at "+-5m"`},
+		{"config missing", "", func(c *K8sCmd) { c.Config = "/nonexistent/c.yaml" }, "/nonexistent/c.yaml"},
+		{"config unknown key", k8sConfig + "bogus: 1\n", nil, `config.yaml:9:1: unknown key "bogus"`},
+		{"shards disagree with hosts", k8sConfig + "capture: {shards: 2}\n", nil, "capture.shards is 2 but --hosts is 3"},
+		{"api key without secret", strings.Replace(k8sConfig, "model: m", "model: m, api_key_env: KEY", 1), nil, "give --api-key-secret NAME, a Secret with the key KEY"},
+		{"secret without api key", "", func(c *K8sCmd) { c.APIKeySecret = "s" }, "names no target.api_key_env"},
+		{"loopback target", "", func(c *K8sCmd) { c.Target = "http://127.0.0.1:8000" }, "a loopback address is the pod itself"},
+		{"localhost in config", strings.Replace(k8sConfig, "server.ns.svc", "localhost", 1), nil, `target.url "http://localhost:8000": a loopback`},
+		{"target not http", "", func(c *K8sCmd) { c.Target = "ftp://x" }, `--target "ftp://x"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := k8sConfig
+			if tc.config != "" {
+				cfg = tc.config
+			}
+			c := validK8s(t, cfg)
+			if tc.edit != nil {
+				tc.edit(c)
+			}
+			_, err := c.render(k8sNow)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("render() error = %v; want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestK8sStartAt(t *testing.T) {
+	cases := []struct {
+		in, want string
+	}{
+		{"+10m", "2026-01-02T03:14:05Z"}, // whole seconds from now
+		{"+1h30m", "2026-01-02T04:34:05Z"},
+		{"2026-01-02T07:00:00+02:00", "2026-01-02T05:00:00Z"}, // in UTC
+		{"2026-01-02T03:04:06.25Z", "2026-01-02T03:04:06.25Z"},
+		{"1767323100000000000", "2026-01-02T03:05:00Z"}, // unix ns, as capture takes it
+	}
+	for _, tc := range cases {
+		got, err := k8sStartAt(tc.in, k8sNow)
+		if err != nil || got.Format(time.RFC3339Nano) != tc.want {
+			t.Errorf("k8sStartAt(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestK8sConfigBlock(t *testing.T) {
+	cases := []struct {
+		in, header, body string
+	}{
+		{"a: 1\nb: 2\n", "|", "    a: 1\n    b: 2\n"},
+		{"a: 1\r\n\r\nb: 2\n\n\n", "|", "    a: 1\n\n    b: 2\n"}, // CRLF, blank line kept unindented, trailing blank lines dropped
+		{"  # indented comment\na: 1", "|2", "      # indented comment\n    a: 1\n"},
+	}
+	for _, tc := range cases {
+		h, b, err := configBlock("c.yaml", []byte(tc.in))
+		if err != nil || h != tc.header || b != tc.body {
+			t.Errorf("configBlock(%q) = %q, %q, %v; want %q, %q", tc.in, h, b, err, tc.header, tc.body)
+		}
+	}
+	if _, _, err := configBlock("big.yaml", bytes.Repeat([]byte("a: 1\n"), 1<<18)); err == nil || !strings.Contains(err.Error(), "big.yaml") {
+		t.Errorf("configBlock(1.25 MiB) error = %v; want one naming big.yaml", err)
+	}
+}
+
+// TestK8sRender checks what follows from the flags: hosts, the API key, the grace period.
+func TestK8sRender(t *testing.T) {
+	c := validK8s(t, strings.Replace(k8sConfig, "model: m", "model: m, api_key_env: OPENAI_API_KEY", 1))
+	c.APIKeySecret, c.Hosts, c.DrainTimeout, c.StorageClass = "llm-key", 12, 90*time.Second, "nfs"
+	files, err := c.render(k8sNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := string(bytes.Join(files, nil))
+	for _, want := range []string{
+		"completions: 12\n",
+		"parallelism: 12 ",
+		`--shard "${JOB_COMPLETION_INDEX}/12"`,
+		"terminationGracePeriodSeconds: 120\n", // 90 s drain + 30 s
+		"--drain-timeout 1m30s",
+		`storageClassName: "nfs"`,
+		`- "/data/r1/hosts/11"`,
+		"value: \"2026-01-02T03:14:05Z\"\n",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("manifests lack %q", want)
+		}
+	}
+	if strings.Contains(all, "/data/r1/hosts/12") {
+		t.Errorf("manifests name host 12 of 12 (hosts count from 0)")
+	}
+	// The key reaches replay (model discovery) and capture, not aggregate or report.
+	key := `secretKeyRef: {name: "llm-key", key: "OPENAI_API_KEY"}`
+	for i, want := range []int{0, 1, 1, 0} {
+		if got := strings.Count(string(files[i]), key); got != want {
+			t.Errorf("%s has the API key %d times; want %d", k8sFiles[i], got, want)
+		}
+	}
+}
+
+// TestK8sCommand runs the binary: stdout is one multi-document stream, -o writes the files,
+// bad flags exit 2.
+func TestK8sCommand(t *testing.T) {
+	c := validK8s(t, k8sConfig)
+	start := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	args := []string{"k8s", "--config", c.Config, "--run-id", "cmd", "--hosts", "2", "--start-at", start}
+	out, errOut, err := wirebench(t, time.Minute, args...)
+	if err != nil {
+		t.Fatalf("wirebench %v: %v\n%s", args, err, errOut)
+	}
+	if n := strings.Count(out, "\n---\n"); n != 4 {
+		t.Errorf("stdout has %d document separators; want 4 (claim, config map, three Jobs)", n)
+	}
+	dir := t.TempDir()
+	if _, errOut, err := wirebench(t, time.Minute, append(args, "-o", dir)...); err != nil {
+		t.Fatalf("wirebench -o: %v\n%s", err, errOut)
+	}
+	var joined []string
+	for _, name := range k8sFiles {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined = append(joined, string(b))
+	}
+	if got := strings.Join(joined, "---\n"); got != out {
+		t.Errorf("-o files joined differ from stdout")
+	}
+	_, errOut, err = wirebench(t, time.Minute, "k8s", "--config", c.Config, "--run-id", "cmd", "--hosts", "0", "--start-at", "+1h")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(errOut, "--hosts 0: want >= 1") {
+		t.Errorf("--hosts 0: err %v, stderr %q; want exit 2 naming --hosts", err, errOut)
+	}
+}
