@@ -1,0 +1,547 @@
+package validate
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// binary is the wirebench binary: $WIREBENCH (make test passes bin/wirebench), else built from
+// the repository in TestMain.
+var binary string
+
+// binDir holds "wirebench", a link to binary: the first directory on the PATH of the pods'
+// shell scripts.
+var binDir string
+
+// repoRoot is the wirebench repository, three levels up.
+const repoRoot = "../../.."
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "wirebench-k8s-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = filepath.Join(dir, "bin")
+	binary = os.Getenv("WIREBENCH")
+	if binary == "" {
+		binary = filepath.Join(dir, "wirebench")
+		build := exec.Command("go", "build", "-o", binary, "./cmd/wirebench")
+		build.Dir, build.Stdout, build.Stderr = repoRoot, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build wirebench:", err)
+			os.Exit(1)
+		}
+	}
+	if binary, err = filepath.Abs(binary); err == nil {
+		if err = os.Mkdir(binDir, 0o755); err == nil {
+			err = os.Symlink(binary, filepath.Join(binDir, "wirebench"))
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// run describes the manifests' run, as the flags gave it.
+type run struct {
+	id     string
+	hosts  int
+	start  string // RFC 3339
+	config string // the config file's text
+}
+
+func (r run) runDir() string          { return "/data/" + r.id + "/run" }
+func (r run) hostDir(i int) string    { return "/data/" + r.id + "/hosts/" + strconv.Itoa(i) }
+func (r run) name(comp string) string { return "wirebench-" + r.id + "-" + comp }
+
+// generate runs `wirebench k8s ARGS` and returns its stdout.
+func generate(t *testing.T, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, append([]string{"k8s"}, args...)...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("wirebench k8s %v: %v\n%s", args, err, errb.String())
+	}
+	return out
+}
+
+// writeConfig writes a run config whose target is a name the generator accepts.
+func writeConfig(t *testing.T, extra string) (string, string) {
+	t.Helper()
+	text := `name: k8s-test
+seed: 3
+target: {url: "http://server.test:8000", api: completions, model: sim, ignore_eos: true, timeout: 30s` + extra + `}
+load:
+  stages:
+    - {rate: 20, duration: 2s, arrival: constant}
+workload:
+  synthetic:
+    input: {kind: fixed, value: 16}
+    output: {kind: fixed, value: 4}
+tokenizer: whitespace
+`
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, text
+}
+
+func mustParse(t *testing.T, name string, data []byte) objects {
+	t.Helper()
+	var o objects
+	if err := parse(name, data, &o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestExamples parses the checked-in examples (cmd/wirebench checks that they are the
+// generator's output for the command in their header: 4 hosts of run "example").
+func TestExamples(t *testing.T) {
+	var o objects
+	files, _ := filepath.Glob("../*.yaml")
+	for _, f := range files {
+		if filepath.Base(f) == "config.yaml" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := parse(f, b, &o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, o, run{id: "example", hosts: 4, start: "2030-01-01T00:00:00Z", config: string(config)})
+}
+
+// TestGenerated parses the generator's output for several host counts.
+func TestGenerated(t *testing.T) {
+	cfg, text := writeConfig(t, "")
+	start := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+	for _, hosts := range []int{1, 4, 20} {
+		t.Run(strconv.Itoa(hosts), func(t *testing.T) {
+			r := run{id: "run-" + strconv.Itoa(hosts), hosts: hosts, start: start, config: text}
+			out := generate(t, "--config", cfg, "--run-id", r.id, "--hosts", strconv.Itoa(hosts), "--start-at", start, "--target", "http://vllm.ns.svc:8000")
+			checkRun(t, mustParse(t, "stdout", out), r)
+		})
+	}
+}
+
+// TestGeneratedOptions covers what the options add: the API key from a Secret, a storage
+// class, other sizes, a config that starts indented.
+func TestGeneratedOptions(t *testing.T) {
+	cfg, text := writeConfig(t, ", api_key_env: OPENAI_API_KEY")
+	text = "  # indented first line\n" + text
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+	out := generate(t, "--config", cfg, "--run-id", "opts", "--hosts", "3", "--start-at", start, "--api-key-secret", "llm-key",
+		"--storage-class", "nfs-client", "--cpus", "8", "--memory", "16Gi", "--storage", "1Ti", "--claim", "bench.data", "--drain-timeout", "2m")
+	o := mustParse(t, "stdout", out)
+	checkRun(t, o, run{id: "opts", hosts: 3, start: start, config: text})
+	if sc := o.claims[0].Spec.StorageClassName; sc == nil || *sc != "nfs-client" {
+		t.Errorf("claim storageClassName = %v; want nfs-client", sc)
+	}
+	for _, comp := range []string{"replay", "capture"} {
+		c := o.jobs[comp].Spec.Template.Spec.Containers[0]
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "OPENAI_API_KEY" })
+		if i < 0 || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.SecretKeyRef == nil ||
+			c.Env[i].ValueFrom.SecretKeyRef.Name != "llm-key" || c.Env[i].ValueFrom.SecretKeyRef.Key != "OPENAI_API_KEY" {
+			t.Errorf("%s env = %+v; want OPENAI_API_KEY from secret llm-key key OPENAI_API_KEY", comp, c.Env)
+		}
+	}
+	c := o.jobs["capture"].Spec.Template.Spec.Containers[0]
+	if got := c.Resources.Limits.Cpu().Value(); got != 8 {
+		t.Errorf("capture cpu limit = %d; want 8", got)
+	}
+	if g := o.jobs["capture"].Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != 150 {
+		t.Errorf("capture terminationGracePeriodSeconds = %v; want 150 (2m drain + 30s)", g)
+	}
+}
+
+// TestStrict: the parser rejects what the API server would not take, so that passing means
+// something.
+func TestStrict(t *testing.T) {
+	cfg, _ := writeConfig(t, "")
+	good := string(generate(t, "--config", cfg, "--run-id", "s", "--hosts", "2", "--start-at", "+1h", "--target", "http://x.svc:80"))
+	cases := []struct{ name, from, to, want string }{
+		{"misspelled field", "backoffLimit: 0\n  podFailurePolicy", "backoffLimt: 0\n  podFailurePolicy", `unknown field "backoffLimt"`},
+		{"duplicate field", "  completionMode: Indexed\n", "  completionMode: Indexed\n  completionMode: NonIndexed\n", "already set in map"},
+		{"string for an int", "completions: 2\n", "completions: two\n", "completions"},
+		{"unknown kind", "kind: ConfigMap", "kind: ConfigMapp", `kind "ConfigMapp"`},
+		{"bad label value", "app.kubernetes.io/component: capture\n", "app.kubernetes.io/component: capture!\n", "metadata.labels"},
+		{"mount of no volume", "- {name: data, mountPath: /data}", "- {name: date, mountPath: /data}", `volumeMounts[0].name: Not found: "date"`},
+		{"policy naming no container", "containerName: capture,", "containerName: capturer,", `containerName: Not found: "capturer"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(good, tc.from) {
+				t.Fatalf("generator output has no %q to change", tc.from)
+			}
+			var o objects
+			err := parse("edited", []byte(strings.Replace(good, tc.from, tc.to, 1)), &o)
+			if err == nil {
+				for _, j := range o.jobs {
+					if err = checkPod(j); err != nil {
+						break
+					}
+				}
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("parse(edited) = %v; want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// checkRun checks the manifests of one run: the objects, and that each step reads what the one
+// before it wrote, on the volume it mounts.
+func checkRun(t *testing.T, o objects, r run) {
+	t.Helper()
+	if len(o.claims) != 1 || len(o.configs) != 1 || len(o.jobs) != 3 {
+		t.Fatalf("%d claims, %d config maps, jobs %v; want 1, 1 and replay, capture, report", len(o.claims), len(o.configs), keys(o.jobs))
+	}
+	claim, cm := o.claims[0], o.configs[0]
+	if !slices.Equal(claim.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}) || claim.Spec.Resources.Requests.Storage().Sign() <= 0 {
+		t.Errorf("claim: accessModes %v storage %v; want [ReadWriteMany] (several pods write) and a size", claim.Spec.AccessModes, claim.Spec.Resources.Requests.Storage())
+	}
+	if cm.Name != r.name("config") || strings.TrimRight(cm.Data["config.yaml"], "\n") != strings.TrimRight(r.config, "\n") {
+		t.Errorf("config map %s config.yaml:\n%s\nwant %s holding the config:\n%s", cm.Name, cm.Data["config.yaml"], r.name("config"), r.config)
+	}
+	for comp, j := range o.jobs {
+		if j.Name != r.name(comp) || len(validation.IsDNS1123Label(j.Name)) > 0 {
+			t.Errorf("job %q: want name %q, a DNS label (at most 63: it is a label value on its pods)", j.Name, r.name(comp))
+		}
+		if err := checkPod(j); err != nil {
+			t.Errorf("job %s: %v", j.Name, err)
+		}
+		checkVolumes(t, j, claim.Name, cm.Name)
+		checkLabels(t, j, r.id, comp)
+	}
+	checkReplay(t, o.jobs["replay"], r)
+	checkCapture(t, o.jobs["capture"], r)
+	checkReport(t, o.jobs["report"], r)
+}
+
+func keys[V any](m map[string]V) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func checkLabels(t *testing.T, j *batchv1.Job, id, comp string) {
+	t.Helper()
+	for _, l := range []map[string]string{j.Labels, j.Spec.Template.Labels} {
+		if l["app.kubernetes.io/instance"] != id || l["app.kubernetes.io/component"] != comp {
+			t.Errorf("job %s labels %v; want instance %s, component %s", j.Name, l, id, comp)
+		}
+	}
+}
+
+// checkVolumes: the data volume is the claim, the config volume the config map, and every path
+// under /data or /config a container's command names is under one of its mounts.
+func checkVolumes(t *testing.T, j *batchv1.Job, claim, cm string) {
+	t.Helper()
+	spec := j.Spec.Template.Spec
+	for _, v := range spec.Volumes {
+		switch {
+		case v.Name == "data" && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim:
+		case v.Name == "config" && v.ConfigMap != nil && v.ConfigMap.Name == cm:
+		default:
+			t.Errorf("job %s volume %+v; want data = claim %s or config = config map %s", j.Name, v, claim, cm)
+		}
+	}
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		for _, p := range commandPaths(c) {
+			if p == "/bin/sh" {
+				continue
+			}
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return under(p, m.MountPath) }) {
+				t.Errorf("job %s container %s uses %s, under none of its mounts %v", j.Name, c.Name, p, c.VolumeMounts)
+			}
+		}
+	}
+}
+
+// pathRe finds absolute paths: after a space, an '=' or an opening quote ("$host"/x is not one).
+var pathRe = regexp.MustCompile(`(?:^|[\s=]|\s["'])(/[^\s"';]*)`)
+
+// commandPaths returns the absolute paths in a container's command and args.
+func commandPaths(c corev1.Container) []string {
+	var ps []string
+	for _, s := range slices.Concat(c.Command, c.Args) {
+		for _, m := range pathRe.FindAllStringSubmatch(s, -1) {
+			ps = append(ps, m[1])
+		}
+	}
+	return ps
+}
+
+func under(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+func checkReplay(t *testing.T, j *batchv1.Job, r run) {
+	t.Helper()
+	c := j.Spec.Template.Spec.Containers[0]
+	cmd := strings.Join(c.Command, " ")
+	if !strings.HasPrefix(cmd, "wirebench replay /config/config.yaml -o "+r.runDir()+" --force") {
+		t.Errorf("replay command %q; want wirebench replay /config/config.yaml -o %s --force", cmd, r.runDir())
+	}
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/config" && !m.ReadOnly {
+			t.Errorf("replay mounts the config read-write")
+		}
+	}
+	checkRetries(t, j, batchv1.PodFailurePolicyActionIgnore)
+}
+
+// checkRetries: no failure is retried, and a disruption gets the given action (Ignore: run
+// again; FailJob: never).
+func checkRetries(t *testing.T, j *batchv1.Job, disruption batchv1.PodFailurePolicyAction) {
+	t.Helper()
+	if j.Spec.BackoffLimit == nil || *j.Spec.BackoffLimit != 0 || j.Spec.PodFailurePolicy == nil {
+		t.Fatalf("job %s backoffLimit %v podFailurePolicy %v; want 0 and a policy", j.Name, j.Spec.BackoffLimit, j.Spec.PodFailurePolicy)
+	}
+	got := map[string]batchv1.PodFailurePolicyAction{}
+	for _, rule := range j.Spec.PodFailurePolicy.Rules {
+		for _, pc := range rule.OnPodConditions {
+			got[string(pc.Type)] = rule.Action
+		}
+		if e := rule.OnExitCodes; e != nil && e.Operator == batchv1.PodFailurePolicyOnExitCodesOpNotIn && slices.Equal(e.Values, []int32{0}) {
+			got["exit != 0"] = rule.Action
+		}
+	}
+	want := map[string]batchv1.PodFailurePolicyAction{string(corev1.DisruptionTarget): disruption, "exit != 0": batchv1.PodFailurePolicyActionFailJob}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("job %s podFailurePolicy on %s: %q; want %q", j.Name, k, got[k], v)
+		}
+	}
+}
+
+var (
+	shardRe = regexp.MustCompile(`wirebench capture "\$host" --shard "\$\{JOB_COMPLETION_INDEX\}/(\d+)" --start-at "\$START_AT" --drain-timeout (\S+)`)
+	hostRe  = regexp.MustCompile(`(?m)^host=(\S+)\$\{JOB_COMPLETION_INDEX\}$`)
+	cpRe    = regexp.MustCompile(`(?m)^cp (\S+)/manifest\.json "\$host"/$`)
+	lnRe    = regexp.MustCompile(`(?m)^ln -s (\S+) "\$host"/schedule$`)
+)
+
+func checkCapture(t *testing.T, j *batchv1.Job, r run) {
+	t.Helper()
+	s := j.Spec
+	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion || s.Completions == nil || s.Parallelism == nil ||
+		int(*s.Completions) != r.hosts || int(*s.Parallelism) != r.hosts {
+		t.Errorf("capture: completionMode %v completions %v parallelism %v; want Indexed, %d and %d (every shard at once)", s.CompletionMode, s.Completions, s.Parallelism, r.hosts, r.hosts)
+	}
+	checkRetries(t, j, batchv1.PodFailurePolicyActionFailJob)
+	pod := s.Template.Spec
+	c := pod.Containers[0]
+	script := strings.Join(slices.Concat(c.Command, c.Args), " ")
+	m := shardRe.FindStringSubmatch(script)
+	if m == nil || m[1] != strconv.Itoa(r.hosts) {
+		t.Fatalf("capture script:\n%s\nwant `wirebench capture \"$host\" --shard \"${JOB_COMPLETION_INDEX}/%d\" --start-at \"$START_AT\" --drain-timeout D`", script, r.hosts)
+	}
+	if strings.Contains(script, "$(") {
+		t.Errorf("capture script uses $(...): Kubernetes expands $(VAR) in args before the shell sees it")
+	}
+	drain, err := time.ParseDuration(m[2])
+	if g := pod.TerminationGracePeriodSeconds; err != nil || g == nil || time.Duration(*g)*time.Second <= drain {
+		t.Errorf("capture terminationGracePeriodSeconds %v with --drain-timeout %s; want longer than the drain", g, m[2])
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["START_AT"] != r.start {
+		t.Errorf("capture START_AT = %q; want %q", env["START_AT"], r.start)
+	}
+	// The pod's run directory: hosts/<index>, with the replay's manifest and schedule.
+	host, cp, ln := hostRe.FindStringSubmatch(script), cpRe.FindStringSubmatch(script), lnRe.FindStringSubmatch(script)
+	if host == nil || host[1]+"0" != r.hostDir(0) || cp == nil || cp[1] != r.runDir() || ln == nil || path.Join(r.hostDir(0), ln[1]) != r.runDir()+"/schedule" {
+		t.Errorf("capture script:\n%s\nwant host=%s${JOB_COMPLETION_INDEX}, the manifest copied from %s and its schedule linked", script, strings.TrimSuffix(r.hostDir(0), "0"), r.runDir())
+	}
+	// One capture pod per node: the anti-affinity selects this run's capture pods.
+	a := pod.Affinity
+	if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Fatalf("capture affinity %+v; want one required pod anti-affinity term", a)
+	}
+	term := a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0]
+	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	other := labels.Set{"app.kubernetes.io/component": "capture", "app.kubernetes.io/instance": r.id + "-other"}
+	if err != nil || term.TopologyKey != corev1.LabelHostname || !sel.Matches(labels.Set(s.Template.Labels)) || sel.Matches(other) {
+		t.Errorf("capture anti-affinity %+v (%v): want topology %s, selecting this run's capture pods and not another run's", term, err, corev1.LabelHostname)
+	}
+	// Guaranteed QoS (whole CPUs under a static CPU manager) and the capabilities capture uses.
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := c.Resources.Requests[res], c.Resources.Limits[res]
+		if req.IsZero() || req.Cmp(lim) != 0 {
+			t.Errorf("capture %s request %v limit %v; want equal and set", res, req.String(), lim.String())
+		}
+	}
+	if sc := c.SecurityContext; sc == nil || sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Add, "SYS_NICE") || !slices.Contains(sc.Capabilities.Add, "NET_RAW") {
+		t.Errorf("capture securityContext %+v; want capabilities SYS_NICE and NET_RAW", sc)
+	}
+}
+
+func checkReport(t *testing.T, j *batchv1.Job, r run) {
+	t.Helper()
+	checkRetries(t, j, batchv1.PodFailurePolicyActionIgnore)
+	spec := j.Spec.Template.Spec
+	if len(spec.InitContainers) != 1 || len(spec.Containers) != 1 {
+		t.Fatalf("report job: %d init containers, %d containers; want aggregate, then report", len(spec.InitContainers), len(spec.Containers))
+	}
+	want := []string{"wirebench", "aggregate"}
+	for i := range r.hosts {
+		want = append(want, r.hostDir(i))
+	}
+	want = append(want, "-o", r.runDir())
+	if got := slices.Concat(spec.InitContainers[0].Command, spec.InitContainers[0].Args); !slices.Equal(got, want) {
+		t.Errorf("aggregate command %q; want %q (every host's directory, merged into the replay's)", got, want)
+	}
+	if got := slices.Concat(spec.Containers[0].Command, spec.Containers[0].Args); !slices.Equal(got, []string{"wirebench", "report", r.runDir()}) {
+		t.Errorf("report command %q; want wirebench report %s", got, r.runDir())
+	}
+}
+
+// TestPodCommands runs the manifests' own commands, with /data and /config in a temporary
+// directory and the target swapped for a `wirebench sim` on 127.0.0.1: replay, two capture
+// pods (the shell script as written) from a common start, aggregate and report.
+func TestPodCommands(t *testing.T) {
+	cfg, _ := writeConfig(t, "")
+	o := mustParse(t, "stdout", generate(t, "--config", cfg, "--run-id", "e2e", "--hosts", "2", "--start-at", "+1h", "--target", "http://server.test:8000"))
+	root := t.TempDir()
+	sim := startSim(t)
+	swap := strings.NewReplacer("/data/", root+"/data/", "/config/", root+"/config/", "http://server.test:8000", sim)
+	if err := os.MkdirAll(filepath.Join(root, "config"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "config", "config.yaml"), []byte(o.configs[0].Data["config.yaml"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runContainer(t, o.jobs["replay"].Spec.Template.Spec.Containers[0], swap, nil)
+
+	capture := o.jobs["capture"].Spec.Template.Spec.Containers[0]
+	start := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339Nano)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			runContainer(t, capture, swap, map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i), "START_AT": start})
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	spec := o.jobs["report"].Spec.Template.Spec
+	out := runContainer(t, spec.InitContainers[0], swap, nil)
+	runContainer(t, spec.Containers[0], swap, nil)
+
+	var m struct {
+		Stages []struct{ Requests int64 }
+	}
+	b, err := os.ReadFile(filepath.Join(root, "data/e2e/run/manifest.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil || len(m.Stages) != 1 {
+		t.Fatalf("run manifest: %v, %d stages; want 1", err, len(m.Stages))
+	}
+	// Both shards together sent the whole schedule, and aggregate read both.
+	want := fmt.Sprintf(": %d requests, %d ok,", m.Stages[0].Requests, m.Stages[0].Requests)
+	if !strings.Contains(out, want) {
+		t.Errorf("aggregate printed:\n%s\nwant a stage line with %q", out, want)
+	}
+	if _, err := os.Stat(filepath.Join(root, "data/e2e/run/report/index.html")); err != nil {
+		t.Errorf("report: %v", err)
+	}
+}
+
+// runContainer runs a container's command with paths swapped, wirebench first on PATH and
+// env (the container's own, then extra), and returns its stdout; it fails the test on a
+// non-zero exit.
+func runContainer(t *testing.T, c corev1.Container, swap *strings.Replacer, extra map[string]string) string {
+	t.Helper()
+	argv := slices.Concat(c.Command, c.Args)
+	for i := range argv {
+		argv[i] = swap.Replace(argv[i])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if argv[0] == "wirebench" {
+		argv[0] = binary
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "PATH="+binDir+":"+os.Getenv("PATH"))
+	for _, e := range c.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	for k, v := range extra {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		t.Errorf("container %s: %v\n%s", c.Name, err, errb.String())
+	}
+	return string(out)
+}
+
+// startSim starts `wirebench sim` on a free loopback port and returns its base URL.
+func startSim(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	cmd := exec.CommandContext(ctx, binary, "sim", "--listen", "127.0.0.1:0", "--ttft", "5ms", "--itl", "2ms")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
+		t.Fatalf("wirebench sim printed %q, %v; want its base URL", line, err)
+	}
+	return strings.TrimSpace(line)
+}
