@@ -6,7 +6,7 @@ BIN      := bin/wirebench
 RACE_PKGS := $(shell $(GO) list ./... | grep -v '/cmd/' | grep -v '/examples' | grep -v '/sim$$')
 E2E_PKGS  := $(shell $(GO) list ./cmd/... ./examples/... 2>/dev/null)
 
-.PHONY: build test test-duckdb bench bench-vegeta demo lint clean
+.PHONY: build test test-duckdb bench bench-vegeta bench-scale demo lint clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/wirebench
@@ -42,6 +42,14 @@ bench: build
 # (figures in docs/measurements.md).
 bench-vegeta: build
 	cd bench/vegeta && $(GO) run . -wirebench ../../$(BIN)
+
+# Aggregate at scale: synthetic runs of 5, 10 and 20 hosts sending 5,000 req/s each for 60 s (up
+# to 6 M requests and 100 M chunk rows, written by internal/synthrun), each aggregated by a child
+# `wirebench aggregate`: wall time, CPU, rows/s and peak RSS as a Markdown table (figures in
+# docs/measurements-scale.md). Takes several minutes and up to SCALE_DIR's share of disk (see there).
+SCALE_DIR ?= /tmp/wirebench-scale
+bench-scale: build
+	$(GO) run ./bench/scale -wirebench $(BIN) -hosts 5,10,20 -dir $(SCALE_DIR)
 
 # The main job on the built-in simulator: a sweep across its saturation knee, with a report.
 demo: build
