@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"slices"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // HostPlan is how many client hosts of the calibrated machine's kind a rate needs
@@ -44,12 +46,12 @@ func PlanHosts(c *Calibration, rate float64) (HostPlan, error) {
 		return p, fmt.Errorf("rate %g: want > 0", rate)
 	case c.CPUs < 1 || c.Workers < 1:
 		return p, fmt.Errorf("%w: the calibration records %d CPUs and %d workers", ErrNoModel, c.CPUs, c.Workers)
-	case f.CPUPerReqNs <= 0 || f.IdleRho >= rhoTarget:
-		return p, fmt.Errorf("%w: ρ = %.3f + %.0f ns × rate per worker cannot stay at %.1f (%s)", ErrNoModel, f.IdleRho, f.CPUPerReqNs, rhoTarget, f.Method)
+	case f.CPUPerReqNs <= 0 || f.IdleRho >= schemas.TargetRho:
+		return p, fmt.Errorf("%w: ρ = %.3f + %.0f ns × rate per worker cannot stay at %.1f (%s)", ErrNoModel, f.IdleRho, f.CPUPerReqNs, schemas.TargetRho, f.Method)
 	case c.FaithfulRate <= 0:
 		return p, fmt.Errorf("%w: no rate was held faithfully on this machine (%s)", ErrNoModel, c.FaithfulRule)
 	}
-	p.ModelRate = float64(c.CPUs) * (rhoTarget - f.IdleRho) / (f.CPUPerReqNs * 1e-9)
+	p.ModelRate = float64(c.CPUs) * (schemas.TargetRho - f.IdleRho) / (f.CPUPerReqNs * 1e-9)
 	p.HostRate = p.ModelRate
 	if slices.ContainsFunc(c.Rates, func(r Rate) bool { return r.TargetRate > c.FaithfulRate && !r.Faithful }) {
 		p.FaithfulCap = c.FaithfulRate * float64(c.CPUs) / float64(c.Workers)
@@ -61,9 +63,9 @@ func PlanHosts(c *Calibration, rate float64) (HostPlan, error) {
 
 // WriteText writes the plan in one or two lines.
 func (p HostPlan) WriteText(w io.Writer, c *Calibration) error {
-	limit := fmt.Sprintf("%.0f requests/s per host: %d workers at worker ρ = %.1f", p.HostRate, p.WorkersPerHost, rhoTarget)
+	limit := fmt.Sprintf("%.0f requests/s per host: %d workers at worker ρ = %.1f", p.HostRate, p.WorkersPerHost, schemas.TargetRho)
 	if p.FaithfulCap > 0 && p.FaithfulCap < p.ModelRate {
-		limit = fmt.Sprintf("%.0f requests/s per host: the highest faithful rate (the model's %.0f at ρ = %.1f is past where this machine stopped being faithful)", p.HostRate, p.ModelRate, rhoTarget)
+		limit = fmt.Sprintf("%.0f requests/s per host: the highest faithful rate (the model's %.0f at ρ = %.1f is past where this machine stopped being faithful)", p.HostRate, p.ModelRate, schemas.TargetRho)
 	}
 	_, err := fmt.Fprintf(w, "for %g requests/s: %d host(s) of this kind (%d CPUs each, capture alone on them), %s; for requests of %d output tokens like the calibration's\n",
 		p.Rate, p.Hosts, p.WorkersPerHost, limit, p.OutputTokens)

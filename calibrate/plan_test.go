@@ -100,7 +100,7 @@ func TestPlanWriteText(t *testing.T) {
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "calibration.json")
-	if err := writeJSON(path, vm()); err != nil {
+	if err := vm().write(path); err != nil {
 		t.Fatal(err)
 	}
 	c, err := Load(path)

@@ -76,7 +76,7 @@ type k8sRun struct {
 	ConfigHeader     string   // the block scalar's indicator: "|" or "|2"
 	ConfigText       string   // the config, indented under config.yaml
 	APIKeyEnv        string   // target.api_key_env of the config
-	ReplayCommand    string   // flow sequence
+	ReplayLine       string   // the replay command, as shell words
 	HostDirs         []string // /data/RUN/hosts/i
 	GraceSeconds     int64
 	AggregateMemory  string
@@ -199,7 +199,7 @@ func k8sStartAt(s string, now time.Time) (time.Time, error) {
 }
 
 // checkConfig checks what the config must agree on with the flags.
-func (c *K8sCmd) checkConfig(cfg *replay.Config) []error {
+func (c *K8sCmd) checkConfig(cfg *schemas.Config) []error {
 	var errs []error
 	if n := cfg.Capture.Shards; n > 1 && n != c.Hosts {
 		errs = append(errs, fmt.Errorf("%s: capture.shards is %d but --hosts is %d: every pod would refuse its shard", c.Config, n, c.Hosts))
@@ -226,7 +226,7 @@ func (c *K8sCmd) checkConfig(cfg *replay.Config) []error {
 }
 
 // fill derives what the templates need from checked flags.
-func (c *K8sCmd) fill(cfg *replay.Config, start time.Time) (*k8sRun, error) {
+func (c *K8sCmd) fill(cfg *schemas.Config, start time.Time) (*k8sRun, error) {
 	text, err := os.ReadFile(c.Config)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
@@ -243,7 +243,7 @@ func (c *K8sCmd) fill(cfg *replay.Config, start time.Time) (*k8sRun, error) {
 	if c.Target != "" {
 		replayArgs = append(replayArgs, "--target", c.Target)
 	}
-	r.ReplayCommand = flowList(replayArgs)
+	r.ReplayLine = shellLine(replayArgs)
 	r.AggregateCommand = []string{"wirebench", "aggregate"}
 	for i := range c.Hosts {
 		r.AggregateCommand = append(r.AggregateCommand, fmt.Sprintf("/data/%s/hosts/%d", c.RunID, i))
@@ -316,17 +316,25 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// yamlQuote writes s as a YAML double-quoted scalar (a JSON string is one).
-func yamlQuote(s string) string { return strconv.Quote(s) }
+// Prepare is the shell that makes the run directory "$host" of one capture host afresh: the
+// replay's manifest copied (capture rewrites it), its schedule linked (read only; a copy per
+// host would multiply the prompts). Lines after the first are indented by indent spaces.
+func (r *k8sRun) Prepare(indent int) string {
+	return `rm -rf "$host" && mkdir -p "$host"` + "\n" + strings.Repeat(" ", indent) +
+		`cp /data/` + r.RunID + `/run/manifest.json "$host"/ && ln -s ../../run/schedule "$host"/schedule`
+}
 
-// flowList writes args as a YAML flow sequence of double-quoted scalars.
-func flowList(args []string) string {
+// shellLine joins args into a shell command line, quoting where needed.
+func shellLine(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		q[i] = yamlQuote(a)
+		q[i] = shellQuote(a)
 	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return strings.Join(q, " ")
 }
+
+// yamlQuote writes s as a YAML double-quoted scalar (a JSON string is one).
+func yamlQuote(s string) string { return strconv.Quote(s) }
 
 // k8sLabels is the labels of the run's objects of one component, each line after the first
 // indented by indent spaces.

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -57,6 +56,9 @@ const (
 	readLagNs  = 20_000 // user-space time after the kernel stamp
 	batchRows  = 4096   // requests per Write call
 	bytesPerEv = 120    // size of a content event on the wire
+	// ClockMaxErrorNs is every host's kernel maxerror: separate machines (one boot id each)
+	// synchronised to a local time source.
+	ClockMaxErrorNs = 100_000
 )
 
 // Write writes the run: every host's parts (hosts in parallel, up to GOMAXPROCS at once), then
@@ -283,13 +285,15 @@ func (p *part) close() error {
 func (h *host) manifest(planned int64) *schemas.Manifest {
 	c := h.cfg
 	name := fmt.Sprintf("synthetic-%dx%g", c.Hosts, c.Rate)
-	cfg, _ := json.Marshal(replay.Config{Name: name, Seed: int64(c.Seed), Tokenizer: "whitespace",
-		Target: replay.Target{URL: "http://server.test:8000", API: "completions", Model: "synthetic"},
-		SLO:    replay.SLO{TTFT: replay.Duration(500 * time.Millisecond), TPOT: replay.Duration(50 * time.Millisecond)}})
+	cfg, _ := json.Marshal(schemas.Config{Name: name, Seed: int64(c.Seed), Tokenizer: "whitespace",
+		Target: schemas.Target{URL: "http://server.test:8000", API: "completions", Model: "synthetic"},
+		SLO:    schemas.SLO{TTFT: schemas.Duration(500 * time.Millisecond), TPOT: schemas.Duration(50 * time.Millisecond)}})
 	created := time.Unix(0, StartNs-int64(time.Minute)).UTC()
 	ended := time.Unix(0, StartNs+int64(c.Duration)+int64(time.Second)).UTC()
 	m := &schemas.Manifest{RunID: fmt.Sprintf("synthetic-%016x", c.Seed), ToolVersion: "synthrun", Host: fmt.Sprintf("host-%02d", h.shard),
 		CPUs: c.Workers, ClockSource: "CLOCK_REALTIME", Created: created, StartNs: StartNs, Shard: fmt.Sprintf("%d/%d", h.shard, c.Hosts),
+		Clock: &schemas.Clock{Source: "adjtimex", Synchronized: true, State: "TIME_OK", MaxErrorNs: ClockMaxErrorNs, EstErrorNs: ClockMaxErrorNs / 10,
+			BootID: fmt.Sprintf("synthetic-boot-%02d", h.shard), ReadAt: ended},
 		Config: cfg, Status: schemas.StatusComplete, Files: h.files,
 		Stages: []schemas.StageInfo{{Index: 0, Name: name, Mode: "open", Arrival: "poisson", Rate: c.Rate * float64(c.Hosts),
 			DurationNs: int64(c.Duration), Requests: planned}},

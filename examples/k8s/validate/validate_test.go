@@ -322,10 +322,16 @@ func under(p, dir string) bool {
 func checkReplay(t *testing.T, j *batchv1.Job, r run) {
 	t.Helper()
 	c := j.Spec.Template.Spec.Containers[0]
-	cmd := strings.Join(c.Command, " ")
-	if !strings.HasPrefix(cmd, "wirebench replay /config/config.yaml -o "+r.runDir()+" --force") {
-		t.Errorf("replay command %q; want wirebench replay /config/config.yaml -o %s --force", cmd, r.runDir())
+	script := strings.Join(slices.Concat(c.Command, c.Args), " ")
+	if !strings.Contains(script, "\nwirebench replay /config/config.yaml -o "+r.runDir()+" --force") {
+		t.Errorf("replay script:\n%s\nwant wirebench replay /config/config.yaml -o %s --force", script, r.runDir())
 	}
+	// Then every host's directory, so that a host that never runs is a directory aggregate
+	// reports as missing.
+	if !strings.Contains(script, fmt.Sprintf("i=0\nwhile [ \"$i\" -lt %d ]; do\n", r.hosts)) || !strings.Contains(script, "i=$((i + 1))\ndone\n") {
+		t.Errorf("replay script:\n%s\nwant a loop over i = 0 .. %d", script, r.hosts-1)
+	}
+	checkPrepare(t, "replay", script, r, "$i")
 	for _, m := range c.VolumeMounts {
 		if m.MountPath == "/config" && !m.ReadOnly {
 			t.Errorf("replay mounts the config read-write")
@@ -359,11 +365,20 @@ func checkRetries(t *testing.T, j *batchv1.Job, disruption batchv1.PodFailurePol
 }
 
 var (
-	shardRe = regexp.MustCompile(`wirebench capture "\$host" --shard "\$\{JOB_COMPLETION_INDEX\}/(\d+)" --start-at "\$START_AT" --drain-timeout (\S+)`)
-	hostRe  = regexp.MustCompile(`(?m)^host=(\S+)\$\{JOB_COMPLETION_INDEX\}$`)
-	cpRe    = regexp.MustCompile(`(?m)^cp (\S+)/manifest\.json "\$host"/$`)
-	lnRe    = regexp.MustCompile(`(?m)^ln -s (\S+) "\$host"/schedule$`)
+	shardRe   = regexp.MustCompile(`wirebench capture "\$host" --shard "\$\{JOB_COMPLETION_INDEX\}/(\d+)" --start-at "\$START_AT" --drain-timeout (\S+)`)
+	hostRe    = regexp.MustCompile(`(?m)^\s*host=(\S+?)(\$\{JOB_COMPLETION_INDEX\}|\$i)$`)
+	prepareRe = regexp.MustCompile(`(?m)^\s*rm -rf "\$host" && mkdir -p "\$host"\n\s*cp (\S+)/manifest\.json "\$host"/ && ln -s (\S+) "\$host"/schedule$`)
 )
+
+// checkPrepare: the script makes host directory <index> (index from the shell variable idx)
+// afresh, with the replay's manifest and a link to its schedule.
+func checkPrepare(t *testing.T, what, script string, r run, idx string) {
+	t.Helper()
+	host, prep := hostRe.FindStringSubmatch(script), prepareRe.FindStringSubmatch(script)
+	if host == nil || host[1]+"0" != r.hostDir(0) || host[2] != idx || prep == nil || prep[1] != r.runDir() || path.Join(r.hostDir(0), prep[2]) != r.runDir()+"/schedule" {
+		t.Errorf("%s script:\n%s\nwant host=%s%s made afresh, the manifest copied from %s and its schedule linked", what, script, strings.TrimSuffix(r.hostDir(0), "0"), idx, r.runDir())
+	}
+}
 
 func checkCapture(t *testing.T, j *batchv1.Job, r run) {
 	t.Helper()
@@ -395,10 +410,7 @@ func checkCapture(t *testing.T, j *batchv1.Job, r run) {
 		t.Errorf("capture START_AT = %q; want %q", env["START_AT"], r.start)
 	}
 	// The pod's run directory: hosts/<index>, with the replay's manifest and schedule.
-	host, cp, ln := hostRe.FindStringSubmatch(script), cpRe.FindStringSubmatch(script), lnRe.FindStringSubmatch(script)
-	if host == nil || host[1]+"0" != r.hostDir(0) || cp == nil || cp[1] != r.runDir() || ln == nil || path.Join(r.hostDir(0), ln[1]) != r.runDir()+"/schedule" {
-		t.Errorf("capture script:\n%s\nwant host=%s${JOB_COMPLETION_INDEX}, the manifest copied from %s and its schedule linked", script, strings.TrimSuffix(r.hostDir(0), "0"), r.runDir())
-	}
+	checkPrepare(t, "capture", script, r, "${JOB_COMPLETION_INDEX}")
 	// One capture pod per node: the anti-affinity selects this run's capture pods.
 	a := pod.Affinity
 	if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
@@ -443,13 +455,41 @@ func checkReport(t *testing.T, j *batchv1.Job, r run) {
 }
 
 // TestPodCommands runs the manifests' own commands, with /data and /config in a temporary
-// directory and the target swapped for a `wirebench sim` on 127.0.0.1: replay, two capture
-// pods (the shell script as written) from a common start, aggregate and report.
+// directory and the target swapped for a `wirebench sim` on 127.0.0.1: replay, the capture
+// pods (the shell script as written) from a common start, aggregate and report; once with both
+// pods, once with pod 1 never started.
 func TestPodCommands(t *testing.T) {
 	cfg, _ := writeConfig(t, "")
 	o := mustParse(t, "stdout", generate(t, "--config", cfg, "--run-id", "e2e", "--hosts", "2", "--start-at", "+1h", "--target", "http://server.test:8000"))
-	root := t.TempDir()
 	sim := startSim(t)
+	t.Run("both pods", func(t *testing.T) {
+		m, out := runPods(t, o, sim, 0, 1)
+		// Both shards together sent the whole schedule, and aggregate read both.
+		want := fmt.Sprintf(": %d requests, %d ok,", m.Stages[0].Requests, m.Stages[0].Requests)
+		if m.Status != "complete" || !strings.Contains(out, want) {
+			t.Errorf("merged status %q, aggregate printed:\n%s\nwant complete and a stage line with %q", m.Status, out, want)
+		}
+	})
+	t.Run("pod 1 never runs", func(t *testing.T) {
+		m, _ := runPods(t, o, sim, 0)
+		if m.Status == "complete" || !slices.ContainsFunc(m.Missing, func(s string) bool { return strings.Contains(s, "shard 1/2") }) {
+			t.Errorf("merged status %q, missing %q; want not complete, and shard 1/2 named missing", m.Status, m.Missing)
+		}
+	})
+}
+
+// merged is the part of the merged run's manifest the test reads.
+type merged struct {
+	Status  string
+	Missing []string
+	Stages  []struct{ Requests int64 }
+}
+
+// runPods runs replay, the capture pods given, aggregate and report in a fresh directory and
+// returns the merged manifest and what aggregate printed.
+func runPods(t *testing.T, o objects, sim string, pods ...int) (merged, string) {
+	t.Helper()
+	root := t.TempDir()
 	swap := strings.NewReplacer("/data/", root+"/data/", "/config/", root+"/config/", "http://server.test:8000", sim)
 	if err := os.MkdirAll(filepath.Join(root, "config"), 0o755); err != nil {
 		t.Fatal(err)
@@ -458,41 +498,38 @@ func TestPodCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	runContainer(t, o.jobs["replay"].Spec.Template.Spec.Containers[0], swap, nil)
-
+	for i := range 2 {
+		if _, err := os.Stat(filepath.Join(root, "data/e2e/hosts", strconv.Itoa(i), "schedule/requests.parquet")); err != nil {
+			t.Errorf("after replay, host %d: %v; want its directory with the schedule", i, err)
+		}
+	}
 	capture := o.jobs["capture"].Spec.Template.Spec.Containers[0]
 	start := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339Nano)
 	var wg sync.WaitGroup
-	for i := range 2 {
+	for _, i := range pods {
 		wg.Go(func() {
 			runContainer(t, capture, swap, map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i), "START_AT": start})
 		})
 	}
 	wg.Wait()
 	if t.Failed() {
-		return
+		t.FailNow()
 	}
 	spec := o.jobs["report"].Spec.Template.Spec
 	out := runContainer(t, spec.InitContainers[0], swap, nil)
 	runContainer(t, spec.Containers[0], swap, nil)
-
-	var m struct {
-		Stages []struct{ Requests int64 }
+	if _, err := os.Stat(filepath.Join(root, "data/e2e/run/report/index.html")); err != nil {
+		t.Errorf("report: %v", err)
 	}
+	var m merged
 	b, err := os.ReadFile(filepath.Join(root, "data/e2e/run/manifest.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &m)
 	}
 	if err != nil || len(m.Stages) != 1 {
-		t.Fatalf("run manifest: %v, %d stages; want 1", err, len(m.Stages))
+		t.Fatalf("merged manifest: %v, %d stages; want 1", err, len(m.Stages))
 	}
-	// Both shards together sent the whole schedule, and aggregate read both.
-	want := fmt.Sprintf(": %d requests, %d ok,", m.Stages[0].Requests, m.Stages[0].Requests)
-	if !strings.Contains(out, want) {
-		t.Errorf("aggregate printed:\n%s\nwant a stage line with %q", out, want)
-	}
-	if _, err := os.Stat(filepath.Join(root, "data/e2e/run/report/index.html")); err != nil {
-		t.Errorf("report: %v", err)
-	}
+	return m, out
 }
 
 // runContainer runs a container's command with paths swapped, wirebench first on PATH and
