@@ -38,6 +38,7 @@ type K8sCmd struct {
 	Storage      string        `default:"20Gi" help:"Size the claim requests."`
 	StorageClass string        `placeholder:"NAME" help:"storageClassName of the claim (default: the cluster's default class)."`
 	APIKeySecret string        `placeholder:"NAME" help:"Secret holding the API key under the key named by the config's target.api_key_env (required when the config names one)."`
+	AggMemory    string        `name:"aggregate-memory" default:"4Gi" help:"Memory of the aggregate container (requests = limits): it peaked at 675 MB on 6 M requests from 20 hosts and grows about 80 bytes a request (docs/measurements-scale.md)."`
 	DrainTimeout time.Duration `default:"30s" help:"capture --drain-timeout: after SIGTERM, how long a capture pod waits for requests in flight; its termination grace period is this plus 30s."`
 	Out          string        `short:"o" placeholder:"DIR" help:"Write the manifests into DIR (00-volume.yaml, 01-replay.yaml, 02-capture.yaml, 03-aggregate-report.yaml) instead of printing them on stdout as one multi-document stream."`
 }
@@ -58,10 +59,6 @@ var k8sFiles = []string{"00-volume.yaml", "01-replay.yaml", "02-capture.yaml", "
 // k8sGraceExtra is what a capture pod's termination grace period adds to --drain-timeout: the
 // time to close its files and write the manifest after the drain.
 const k8sGraceExtra = 30 * time.Second
-
-// k8sAggregateMemory is the aggregate container's memory (requests = limits): about twice the
-// peak RSS measured on a 20-host run of 6 M requests (docs/measurements-scale.md).
-const k8sAggregateMemory = "4Gi"
 
 //go:embed k8s.tmpl
 var k8sTemplate string
@@ -144,7 +141,7 @@ func (c *K8sCmd) plan(now time.Time) (*k8sRun, error) {
 	if c.CPUs < 1 {
 		bad("--cpus %d: want >= 1", c.CPUs)
 	}
-	for _, q := range [][2]string{{"--memory", c.Memory}, {"--storage", c.Storage}} {
+	for _, q := range [][2]string{{"--memory", c.Memory}, {"--storage", c.Storage}, {"--aggregate-memory", c.AggMemory}} {
 		if !quantity.MatchString(q[1]) {
 			bad("%s %q: want a Kubernetes quantity such as 4Gi or 500M", q[0], q[1])
 		}
@@ -238,7 +235,7 @@ func (c *K8sCmd) fill(cfg *schemas.Config, start time.Time) (*k8sRun, error) {
 	runDir := "/data/" + c.RunID + "/run"
 	r := &k8sRun{K8sCmd: c, StartAt: start.Format(time.RFC3339Nano), ConfigHeader: header, ConfigText: body,
 		APIKeyEnv: cfg.Target.APIKeyEnv, GraceSeconds: int64(math.Ceil((c.DrainTimeout + k8sGraceExtra).Seconds())),
-		AggregateMemory: k8sAggregateMemory}
+		AggregateMemory: c.AggMemory}
 	replayArgs := []string{"wirebench", "replay", "/config/config.yaml", "-o", runDir, "--force"}
 	if c.Target != "" {
 		replayArgs = append(replayArgs, "--target", c.Target)
@@ -286,7 +283,7 @@ func (c *K8sCmd) command(start string) string {
 	if c.Target != "" {
 		args = append(args, "--target", c.Target)
 	}
-	args = append(args, "--cpus", strconv.Itoa(c.CPUs), "--memory", c.Memory, "--claim", c.Claim, "--storage", c.Storage)
+	args = append(args, "--cpus", strconv.Itoa(c.CPUs), "--memory", c.Memory, "--claim", c.Claim, "--storage", c.Storage, "--aggregate-memory", c.AggMemory)
 	if c.StorageClass != "" {
 		args = append(args, "--storage-class", c.StorageClass)
 	}

@@ -92,7 +92,7 @@ func validK8s(t *testing.T, config string) *K8sCmd {
 		t.Fatal(err)
 	}
 	return &K8sCmd{Config: path, RunID: "r1", Hosts: 3, StartAt: "+10m", Image: "img:1", CPUs: 2, Memory: "2Gi",
-		Claim: "data", Storage: "1Gi", DrainTimeout: 30 * time.Second}
+		Claim: "data", Storage: "1Gi", AggMemory: "2Gi", DrainTimeout: 30 * time.Second}
 }
 
 const k8sConfig = `name: t
@@ -119,6 +119,7 @@ func TestK8sFlagErrors(t *testing.T) {
 		{"no CPUs", "", func(c *K8sCmd) { c.CPUs = 0 }, "--cpus 0"},
 		{"memory in GB", "", func(c *K8sCmd) { c.Memory = "4GB" }, `--memory "4GB"`},
 		{"storage empty", "", func(c *K8sCmd) { c.Storage = "" }, `--storage ""`},
+		{"aggregate memory in GB", "", func(c *K8sCmd) { c.AggMemory = "2 GB" }, `--aggregate-memory "2 GB"`},
 		{"claim with _", "", func(c *K8sCmd) { c.Claim = "my_claim" }, `--claim "my_claim"`},
 		{"storage class upper-case", "", func(c *K8sCmd) { c.StorageClass = "Fast" }, `--storage-class "Fast"`},
 		{"image with a space", "", func(c *K8sCmd) { c.Image = "a b" }, `--image "a b"`},
@@ -207,6 +208,7 @@ func TestK8sRender(t *testing.T) {
 		"--drain-timeout 1m30s",
 		`storageClassName: "nfs"`,
 		`- "/data/r1/hosts/11"`,
+		`limits: {memory: "2Gi"}`, // --aggregate-memory
 		"value: \"2026-01-02T03:14:05Z\"\n",
 	} {
 		if !strings.Contains(all, want) {

@@ -171,7 +171,7 @@ func TestGeneratedOptions(t *testing.T) {
 	}
 	start := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
 	out := generate(t, "--config", cfg, "--run-id", "opts", "--hosts", "3", "--start-at", start, "--api-key-secret", "llm-key",
-		"--storage-class", "nfs-client", "--cpus", "8", "--memory", "16Gi", "--storage", "1Ti", "--claim", "bench.data", "--drain-timeout", "2m")
+		"--storage-class", "nfs-client", "--cpus", "8", "--memory", "16Gi", "--storage", "1Ti", "--claim", "bench.data", "--drain-timeout", "2m", "--aggregate-memory", "8Gi")
 	o := mustParse(t, "stdout", out)
 	checkRun(t, o, run{id: "opts", hosts: 3, start: start, config: text})
 	if sc := o.claims[0].Spec.StorageClassName; sc == nil || *sc != "nfs-client" {
@@ -188,6 +188,9 @@ func TestGeneratedOptions(t *testing.T) {
 	c := o.jobs["capture"].Spec.Template.Spec.Containers[0]
 	if got := c.Resources.Limits.Cpu().Value(); got != 8 {
 		t.Errorf("capture cpu limit = %d; want 8", got)
+	}
+	if m := o.jobs["report"].Spec.Template.Spec.InitContainers[0].Resources.Limits.Memory(); m.Value() != 8<<30 {
+		t.Errorf("aggregate memory limit = %v; want 8Gi", m)
 	}
 	if g := o.jobs["capture"].Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g != 150 {
 		t.Errorf("capture terminationGracePeriodSeconds = %v; want 150 (2m drain + 30s)", g)
