@@ -32,7 +32,9 @@ var below = map[string][]string{
 	"report":                  {"schemas"},
 	"internal/simkit":         {"replay", "schemas", "internal/cpuset"},
 	"calibrate":               {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simkit"},
-	"cmd/wirebench":           nil, // the command may import every package
+	"internal/synthrun":       {"schemas"},
+	"bench/scale":             {"internal/synthrun"}, // a benchmark command
+	"cmd/wirebench":           nil,                   // the command may import every package
 	"internal/layering":       {},
 	"internal/doclinks":       {},
 }
