@@ -62,7 +62,7 @@ func CoverTTFT(reqs []schemas.MetricRequest, chunks []schemas.RawChunk) map[int3
 
 // addBounds fills each rate's bounds coverage and widths from aggregate's metrics in dir, and
 // the calibration's stamp transit from the raw chunks.
-func (c *Calibration) addBounds(dir string, d *rawData) error {
+func addBounds(c *schemas.Calibration, dir string, d *rawData) error {
 	reqs, err := schemas.ReadFile[schemas.MetricRequest](schemas.FileOf[schemas.MetricRequest](dir))
 	if err != nil {
 		return fmt.Errorf("bounds coverage: %w", err)

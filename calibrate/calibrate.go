@@ -15,98 +15,6 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// Calibration is the result of `wirebench calibrate`, written to DIR/calibration.json. Every
-// time is in nanoseconds, every rate in requests per second.
-type Calibration struct {
-	Host          string  `json:"host"`
-	CPUs          int     `json:"cpus"`             // CPUs this process may use
-	SharedCPUs    bool    `json:"shared_cpus"`      // client and simulator ran on the same CPUs
-	SimCPU        int     `json:"sim_cpu"`          // CPU the simulator was pinned to; -1 = not pinned
-	WorkerCPUs    []int   `json:"worker_cpus"`      // CPUs the workers were pinned to
-	LoadAvg       string  `json:"load_avg"`         // /proc/loadavg when the calibration started
-	Workers       int     `json:"workers"`          // worker processes
-	GOMAXPROCS    int     `json:"gomaxprocs"`       // per worker
-	SingleProcess bool    `json:"single_process"`   // the naive client: one worker, GOMAXPROCS 1, user-space stamps after decoding
-	Kernel        bool    `json:"kernel_timestamp"` // SO_TIMESTAMPING on
-	Tap           bool    `json:"tap"`              // the packet tap timed the events
-	InputTokens   int     `json:"input_tokens"`
-	OutputTokens  int     `json:"output_tokens"`
-	SimTTFTNs     int64   `json:"sim_ttft_ns"`
-	SimITLNs      int64   `json:"sim_itl_ns"`
-	SimStampLead  int64   `json:"sim_stamp_lead_ns"` // known delay the simulator added between its stamp and the write
-	StageNs       int64   `json:"stage_ns"`          // length of each rate stage
-	Rates         []Rate  `json:"rates"`             // one per rate, in increasing order
-	FaithfulRate  float64 `json:"faithful_rate"`     // highest rate held faithfully, every lower rate too; 0 = none
-	FaithfulRule  string  `json:"faithful_rule"`
-	Fit           Fit     `json:"fit"`
-	// StampTransit is rx_kernel_ns − the simulator's send stamp over exact content events: how
-	// long the loopback path takes from the simulator's write to the kernel's receive stamp. Its
-	// tail bounds aggregate's stamp allowance (bias.stamp_allowance) on loopback.
-	StampTransit Quant    `json:"stamp_transit_ns"`
-	ForRate      float64  `json:"for_rate"`         // the rate WorkersForRate is for
-	WorkersFor   int      `json:"workers_for_rate"` // workers that keep ρ at 0.5 at ForRate; 0 = not reachable
-	Notes        []string `json:"notes,omitempty"`
-}
-
-// Rate is one stage of the calibration sweep.
-type Rate struct {
-	Stage        int32   `json:"stage"`
-	TargetRate   float64 `json:"target_rate"`
-	AchievedRate float64 `json:"achieved_rate"` // (sends - 1) / (last S - first S), as aggregate
-	Fidelity     float64 `json:"fidelity"`      // achieved / target
-	Requests     int64   `json:"requests"`
-	Errors       int64   `json:"errors"`
-	SendLag      Quant   `json:"send_lag_ns"` // S - P
-	ReadLag      Quant   `json:"read_lag_ns"` // rx_user - rx_kernel, per event with a kernel time
-	// TTFTErr is t_first - server_sent_first per request: how late the client saw the first
-	// token after the simulator stamped it (t = rx_kernel_ns, else rx_user_ns).
-	TTFTErr Quant `json:"ttft_error_ns"`
-	// ChunkErr is t_j - server_sent_j for every content chunk.
-	ChunkErr Quant `json:"chunk_error_ns"`
-	// ITLErr is (t_j - t_{j-1}) - (server_sent_j - server_sent_{j-1}): the measured gap minus the
-	// true gap. Its P99 is of the absolute value (errors go both ways).
-	ITLErr       Quant   `json:"itl_error_ns"`
-	ExactShare   float64 `json:"exact_share"`        // share of content chunks with an exact kernel timestamp
-	TapShare     float64 `json:"tap_share"`          // share of content chunks timed by the packet tap (their errors use its times)
-	WorkerRhoMax float64 `json:"worker_rho_max"`     // largest (user + sys CPU) / wall of a worker in the stage
-	CPUPerSecond float64 `json:"cpu_per_second"`     // all workers' CPU seconds per wall second of the stage
-	CPUPerReqNs  float64 `json:"cpu_per_request_ns"` // CPUPerSecond / AchievedRate
-	CPUPerTokNs  float64 `json:"cpu_per_token_ns"`   // CPUPerReqNs × Requests / Tokens
-	Tokens       int64   `json:"tokens"`             // output tokens received (usage, else content chunks)
-	Faithful     bool    `json:"faithful"`
-	Why          string  `json:"why,omitempty"` // why not faithful
-	// BoundsCoverage is the share of ok requests whose TTFT interval from aggregate, widened by
-	// TransitAllowance below, holds the simulator's send time of the first content event (as a
-	// TTFT from sent_ns). TTFTBound is the width ttft_hi_ns − ttft_lo_ns per request.
-	BoundsCoverage float64 `json:"bounds_coverage"`
-	TTFTBound      Quant   `json:"ttft_bound_ns"`
-	Uncertainty    int64   `json:"uncertainty_ns"` // the stage's widest percentile bound (stages.parquet)
-	ClientBound    bool    `json:"client_bound"`   // the stage's latency-uncertainty verdict
-}
-
-// Quant is a distribution summary: N values, median, 99th percentile (nearest rank).
-type Quant struct {
-	N   int   `json:"n"`
-	P50 int64 `json:"p50"`
-	P99 int64 `json:"p99"`
-}
-
-// Fit is the linear CPU model of a worker, fitted over the sweep:
-//
-//	ρ_worker(λ_w) = IdleRho + CPUPerReqNs·1e-9 · λ_w
-//
-// where λ_w = λ / k is the rate one worker sends. It comes from ordinary least squares of the
-// stages' total worker CPU per wall second against their achieved rate (intercept A = k ·
-// IdleRho, slope = CPU seconds per request). Mu is the rate one worker sustains at ρ = 1:
-// (1 - IdleRho) / slope.
-type Fit struct {
-	IdleRho     float64 `json:"idle_rho"`           // per worker, with no requests
-	CPUPerReqNs float64 `json:"cpu_per_request_ns"` // marginal CPU per request
-	Mu          float64 `json:"mu"`                 // requests per second one worker serves at ρ = 1
-	Points      int     `json:"points"`             // stages used
-	Method      string  `json:"method"`
-}
-
 // TransitAllowance is how long before the kernel's receive stamp the simulator may have taken
 // its own send stamp (its write system call and the loopback path); coverage checks of the
 // bounds against the simulator's stamps allow it below each interval.
@@ -125,7 +33,7 @@ const (
 var faithfulRule = fmt.Sprintf("fidelity within %.1f%%..%.1f%%, TTFT error p99 < %v, no failed request", FaithfulFidelity*100, (2-FaithfulFidelity)*100, FaithfulTTFTErr)
 
 // judge decides whether one stage was measured faithfully and says why not.
-func judge(r *Rate) {
+func judge(r *schemas.CalibrationRate) {
 	var why []string
 	if r.Requests == 0 {
 		why = append(why, "no request")
@@ -149,9 +57,9 @@ func judge(r *Rate) {
 // faithfulRate returns the highest target rate such that it and every lower rate were faithful
 // (rates sorted by target rate); 0 when the lowest already failed. A pass above a failure does
 // not count: it is luck, not capacity.
-func faithfulRate(rates []Rate) float64 {
+func faithfulRate(rates []schemas.CalibrationRate) float64 {
 	s := slices.Clone(rates)
-	slices.SortFunc(s, func(a, b Rate) int { return cmp.Compare(a.TargetRate, b.TargetRate) })
+	slices.SortFunc(s, func(a, b schemas.CalibrationRate) int { return cmp.Compare(a.TargetRate, b.TargetRate) })
 	best := 0.0
 	for _, r := range s {
 		if !r.Faithful {
@@ -164,7 +72,7 @@ func faithfulRate(rates []Rate) float64 {
 
 // fitCPU fits the worker CPU model over the faithful stages (every stage when none is faithful;
 // one faithful stage gives CPU per request with no idle cost). k is the number of workers.
-func fitCPU(rates []Rate, k int) Fit {
+func fitCPU(rates []schemas.CalibrationRate, k int) schemas.WorkerFit {
 	var xs, ys []float64
 	for _, r := range rates {
 		if r.Faithful && r.AchievedRate > 0 {
@@ -181,7 +89,7 @@ func fitCPU(rates []Rate, k int) Fit {
 		}
 		method = "least squares over every stage (none faithful): total worker CPU per second = A + c × achieved rate"
 	}
-	f := Fit{Points: len(xs)}
+	f := schemas.WorkerFit{Points: len(xs)}
 	if len(xs) == 0 || k < 1 {
 		f.Method = "no stage with requests: nothing to fit"
 		return f
@@ -226,16 +134,6 @@ func ols(xs, ys []float64) (a, b float64) {
 	}
 	b = (n*sxy - sx*sy) / d
 	return (sy - b*sx) / n, b
-}
-
-// WorkersFor returns the smallest k with IdleRho + slope·rate/k <= 0.5, or 0 when no k does
-// (the idle cost alone reaches 0.5, or nothing was fitted).
-func (f Fit) WorkersFor(rate float64) int {
-	if f.CPUPerReqNs <= 0 || f.IdleRho >= schemas.TargetRho || rate <= 0 {
-		return 0
-	}
-	k := math.Ceil(f.CPUPerReqNs * 1e-9 * rate / (schemas.TargetRho - f.IdleRho))
-	return max(1, int(k))
 }
 
 // sweepRates returns the geometric sweep from lo to hi: steps rates (lo·(hi/lo)^(i/(steps-1)))
@@ -295,9 +193,9 @@ func (d *rawData) tapRx(c *schemas.RawChunk) (int64, bool) {
 }
 
 // analyse computes one Rate per non-warmup stage.
-func analyse(d *rawData) []Rate {
+func analyse(d *rawData) []schemas.CalibrationRate {
 	type acc struct {
-		r                 Rate
+		r                 schemas.CalibrationRate
 		sent              []int64
 		lag, rlag, ttft   []int64
 		chunk, itl        []int64
@@ -312,7 +210,7 @@ func analyse(d *rawData) []Rate {
 		if s.Warmup || s.Mode != schemas.ModeOpen {
 			continue
 		}
-		accs[s.Index] = &acc{r: Rate{Stage: s.Index, TargetRate: s.Rate}}
+		accs[s.Index] = &acc{r: schemas.CalibrationRate{Stage: s.Index, TargetRate: s.Rate}}
 		order = append(order, s.Index)
 	}
 	bySeq := map[int64]*schemas.RawRequest{}
@@ -398,7 +296,7 @@ func analyse(d *rawData) []Rate {
 		a.maxRho = max(a.maxRho, cpu/float64(w.WallNs))
 		a.workers++
 	}
-	out := make([]Rate, 0, len(order))
+	out := make([]schemas.CalibrationRate, 0, len(order))
 	for _, idx := range order {
 		a := accs[idx]
 		r := a.r
@@ -430,17 +328,17 @@ func analyse(d *rawData) []Rate {
 		judge(&r)
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b Rate) int { return cmp.Compare(a.TargetRate, b.TargetRate) })
+	slices.SortFunc(out, func(a, b schemas.CalibrationRate) int { return cmp.Compare(a.TargetRate, b.TargetRate) })
 	return out
 }
 
 // quant summarises v (sorted in place): median, and the 99th percentile of v or, with abs, of |v|.
-func quant(v []int64, abs bool) Quant {
+func quant(v []int64, abs bool) schemas.Quant {
 	if len(v) == 0 {
-		return Quant{}
+		return schemas.Quant{}
 	}
 	slices.Sort(v)
-	q := Quant{N: len(v), P50: rank(v, 0.5)}
+	q := schemas.Quant{N: len(v), P50: rank(v, 0.5)}
 	if abs {
 		for i := range v {
 			if v[i] < 0 {
@@ -470,7 +368,7 @@ func fmtNs(ns float64) string {
 }
 
 // WriteTable writes the human-readable calibration table.
-func (c *Calibration) WriteTable(w io.Writer) error {
+func WriteTable(w io.Writer, c *schemas.Calibration) error {
 	mode := fmt.Sprintf("%d worker(s), GOMAXPROCS %d, kernel timestamps on, packet tap %s", c.Workers, c.GOMAXPROCS, map[bool]string{true: "on (errors use its times)", false: "off"}[c.Tap])
 	if c.SingleProcess {
 		mode = "SINGLE PROCESS (naive client): 1 worker, GOMAXPROCS 1, kernel timestamps off, arrival stamped after decoding"
@@ -525,7 +423,8 @@ func (c *Calibration) WriteTable(w io.Writer) error {
 }
 
 // write writes the calibration to path as indented JSON, atomically.
-func (c *Calibration) write(path string) error {
+func write(c *schemas.Calibration, path string) error {
+	c.Version = schemas.CalibrationVersion
 	b, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)

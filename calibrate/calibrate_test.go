@@ -40,28 +40,31 @@ func TestSweepRates(t *testing.T) {
 }
 
 func TestJudgeAndFaithfulRate(t *testing.T) {
-	ok := func(rate float64) Rate {
-		return Rate{TargetRate: rate, Requests: 100, Fidelity: 1, TTFTErr: Quant{N: 100, P50: 20e3, P99: 200e3}}
+	ok := func(rate float64) schemas.CalibrationRate {
+		return schemas.CalibrationRate{TargetRate: rate, Requests: 100, Fidelity: 1, TTFTErr: schemas.Quant{N: 100, P50: 20e3, P99: 200e3}}
 	}
-	with := func(r Rate, f func(*Rate)) Rate { f(&r); return r }
+	with := func(r schemas.CalibrationRate, f func(*schemas.CalibrationRate)) schemas.CalibrationRate {
+		f(&r)
+		return r
+	}
 	tests := []struct {
 		name  string
-		rates []Rate
+		rates []schemas.CalibrationRate
 		want  float64
 		bad   []string // substrings of Why, per rate ("" = faithful)
 	}{
-		{"all faithful: the highest", []Rate{ok(10), ok(20), ok(40)}, 40, []string{"", "", ""}},
+		{"all faithful: the highest", []schemas.CalibrationRate{ok(10), ok(20), ok(40)}, 40, []string{"", "", ""}},
 		{"fidelity just under 98% fails",
-			[]Rate{ok(10), with(ok(20), func(r *Rate) { r.Fidelity = 0.9799 }), ok(40)}, 10, []string{"", "fidelity", ""}},
+			[]schemas.CalibrationRate{ok(10), with(ok(20), func(r *schemas.CalibrationRate) { r.Fidelity = 0.9799 }), ok(40)}, 10, []string{"", "fidelity", ""}},
 		{"fidelity above 102% fails (bunched catch-up)",
-			[]Rate{with(ok(10), func(r *Rate) { r.Fidelity = 1.042 })}, 0, []string{"bunched"}},
-		{"fidelity exactly 102% passes", []Rate{with(ok(10), func(r *Rate) { r.Fidelity = 1.02 })}, 10, []string{""}},
-		{"fidelity exactly 98% passes", []Rate{with(ok(10), func(r *Rate) { r.Fidelity = 0.98 })}, 10, []string{""}},
-		{"TTFT error p99 of 1 ms fails", []Rate{ok(10), with(ok(20), func(r *Rate) { r.TTFTErr.P99 = int64(time.Millisecond) })}, 10, []string{"", "TTFT error p99"}},
-		{"TTFT error p99 just under 1 ms passes", []Rate{with(ok(10), func(r *Rate) { r.TTFTErr.P99 = int64(time.Millisecond) - 1 })}, 10, []string{""}},
-		{"a pass above a failure does not count", []Rate{with(ok(10), func(r *Rate) { r.Errors = 1 }), ok(20)}, 0, []string{"failed", ""}},
-		{"no server send times", []Rate{with(ok(10), func(r *Rate) { r.TTFTErr = Quant{} })}, 0, []string{"no TTFT error sample"}},
-		{"unsorted input", []Rate{ok(40), with(ok(20), func(r *Rate) { r.Fidelity = 0.5 }), ok(10)}, 10, []string{"", "fidelity", ""}},
+			[]schemas.CalibrationRate{with(ok(10), func(r *schemas.CalibrationRate) { r.Fidelity = 1.042 })}, 0, []string{"bunched"}},
+		{"fidelity exactly 102% passes", []schemas.CalibrationRate{with(ok(10), func(r *schemas.CalibrationRate) { r.Fidelity = 1.02 })}, 10, []string{""}},
+		{"fidelity exactly 98% passes", []schemas.CalibrationRate{with(ok(10), func(r *schemas.CalibrationRate) { r.Fidelity = 0.98 })}, 10, []string{""}},
+		{"TTFT error p99 of 1 ms fails", []schemas.CalibrationRate{ok(10), with(ok(20), func(r *schemas.CalibrationRate) { r.TTFTErr.P99 = int64(time.Millisecond) })}, 10, []string{"", "TTFT error p99"}},
+		{"TTFT error p99 just under 1 ms passes", []schemas.CalibrationRate{with(ok(10), func(r *schemas.CalibrationRate) { r.TTFTErr.P99 = int64(time.Millisecond) - 1 })}, 10, []string{""}},
+		{"a pass above a failure does not count", []schemas.CalibrationRate{with(ok(10), func(r *schemas.CalibrationRate) { r.Errors = 1 }), ok(20)}, 0, []string{"failed", ""}},
+		{"no server send times", []schemas.CalibrationRate{with(ok(10), func(r *schemas.CalibrationRate) { r.TTFTErr = schemas.Quant{} })}, 0, []string{"no TTFT error sample"}},
+		{"unsorted input", []schemas.CalibrationRate{ok(40), with(ok(20), func(r *schemas.CalibrationRate) { r.Fidelity = 0.5 }), ok(10)}, 10, []string{"", "fidelity", ""}},
 	}
 	for _, tt := range tests {
 		for i := range tt.rates {
@@ -80,10 +83,10 @@ func TestJudgeAndFaithfulRate(t *testing.T) {
 func TestFitCPU(t *testing.T) {
 	// Two workers, each idle at ρ 0.02, 50 µs of CPU per request: total CPU per second
 	// = 0.04 + 50e-6 × rate.
-	model := func(rate float64) Rate {
-		return Rate{TargetRate: rate, AchievedRate: rate, Faithful: true, CPUPerSecond: 0.04 + 50e-6*rate}
+	model := func(rate float64) schemas.CalibrationRate {
+		return schemas.CalibrationRate{TargetRate: rate, AchievedRate: rate, Faithful: true, CPUPerSecond: 0.04 + 50e-6*rate}
 	}
-	rates := []Rate{model(100), model(200), model(400), model(800)}
+	rates := []schemas.CalibrationRate{model(100), model(200), model(400), model(800)}
 	f := fitCPU(rates, 2)
 	if math.Abs(f.IdleRho-0.02) > 1e-9 || math.Abs(f.CPUPerReqNs-50e3) > 1e-3 || f.Points != 4 {
 		t.Fatalf("fitCPU = idle %g, %g ns/request, %d points; want 0.02, 50000, 4", f.IdleRho, f.CPUPerReqNs, f.Points)
@@ -92,21 +95,21 @@ func TestFitCPU(t *testing.T) {
 		t.Errorf("fitCPU μ = %g; want %g", f.Mu, want)
 	}
 	// Unfaithful stages are left out while two faithful ones remain.
-	broken := Rate{TargetRate: 1600, AchievedRate: 900, CPUPerSecond: 1.9}
+	broken := schemas.CalibrationRate{TargetRate: 1600, AchievedRate: 900, CPUPerSecond: 1.9}
 	if g := fitCPU(append(slices.Clone(rates), broken), 2); math.Abs(g.CPUPerReqNs-50e3) > 1e-3 || g.Points != 4 {
 		t.Errorf("fitCPU with an unfaithful stage = %g ns/request over %d points; want 50000 over 4", g.CPUPerReqNs, g.Points)
 	}
 	// One faithful stage among broken ones: that stage alone, no idle cost.
-	one := []Rate{model(100), broken, {TargetRate: 3200, AchievedRate: 1000, CPUPerSecond: 1.95}}
+	one := []schemas.CalibrationRate{model(100), broken, {TargetRate: 3200, AchievedRate: 1000, CPUPerSecond: 1.95}}
 	if g := fitCPU(one, 2); g.IdleRho != 0 || g.Points != 1 || math.Abs(g.CPUPerReqNs-450e3) > 1e-3 {
 		t.Errorf("fitCPU(one faithful) = idle %g, %g ns/request, %d points; want 0, 450000 (0.045 CPU-s/s at 100/s), 1", g.IdleRho, g.CPUPerReqNs, g.Points)
 	}
 	// One point: no intercept, CPU per request.
-	if g := fitCPU([]Rate{{AchievedRate: 100, CPUPerSecond: 0.01}}, 1); g.IdleRho != 0 || math.Abs(g.CPUPerReqNs-100e3) > 1e-3 {
+	if g := fitCPU([]schemas.CalibrationRate{{AchievedRate: 100, CPUPerSecond: 0.01}}, 1); g.IdleRho != 0 || math.Abs(g.CPUPerReqNs-100e3) > 1e-3 {
 		t.Errorf("fitCPU(one point) = idle %g, %g ns/request; want 0, 100000", g.IdleRho, g.CPUPerReqNs)
 	}
 	// A negative slope (noise) falls back to the median CPU per request.
-	noisy := []Rate{{AchievedRate: 100, CPUPerSecond: 0.03, Faithful: true}, {AchievedRate: 200, CPUPerSecond: 0.02, Faithful: true}}
+	noisy := []schemas.CalibrationRate{{AchievedRate: 100, CPUPerSecond: 0.03, Faithful: true}, {AchievedRate: 200, CPUPerSecond: 0.02, Faithful: true}}
 	if g := fitCPU(noisy, 1); g.IdleRho != 0 || !strings.Contains(g.Method, "median") || math.Abs(g.CPUPerReqNs-300e3) > 1e-3 {
 		t.Errorf("fitCPU(negative slope) = idle %g, %g ns/request, %q; want 0, 300000 (median of 300 µs and 100 µs), median method", g.IdleRho, g.CPUPerReqNs, g.Method)
 	}
@@ -118,17 +121,17 @@ func TestFitCPU(t *testing.T) {
 func TestWorkersFor(t *testing.T) {
 	// k = ceil(c·rate / (0.5 - idle)), c in CPU seconds per request.
 	rows := []struct {
-		fit  Fit
+		fit  schemas.WorkerFit
 		rate float64
 		want int
 	}{
-		{Fit{IdleRho: 0, CPUPerReqNs: 100e3}, 1000, 1},   // 0.1 / 0.5 = 0.2 → 1
-		{Fit{IdleRho: 0, CPUPerReqNs: 1e6}, 1000, 2},     // 1.0 / 0.5 = 2
-		{Fit{IdleRho: 0.1, CPUPerReqNs: 50e3}, 10000, 2}, // 0.5 / 0.4 = 1.25 → 2
-		{Fit{IdleRho: 0.5, CPUPerReqNs: 50e3}, 1000, 0},  // idle alone reaches 0.5
-		{Fit{}, 1000, 0}, // nothing fitted
-		{Fit{IdleRho: 0.02, CPUPerReqNs: 20e3}, 10, 1}, // tiny load: at least one worker
-		{Fit{IdleRho: 0, CPUPerReqNs: 25e3}, 40000, 2}, // 1.0 / 0.5 = 2 exactly
+		{schemas.WorkerFit{IdleRho: 0, CPUPerReqNs: 100e3}, 1000, 1},   // 0.1 / 0.5 = 0.2 → 1
+		{schemas.WorkerFit{IdleRho: 0, CPUPerReqNs: 1e6}, 1000, 2},     // 1.0 / 0.5 = 2
+		{schemas.WorkerFit{IdleRho: 0.1, CPUPerReqNs: 50e3}, 10000, 2}, // 0.5 / 0.4 = 1.25 → 2
+		{schemas.WorkerFit{IdleRho: 0.5, CPUPerReqNs: 50e3}, 1000, 0},  // idle alone reaches 0.5
+		{schemas.WorkerFit{}, 1000, 0},                                 // nothing fitted
+		{schemas.WorkerFit{IdleRho: 0.02, CPUPerReqNs: 20e3}, 10, 1},   // tiny load: at least one worker
+		{schemas.WorkerFit{IdleRho: 0, CPUPerReqNs: 25e3}, 40000, 2},   // 1.0 / 0.5 = 2 exactly
 	}
 	for _, r := range rows {
 		if got := r.fit.WorkersFor(r.rate); got != r.want {
@@ -222,11 +225,11 @@ func TestAnalyse(t *testing.T) {
 }
 
 func TestWriteTable(t *testing.T) {
-	c := &Calibration{Host: "h", CPUs: 2, SharedCPUs: true, Workers: 2, GOMAXPROCS: 2, Notes: []string{"client and server SHARE the CPUs"},
-		Rates:        []Rate{{TargetRate: 10, AchievedRate: 10, Fidelity: 1, Faithful: true}, {TargetRate: 20, AchievedRate: 15, Fidelity: 0.75, Why: "fidelity 75.00% < 98.0%"}},
-		FaithfulRate: 10, FaithfulRule: faithfulRule, Fit: Fit{CPUPerReqNs: 50e3, Mu: 20000, Points: 1, Method: "m"}, ForRate: 1000, WorkersFor: 1}
+	c := &schemas.Calibration{Host: "h", CPUs: 2, SharedCPUs: true, Workers: 2, GOMAXPROCS: 2, Notes: []string{"client and server SHARE the CPUs"},
+		Rates:        []schemas.CalibrationRate{{TargetRate: 10, AchievedRate: 10, Fidelity: 1, Faithful: true}, {TargetRate: 20, AchievedRate: 15, Fidelity: 0.75, Why: "fidelity 75.00% < 98.0%"}},
+		FaithfulRate: 10, FaithfulRule: faithfulRule, Fit: schemas.WorkerFit{CPUPerReqNs: 50e3, Mu: 20000, Points: 1, Method: "m"}, ForRate: 1000, WorkersFor: 1}
 	var b bytes.Buffer
-	if err := c.WriteTable(&b); err != nil {
+	if err := WriteTable(&b, c); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"NOTE: client and server SHARE", "highest rate held faithfully: 10 requests/s", "not faithful at 20/s: fidelity 75.00%", "μ per worker ≈ 20000", "for 1000 requests/s at ρ = 0.5: 1 worker"} {

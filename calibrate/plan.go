@@ -38,7 +38,7 @@ type HostPlan struct {
 var ErrNoModel = errors.New("no usable worker CPU model")
 
 // PlanHosts applies the headroom rule of HostPlan to a calibration.
-func PlanHosts(c *Calibration, rate float64) (HostPlan, error) {
+func PlanHosts(c *schemas.Calibration, rate float64) (HostPlan, error) {
 	p := HostPlan{Rate: rate, WorkersPerHost: c.CPUs, OutputTokens: c.OutputTokens}
 	f := c.Fit
 	switch {
@@ -53,7 +53,7 @@ func PlanHosts(c *Calibration, rate float64) (HostPlan, error) {
 	}
 	p.ModelRate = float64(c.CPUs) * (schemas.TargetRho - f.IdleRho) / (f.CPUPerReqNs * 1e-9)
 	p.HostRate = p.ModelRate
-	if slices.ContainsFunc(c.Rates, func(r Rate) bool { return r.TargetRate > c.FaithfulRate && !r.Faithful }) {
+	if slices.ContainsFunc(c.Rates, func(r schemas.CalibrationRate) bool { return r.TargetRate > c.FaithfulRate && !r.Faithful }) {
 		p.FaithfulCap = c.FaithfulRate * float64(c.CPUs) / float64(c.Workers)
 		p.HostRate = min(p.HostRate, p.FaithfulCap)
 	}
@@ -62,7 +62,7 @@ func PlanHosts(c *Calibration, rate float64) (HostPlan, error) {
 }
 
 // WriteText writes the plan in one or two lines.
-func (p HostPlan) WriteText(w io.Writer, c *Calibration) error {
+func (p HostPlan) WriteText(w io.Writer, c *schemas.Calibration) error {
 	limit := fmt.Sprintf("%.0f requests/s per host: %d workers at worker ρ = %.1f", p.HostRate, p.WorkersPerHost, schemas.TargetRho)
 	if p.FaithfulCap > 0 && p.FaithfulCap < p.ModelRate {
 		limit = fmt.Sprintf("%.0f requests/s per host: the highest faithful rate (the model's %.0f at ρ = %.1f is past where this machine stopped being faithful)", p.HostRate, p.ModelRate, schemas.TargetRho)
@@ -76,14 +76,17 @@ func (p HostPlan) WriteText(w io.Writer, c *Calibration) error {
 }
 
 // Load reads a calibration.json written by Run.
-func Load(path string) (*Calibration, error) {
+func Load(path string) (*schemas.Calibration, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var c Calibration
+	var c schemas.Calibration
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Version != 0 && c.Version != schemas.CalibrationVersion { // 0: written before versions, same layout
+		return nil, fmt.Errorf("%s: %w: calibration_version %d, this wirebench reads %d", path, schemas.ErrVersion, c.Version, schemas.CalibrationVersion)
 	}
 	if len(c.Rates) == 0 && c.Fit.Points == 0 {
 		return nil, fmt.Errorf("%s: no rates and no fit: not a calibration.json", path)

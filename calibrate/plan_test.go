@@ -7,20 +7,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // vm is the 2-CPU project VM's calibration (client and simulator sharing the CPUs, every rate
 // of the sweep up to 2,000/s faithful).
-func vm() *Calibration {
-	return &Calibration{CPUs: 2, Workers: 2, SharedCPUs: true, OutputTokens: 16, FaithfulRate: 2000,
-		Fit:   Fit{IdleRho: 0.074, CPUPerReqNs: 140_000, Points: 4},
-		Rates: []Rate{{TargetRate: 1000, Faithful: true}, {TargetRate: 2000, Faithful: true}}}
+func vm() *schemas.Calibration {
+	return &schemas.Calibration{CPUs: 2, Workers: 2, SharedCPUs: true, OutputTokens: 16, FaithfulRate: 2000,
+		Fit:   schemas.WorkerFit{IdleRho: 0.074, CPUPerReqNs: 140_000, Points: 4},
+		Rates: []schemas.CalibrationRate{{TargetRate: 1000, Faithful: true}, {TargetRate: 2000, Faithful: true}}}
 }
 
 func TestPlanHosts(t *testing.T) {
 	cases := []struct {
 		name      string
-		cal       func() *Calibration
+		cal       func() *schemas.Calibration
 		rate      float64
 		hostRate  float64
 		hosts     int
@@ -31,21 +33,21 @@ func TestPlanHosts(t *testing.T) {
 		{"one host is enough", vm, 6000, 6085.714, 1, true},
 		{"exactly two hosts' worth", vm, 2 * 6085.714285714286, 6085.714, 2, true},
 		// A failure above the faithful 2,000/s caps a host at 2,000 × 2/2 workers.
-		{"faithful rate caps the model", func() *Calibration {
+		{"faithful rate caps the model", func() *schemas.Calibration {
 			c := vm()
-			c.Rates = append(c.Rates, Rate{TargetRate: 4000})
+			c.Rates = append(c.Rates, schemas.CalibrationRate{TargetRate: 4000})
 			return c
 		}, 100_000, 2000, 50, false},
 		// 4 CPUs, 3 workers calibrated (one CPU for the simulator): the cap scales to 4 workers,
 		// 3,000 × 4/3 = 4,000, under the model's 4 × 0.4 / 200 µs = 8,000.
-		{"cap scaled to the host's CPUs", func() *Calibration {
-			return &Calibration{CPUs: 4, Workers: 3, FaithfulRate: 3000, Fit: Fit{IdleRho: 0.1, CPUPerReqNs: 200_000},
-				Rates: []Rate{{TargetRate: 3000, Faithful: true}, {TargetRate: 6000}}}
+		{"cap scaled to the host's CPUs", func() *schemas.Calibration {
+			return &schemas.Calibration{CPUs: 4, Workers: 3, FaithfulRate: 3000, Fit: schemas.WorkerFit{IdleRho: 0.1, CPUPerReqNs: 200_000},
+				Rates: []schemas.CalibrationRate{{TargetRate: 3000, Faithful: true}, {TargetRate: 6000}}}
 		}, 100_000, 4000, 25, false},
 		// A failed rate below a faithful one is not above the faithful rate: no cap.
-		{"failure below the faithful rate", func() *Calibration {
+		{"failure below the faithful rate", func() *schemas.Calibration {
 			c := vm()
-			c.Rates = append(c.Rates, Rate{TargetRate: 500})
+			c.Rates = append(c.Rates, schemas.CalibrationRate{TargetRate: 500})
 			return c
 		}, 100_000, 6085.714, 17, true},
 	}
@@ -60,15 +62,15 @@ func TestPlanHosts(t *testing.T) {
 func TestPlanHostsErrors(t *testing.T) {
 	cases := []struct {
 		name  string
-		edit  func(c *Calibration)
+		edit  func(c *schemas.Calibration)
 		rate  float64
 		model bool // wants ErrNoModel
 	}{
-		{"rate 0", func(c *Calibration) {}, 0, false},
-		{"idle cost at 0.5", func(c *Calibration) { c.Fit.IdleRho = 0.5 }, 1000, true},
-		{"no fit", func(c *Calibration) { c.Fit.CPUPerReqNs = 0 }, 1000, true},
-		{"nothing faithful", func(c *Calibration) { c.FaithfulRate = 0 }, 1000, true},
-		{"no CPUs recorded", func(c *Calibration) { c.CPUs = 0 }, 1000, true},
+		{"rate 0", func(c *schemas.Calibration) {}, 0, false},
+		{"idle cost at 0.5", func(c *schemas.Calibration) { c.Fit.IdleRho = 0.5 }, 1000, true},
+		{"no fit", func(c *schemas.Calibration) { c.Fit.CPUPerReqNs = 0 }, 1000, true},
+		{"nothing faithful", func(c *schemas.Calibration) { c.FaithfulRate = 0 }, 1000, true},
+		{"no CPUs recorded", func(c *schemas.Calibration) { c.CPUs = 0 }, 1000, true},
 	}
 	for _, tc := range cases {
 		c := vm()
@@ -100,7 +102,7 @@ func TestPlanWriteText(t *testing.T) {
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "calibration.json")
-	if err := vm().write(path); err != nil {
+	if err := write(vm(), path); err != nil {
 		t.Fatal(err)
 	}
 	c, err := Load(path)
@@ -113,5 +115,15 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(other); err == nil || !strings.Contains(err.Error(), "not a calibration.json") {
 		t.Errorf("Load(other JSON) = %v; want an error saying it is not a calibration.json", err)
+	}
+	if c.Version != schemas.CalibrationVersion {
+		t.Errorf("written calibration_version = %d; want %d", c.Version, schemas.CalibrationVersion)
+	}
+	newer := filepath.Join(dir, "newer.json")
+	if err := os.WriteFile(newer, []byte(`{"calibration_version": 99, "fit": {"points": 2}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(newer); !errors.Is(err, schemas.ErrVersion) {
+		t.Errorf("Load(version 99) = %v; want schemas.ErrVersion", err)
 	}
 }

@@ -57,7 +57,7 @@ const breakFidelity = 0.9
 // aggregated run directory. The sweep is one schedule made by replay; capture stops it early
 // (Config.StopBelowFidelity = breakFidelity) once a rate ends with under 90% of its sends made
 // on time: the client has broken, and faster rates would only measure it more.
-func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Calibration, error) {
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibration, error) {
 	if err := checkCalibrate(&cfg); err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Calibration, error
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
-	cal := &Calibration{SimCPU: -1, SingleProcess: cfg.SingleProcess, Kernel: !cfg.SingleProcess,
+	cal := &schemas.Calibration{SimCPU: -1, SingleProcess: cfg.SingleProcess, Kernel: !cfg.SingleProcess,
 		InputTokens: cfg.InputTokens, OutputTokens: cfg.OutputTokens, SimTTFTNs: int64(cfg.TTFT), SimITLNs: int64(cfg.ITL),
 		SimStampLead: int64(cfg.StampLead), StageNs: int64(cfg.StageDuration), FaithfulRule: faithfulRule}
 	cal.Host, _ = os.Hostname()
@@ -162,18 +162,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Calibration, error
 		}
 	}
 	if aggErr == nil {
-		if err := cal.addBounds(cfg.Dir, d); err != nil {
+		if err := addBounds(cal, cfg.Dir, d); err != nil {
 			aggErr = err
 		}
 	}
 	cal.FaithfulRate = faithfulRate(cal.Rates)
 	cal.Fit = fitCPU(cal.Rates, cal.Workers)
 	cal.WorkersFor = cal.Fit.WorkersFor(cfg.ForRate)
-	if err := cal.write(filepath.Join(cfg.Dir, "calibration.json")); err != nil {
+	if err := write(cal, filepath.Join(cfg.Dir, "calibration.json")); err != nil {
 		return cal, err
 	}
 	if cfg.Out != nil {
-		if err := cal.WriteTable(cfg.Out); err != nil {
+		if err := WriteTable(cfg.Out, cal); err != nil {
 			return cal, fmt.Errorf("write table: %w", err)
 		}
 	}

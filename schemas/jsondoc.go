@@ -29,6 +29,9 @@ var JSONFiles = []JSONFile{
 	{Name: "profile.json", Path: "RUN/report/profile.json", Type: reflect.TypeFor[Profile](),
 		Doc:     "the machine-readable latency profile of one or more runs, written by `wirebench report`; durations in ns, rates per second.",
 		Version: fmt.Sprintf("`profile_version` (now %d), changed when a field is renamed or removed", ProfileVersion)},
+	{Name: "calibration.json", Path: "DIR/calibration.json", Type: reflect.TypeFor[Calibration](),
+		Doc:     "the result of `wirebench calibrate -o DIR` (DIR is also a normal run directory); times in ns, rates per second.",
+		Version: fmt.Sprintf("`calibration_version` (now %d; absent in files written before it, same layout), changed when a field is renamed or removed", CalibrationVersion)},
 }
 
 // JSONField is one documented field of a JSON file: its dotted path ("stages[].index"), JSON

@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/calibrate"
 	"github.com/wirebench/wirebench/schemas"
 )
 
 // calibrate runs a short calibration (2 small rates, 2 s each) into a fresh directory and
 // returns its calibration.json and stdout.
-func runCalibrate(t *testing.T, args ...string) (*calibrate.Calibration, string, string) {
+func runCalibrate(t *testing.T, args ...string) (*schemas.Calibration, string, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "cal")
 	base := []string{"calibrate", "-o", dir, "--min-rate", "10", "--max-rate", "20", "--steps", "2",
@@ -27,7 +26,7 @@ func runCalibrate(t *testing.T, args ...string) (*calibrate.Calibration, string,
 	if err != nil {
 		t.Fatalf("calibrate %v wrote no calibration.json: %v", args, err)
 	}
-	var c calibrate.Calibration
+	var c schemas.Calibration
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatalf("calibration.json: %v", err)
 	}

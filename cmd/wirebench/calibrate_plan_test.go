@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/calibrate"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // TestCalibrateFromPlan: `calibrate --from calibration.json --for-rate R` prints the hosts R
 // needs without sweeping; without --for-rate it is a usage error.
 func TestCalibrateFromPlan(t *testing.T) {
-	cal := calibrate.Calibration{CPUs: 2, Workers: 2, OutputTokens: 16, FaithfulRate: 2000,
-		Fit:   calibrate.Fit{IdleRho: 0.074, CPUPerReqNs: 140_000, Points: 4},
-		Rates: []calibrate.Rate{{TargetRate: 2000, Faithful: true}}}
+	cal := schemas.Calibration{CPUs: 2, Workers: 2, OutputTokens: 16, FaithfulRate: 2000,
+		Fit:   schemas.WorkerFit{IdleRho: 0.074, CPUPerReqNs: 140_000, Points: 4},
+		Rates: []schemas.CalibrationRate{{TargetRate: 2000, Faithful: true}}}
 	b, err := json.Marshal(cal)
 	if err != nil {
 		t.Fatal(err)
