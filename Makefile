@@ -46,7 +46,7 @@ bench-vegeta: build
 # Aggregate at scale: synthetic runs of 5, 10 and 20 hosts sending 5,000 req/s each for 60 s (up
 # to 6 M requests and 100 M chunk rows, written by internal/synthrun), each aggregated by a child
 # `wirebench aggregate`: wall time, CPU, rows/s and peak RSS as a Markdown table (figures in
-# docs/measurements-scale.md). About 4 minutes on 2 CPUs; at most 2 GB under SCALE_DIR at a time.
+# docs/measurements.md). About 4 minutes on 2 CPUs; at most 2 GB under SCALE_DIR at a time.
 SCALE_DIR ?= /tmp/wirebench-scale
 bench-scale: build
 	$(GO) run ./bench/scale -wirebench $(BIN) -hosts 5,10,20 -dir $(SCALE_DIR)

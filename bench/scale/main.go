@@ -1,7 +1,7 @@
 // Command scale measures `wirebench aggregate` on synthetic multi-host runs (internal/synthrun):
 // for each host count it writes the run, aggregates it in a child process and reports wall time,
 // CPU, rows per second and the child's peak RSS as a Markdown table on stdout (progress on
-// stderr). `make bench-scale` runs it; figures in docs/measurements-scale.md.
+// stderr). `make bench-scale` runs it; figures in docs/measurements.md.
 package main
 
 import (

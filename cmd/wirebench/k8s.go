@@ -38,7 +38,7 @@ type K8sCmd struct {
 	Storage      string        `default:"20Gi" help:"Size the claim requests."`
 	StorageClass string        `placeholder:"NAME" help:"storageClassName of the claim (default: the cluster's default class)."`
 	APIKeySecret string        `placeholder:"NAME" help:"Secret holding the API key under the key named by the config's target.api_key_env (required when the config names one)."`
-	AggMemory    string        `name:"aggregate-memory" default:"4Gi" help:"Memory of the aggregate container (requests = limits): it peaked at 636-675 MB on 6 M requests from 20 hosts and grows by up to about 80 bytes a request (docs/measurements-scale.md)."`
+	AggMemory    string        `name:"aggregate-memory" default:"4Gi" help:"Memory of the aggregate container (requests = limits): it peaked at 636-675 MB on 6 M requests from 20 hosts and grows by up to about 80 bytes a request (docs/measurements.md)."`
 	DrainTimeout time.Duration `default:"30s" help:"capture --drain-timeout: after SIGTERM, how long a capture pod waits for requests in flight; its termination grace period is this plus 30s."`
 	Out          string        `short:"o" placeholder:"DIR" help:"Write the manifests into DIR (00-volume.yaml, 01-replay.yaml, 02-capture.yaml, 03-aggregate-report.yaml) instead of printing them on stdout as one multi-document stream."`
 }
