@@ -7,6 +7,7 @@ package main
 // `wirebench report merged`.
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -189,8 +190,8 @@ func mergedCounts(t *testing.T, out string) (map[int64]int, []schemas.MetricRequ
 	return n, rows
 }
 
-// saveArtifact copies the report's index.html and summary.md to $WIREBENCH_ARTIFACTS/name (the
-// report package's browser screenshot helper lives in its tests, so the page itself is kept).
+// saveArtifact copies the report's index.html and summary.md to $WIREBENCH_ARTIFACTS/name and,
+// where Chromium is installed, adds a full-page screenshot of index.html (screenshot.png).
 func saveArtifact(t *testing.T, out, name string) {
 	t.Helper()
 	dir := os.Getenv("WIREBENCH_ARTIFACTS")
@@ -210,7 +211,29 @@ func saveArtifact(t *testing.T, out, name string) {
 			t.Fatal(err)
 		}
 	}
+	screenshot(t, filepath.Join(out, "report", "index.html"), filepath.Join(dst, "screenshot.png"))
 	t.Logf("merged report artifact: %s", dst)
+}
+
+// screenshot has headless Chromium draw page at 1280 px wide into png; without Chromium it
+// says so and leaves the page alone (the page itself is the artifact then).
+func screenshot(t *testing.T, page, png string) {
+	t.Helper()
+	exe, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Logf("no chromium: %s has no screenshot", page)
+		return
+	}
+	abs, _ := filepath.Abs(page)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--window-size=1280,6000", "--screenshot="+png, "file://"+abs)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("chromium screenshot of %s: %v\n%s", page, err, out)
+	} else if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
+		t.Errorf("chromium wrote no screenshot to %s", png)
+	}
 }
 
 // checkClocks checks that every host's manifest records its clock and that the merged manifest
