@@ -45,6 +45,7 @@ type Config struct {
 	ForRate       float64       // rate to size workers for at ρ = 0.5; 0 = MaxRate
 	Exe           string        // wirebench binary (sim, worker); "" = os.Executable()
 	ToolVersion   string
+	WorkerArgs    []string // global flags for the capture workers (log level and format)
 	Args          []string
 	Out           io.Writer // the table; nil = none
 }
@@ -138,7 +139,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 	}
 	log.Info("calibrating", "rates", rates, "stage", cfg.StageDuration, "workers", cal.Workers, "single_process", cfg.SingleProcess, "target", target)
 	ccfg := capture.Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, GOMAXPROCS: cal.GOMAXPROCS, CPUs: cal.WorkerCPUs,
-		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, DrainTimeout: 5 * time.Second,
+		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, WorkerArgs: cfg.WorkerArgs, DrainTimeout: 5 * time.Second,
 		Tap:               cmp.Or(cfg.Tap, capture.TapAuto),
 		StopBelowFidelity: breakFidelity}
 	if err := capture.Run(ctx, ccfg, log); err != nil {

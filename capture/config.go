@@ -37,6 +37,7 @@ type Config struct {
 	Quiet        bool          // no progress output
 	Progress     io.Writer     // where progress goes (stderr in the CLI); nil = no live bar, log lines only
 	Exe          string        // binary that runs `worker`; "" = os.Executable()
+	WorkerArgs   []string      // global flags before `worker` (the log level and format)
 	Args         []string      // the command line, recorded in the manifest and file metadata
 
 	// CPUs are the CPUs workers are pinned to, worker i to CPUs[i mod len]; nil = this process's

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -288,7 +289,7 @@ type coord struct {
 type endSample struct{ sent, nowNs int64 }
 
 func (c *coord) start(exe string, wc worker.Config) error {
-	cmd := exec.Command(exe, "worker")
+	cmd := exec.Command(exe, append(slices.Clone(c.cfg.WorkerArgs), "worker")...)
 	cmd.Stderr = os.Stderr
 	// Own process group: a terminal's Ctrl-C reaches only the coordinator, which stops the
 	// workers itself (drain first, then close their stdin).

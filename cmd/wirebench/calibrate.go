@@ -62,7 +62,7 @@ made on time (the client has broken), and rates never sent are left out.
 Output: a table on stdout, DIR/calibration.json, and the run itself ('wirebench report DIR').`
 }
 
-func (c *CalibrateCmd) Run(ctx context.Context, log *slog.Logger) error {
+func (c *CalibrateCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
 	switch {
 	case c.From != "":
 		return c.planFrom()
@@ -74,7 +74,7 @@ func (c *CalibrateCmd) Run(ctx context.Context, log *slog.Logger) error {
 		MinRate: c.MinRate, MaxRate: c.MaxRate, Steps: c.Steps, Factor: c.Geometric,
 		StageDuration: c.StageDuration, Warmup: c.Warmup, TTFT: c.TTFT, ITL: c.ITL, StampLead: c.StampLead,
 		Target: c.Target, SingleProcess: c.SingleProcess, ForRate: c.ForRate, Tap: c.Tap,
-		ToolVersion: Version(), Args: os.Args[1:], Out: os.Stdout,
+		ToolVersion: Version(), Args: os.Args[1:], WorkerArgs: lf, Out: os.Stdout,
 	}
 	cal, err := calibrate.Run(ctx, cfg, log)
 	if errors.Is(err, capture.ErrInterrupted) {

@@ -182,3 +182,23 @@ func TestCalibrateTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkersFollowLogLevel: the capture workers log at the level and in the format the command
+// was given (they are started with the global log flags), not at their own default.
+func TestWorkersFollowLogLevel(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cal")
+	args := []string{"--log-level", "warn", "--log-format", "json", "calibrate", "-o", dir, "--min-rate", "20", "--max-rate", "20",
+		"--steps", "1", "--stage-duration", "1s", "--warmup", "0s", "--output-tokens", "2", "--input-tokens", "4"}
+	out, errOut, err := wirebench(t, time.Minute, args...)
+	if err != nil {
+		t.Fatalf("wirebench %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, errOut)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		if line == "" {
+			continue
+		}
+		if strings.Contains(line, `"level":"INFO"`) || strings.Contains(line, "level=INFO") || !strings.HasPrefix(line, "{") {
+			t.Errorf("stderr line not a warn-or-worse JSON log line: %s", line)
+		}
+	}
+}

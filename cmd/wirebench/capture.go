@@ -41,8 +41,8 @@ type CaptureFlags struct {
 	Quiet        bool          `help:"No progress output (warnings and errors are still logged)."`
 }
 
-func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger) error {
-	cfg, err := c.Capture.config(c.RunDir, c.Target, os.Args[1:])
+func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
+	cfg, err := c.Capture.config(c.RunDir, c.Target, os.Args[1:], lf)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -53,10 +53,10 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger) error {
 	return err
 }
 
-func (c *CaptureFlags) config(run, target string, args []string) (capture.Config, error) {
+func (c *CaptureFlags) config(run, target string, args []string, lf logFlags) (capture.Config, error) {
 	cfg := capture.Config{Run: run, Workers: c.Workers, Target: target, MaxInflight: c.MaxInflight, MaxConns: c.MaxConns, Connections: c.Connections,
 		KeepText: c.KeepText, DrainTimeout: c.DrainTimeout, Timeout: c.Timeout, TTFTTimeout: c.TTFTTimeout, GapTimeout: c.GapTimeout, PartRows: c.PartRows, PartInterval: c.PartInterval,
-		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, KeepAwake: c.KeepAwake, Tap: c.Tap, StopBelowFidelity: c.StopBelow, Quiet: c.Quiet, Progress: os.Stderr, Args: args}
+		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, KeepAwake: c.KeepAwake, Tap: c.Tap, StopBelowFidelity: c.StopBelow, Quiet: c.Quiet, Progress: os.Stderr, Args: args, WorkerArgs: lf}
 	var err error
 	if cfg.Shard, cfg.Shards, err = capture.ParseShard(c.Shard); err != nil {
 		return cfg, err

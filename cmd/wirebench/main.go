@@ -33,6 +33,9 @@ type CLI struct {
 	KeepAwake KeepAwakeCmd `cmd:"" hidden:"" name:"keep-awake" help:"Internal: keeps the given CPUs from halting while a capture runs."`
 }
 
+// logFlags are the global log flags as given, for the processes a command starts (workers).
+type logFlags []string
+
 // exitError carries a process exit code through kong's Run.
 type exitError struct {
 	code int
@@ -65,6 +68,7 @@ func main() {
 
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	kctx.Bind(log)
+	kctx.Bind(logFlags{"--log-level", cli.LogLevel, "--log-format", cli.LogFormat})
 	err := kctx.Run()
 	cancel()
 	if err != nil {

@@ -25,13 +25,13 @@ type RunCmd struct {
 	Capture CaptureFlags `embed:""`
 }
 
-func (c *RunCmd) Run(ctx context.Context, log *slog.Logger) error {
+func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
 	args := os.Args[1:]
 	if err := replay.Run(ctx, replay.Options{ConfigPath: c.Config, Out: c.Out, Target: c.Target, Force: c.Force,
 		ToolVersion: Version(), Args: args}, log); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	cfg, err := c.Capture.config(c.Out, c.Target, args)
+	cfg, err := c.Capture.config(c.Out, c.Target, args, lf)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
