@@ -308,27 +308,6 @@ func TestRunRefusesUsedRunDir(t *testing.T) {
 	}
 }
 
-func TestParseShard(t *testing.T) {
-	tests := []struct {
-		in     string
-		i, n   int
-		hasErr bool
-	}{
-		{"0/1", 0, 1, false},
-		{"2/3", 2, 3, false},
-		{"3/3", 0, 0, true}, // i must be < n
-		{"1", 0, 0, true},   // no slash
-		{"a/2", 0, 0, true},
-		{"0/0", 0, 0, true},
-	}
-	for _, tt := range tests {
-		i, n, err := ParseShard(tt.in)
-		if i != tt.i || n != tt.n || (err != nil) != tt.hasErr {
-			t.Errorf("ParseShard(%q) = (%d, %d, %v); want (%d, %d, error %v)", tt.in, i, n, err, tt.i, tt.n, tt.hasErr)
-		}
-	}
-}
-
 func TestParseCPUs(t *testing.T) {
 	tests := []struct {
 		in     string

@@ -92,9 +92,6 @@ var (
 	ErrInterrupted = errors.New("capture interrupted")
 )
 
-// ParseShard parses "i/n" (0 <= i < n).
-func ParseShard(s string) (i, n int, err error) { return schemas.ParseShard(s) }
-
 // ParseCPUs parses a CPU list such as "0,2-3" (the kernel's cpulist format, as taskset -c).
 func ParseCPUs(s string) ([]int, error) {
 	var out []int

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // CaptureCmd is `wirebench capture RUN`.
@@ -58,7 +59,7 @@ func (c *CaptureFlags) config(run, target string, args []string, lf logFlags) (c
 		KeepText: c.KeepText, DrainTimeout: c.DrainTimeout, Timeout: c.Timeout, TTFTTimeout: c.TTFTTimeout, GapTimeout: c.GapTimeout, PartRows: c.PartRows, PartInterval: c.PartInterval,
 		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, KeepAwake: c.KeepAwake, Tap: c.Tap, StopBelowFidelity: c.StopBelow, Quiet: c.Quiet, Progress: os.Stderr, Args: args, WorkerArgs: lf}
 	var err error
-	if cfg.Shard, cfg.Shards, err = capture.ParseShard(c.Shard); err != nil {
+	if cfg.Shard, cfg.Shards, err = schemas.ParseShard(c.Shard); err != nil {
 		return cfg, err
 	}
 	if c.CPUs != "" {
