@@ -122,6 +122,7 @@ func TestMarkdownLinksResolve(t *testing.T) {
 }
 
 func TestGoCommentsNameExistingDocs(t *testing.T) {
+	n := 0
 	walk(t, []string{".go"}, func(path string) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -132,6 +133,7 @@ func TestGoCommentsNameExistingDocs(t *testing.T) {
 				continue
 			}
 			for _, m := range goDocRef.FindAllStringSubmatch(line, -1) {
+				n++
 				if _, err := os.Stat(filepath.Join(root(t), m[1])); err != nil {
 					rel, _ := filepath.Rel(root(t), path)
 					t.Errorf("%s names %s, which does not exist", rel, m[1])
@@ -139,4 +141,7 @@ func TestGoCommentsNameExistingDocs(t *testing.T) {
 			}
 		}
 	})
+	if n < 5 {
+		t.Fatalf("found only %d docs paths in Go comments: is the walk or the pattern wrong?", n)
+	}
 }
