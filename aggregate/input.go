@@ -133,7 +133,8 @@ func (r *runDir) listParts(w *warner) error {
 	reqKind, chunkKind := schemas.KindOf[schemas.RawRequest](), schemas.KindOf[schemas.RawChunk]()
 	byKey := map[[2]int]*part{}
 	for _, path := range append(reqKind.Glob(r.dir), chunkKind.Glob(r.dir)...) {
-		k, wk, pn, _ := schemas.ParsePartPath(path[len(r.dir)+1:])
+		rel, _ := filepath.Rel(r.dir, path) // path is below r.dir: Glob found it there
+		k, wk, pn, _ := schemas.ParsePartPath(rel)
 		p := byKey[[2]int{wk, pn}]
 		if p == nil {
 			p = &part{run: r, worker: wk, num: pn}

@@ -79,7 +79,7 @@ func (k Kind) Glob(dir string) []string {
 	paths, _ := filepath.Glob(filepath.Join(dir, filepath.FromSlash(pat))) // the pattern is well formed
 	var out []string
 	for _, p := range paths {
-		if _, _, _, ok := ParsePartPath(p[len(dir)+1:]); ok {
+		if rel, err := filepath.Rel(dir, p); err == nil && isPart(rel) {
 			out = append(out, p)
 		}
 	}
@@ -120,6 +120,11 @@ func ParsePartPath(rel string) (k Kind, worker, part int, ok bool) {
 		return k, worker, part, true
 	}
 	return Kind{}, 0, 0, false
+}
+
+func isPart(rel string) bool {
+	_, _, _, ok := ParsePartPath(rel)
+	return ok
 }
 
 // FileOf returns the path of the file of row type T inside run directory dir.

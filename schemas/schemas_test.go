@@ -333,6 +333,9 @@ func TestGlobFindsOnlyParts(t *testing.T) {
 	if len(got) != 2 || got[0] != filepath.Join(dir, k.PartPath(0, 1)) || got[1] != filepath.Join(dir, k.PartPath(1, 0)) {
 		t.Errorf("Glob = %v", got)
 	}
+	if got := k.Glob(dir + "/"); len(got) != 2 { // a run directory typed with its trailing slash
+		t.Errorf("Glob(%q) = %v; want the 2 parts", dir+"/", got)
+	}
 }
 
 func TestJSONFieldsNestAndName(t *testing.T) {
