@@ -20,6 +20,11 @@ type Config struct {
 	Shards       int           // number of hosts sharing the schedule; 0 or 1 = one host
 	StartAt      time.Time     // common start time (multi-host runs); zero = a little after every worker is ready
 	Target       string        // base URL overriding target.url
+	// Secrets is the config's target as loaded, secrets included: `wirebench run` passes it in
+	// memory. Its url, metrics_url and headers replace the manifest's, which keeps their secrets
+	// redacted (schemas.Target.Redacted). nil: the manifest's, where a redacted secret is an
+	// error naming its field.
+	Secrets *schemas.Target
 	MaxInflight  int           // per worker; 0 = capture.max_inflight (0 = unlimited)
 	MaxConns     int           // connections per worker; 0 = capture.max_connections (0 = what the open-files limit allows)
 	Connections  int           // warm connections per worker; 0 = capture.connections, else DefaultConnections

@@ -40,6 +40,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("%s: %w", mpath, err)
 	}
+	if s := cfg.Secrets; s != nil {
+		rc.Target.URL, rc.Target.MetricsURL, rc.Target.Headers = s.URL, s.MetricsURL, s.Headers
+	}
+	if cfg.Target != "" {
+		rc.Target.URL = cfg.Target
+	}
+	// Every variable set, no secret missing, before anything is written or started; from here
+	// on, the target's secrets are kept out of what this process writes and logs.
+	if _, err := rc.Target.Resolve(); err != nil {
+		return fmt.Errorf("%s: %w", mpath, err)
+	}
 	if err := resolve(&cfg, &rc); err != nil {
 		return err
 	}
@@ -141,7 +152,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			cpu = pinned[i]
 		}
 		wc := worker.Config{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
-			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
+			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, Headers: rc.Target.Headers, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
 			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
 			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode}
 		if err := c.start(exe, wc); err != nil {

@@ -3,11 +3,13 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -22,30 +24,44 @@ import (
 // every field. Errors name the file, the line and the field, e.g.
 // "smoke.yaml:7: load.stages[1].rate: must be > 0".
 func LoadConfig(path string) (*schemas.Config, error) {
+	cfg, _, err := loadConfig(path)
+	return cfg, err
+}
+
+// loadConfig is LoadConfig that also returns, one per variable, the errors for the environment
+// variables the target reads (target.api_key_env, ${VAR} in target.headers) that are unset or
+// empty here; whether that is an error is the caller's to decide (capture may run elsewhere).
+func loadConfig(path string) (*schemas.Config, []error, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, nil, fmt.Errorf("read config: %w", err)
 	}
 	return parseConfig(path, data)
 }
 
-func parseConfig(path string, data []byte) (*schemas.Config, error) {
+func parseConfig(path string, data []byte) (*schemas.Config, []error, error) {
 	var cfg schemas.Config
 	if err := yaml.UnmarshalWithOptions(data, &cfg, yaml.DisallowUnknownField()); err != nil {
-		return nil, yamlError(path, data, err)
+		return nil, nil, yamlError(path, data, err)
 	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		return nil, yamlError(path, data, err)
+		return nil, nil, yamlError(path, data, err)
 	}
 	v := &validator{path: path, file: file}
 	setDefaults(&cfg)
 	resolvePaths(&cfg, filepath.Dir(path))
 	v.config(&cfg)
 	if len(v.errs) > 0 {
-		return nil, errors.Join(v.errs...)
+		return nil, nil, errors.Join(v.errs...)
 	}
-	return &cfg, nil
+	// Valid: what is left to report is the variables this host lacks.
+	for _, e := range cfg.Target.EnvVars() {
+		if os.Getenv(e.Name) == "" {
+			v.errf(e.Field, "environment variable %s is not set (or empty)", e.Name)
+		}
+	}
+	return &cfg, v.errs, nil
 }
 
 // yamlError turns a go-yaml error into "file:line:col: message" with the offending key or value.
@@ -407,6 +423,11 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 	if t.MetricsURL != "" {
 		if err := checkURL(t.MetricsURL); err != nil {
 			v.errf("target.metrics_url", "%v", err)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
+		if err := schemas.CheckHeaderTemplate(k, t.Headers[k]); err != nil {
+			v.errf("target.headers."+k, "%v", err)
 		}
 	}
 	for k := range t.ExtraBody {

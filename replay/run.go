@@ -33,6 +33,11 @@ type Options struct {
 	ToolVersion string    // written into the manifest
 	Args        []string  // the command's arguments, for the manifest and file metadata
 	DryRunOut   io.Writer // default os.Stdout
+	// NeedEnv makes an environment variable the target reads (target.api_key_env, ${VAR} in
+	// target.headers) that is unset or empty here an error (`wirebench run`: capture follows on
+	// this host). Else it is one only when replay asks the server for the model; otherwise a
+	// warning, since capture may run on another host (see docs/distributed.md).
+	NeedEnv bool
 }
 
 // Run plans the whole schedule of a config and writes RUN/schedule/requests.parquet,
@@ -41,7 +46,7 @@ type Options struct {
 // temporary names and renamed when complete, so on error nothing appears under RUN.
 func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	started := time.Now()
-	cfg, err := LoadConfig(opts.ConfigPath)
+	cfg, unset, err := loadConfig(opts.ConfigPath)
 	if err != nil {
 		return err
 	}
@@ -50,6 +55,14 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 			return fmt.Errorf("--target: %w", err)
 		}
 		cfg.Target.URL = opts.Target
+	}
+	if len(unset) > 0 && !opts.DryRun {
+		if opts.NeedEnv || cfg.Target.Model == "" {
+			return errors.Join(unset...)
+		}
+		for _, err := range unset {
+			log.Warn("capture needs this variable set where it runs", "err", err)
+		}
 	}
 	if cfg.Target.URL == "" && !opts.DryRun {
 		return fmt.Errorf("%s: target.url: required (set it in the config or with --target)", opts.ConfigPath)
@@ -140,6 +153,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	m.Host, _ = os.Hostname()
 	clock := hostclock.Read()
 	m.Clock = &clock
+	cfg.Target = cfg.Target.Redacted()
 	if m.Config, err = json.Marshal(cfg); err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}
@@ -255,13 +269,8 @@ func discoverModel(ctx context.Context, t *schemas.Target) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("discover model: %w", err)
 	}
-	for k, v := range t.Headers {
-		req.Header.Set(k, v)
-	}
-	if t.APIKeyEnv != "" {
-		if key := os.Getenv(t.APIKeyEnv); key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
-		}
+	if req.Header, err = t.Resolve(); err != nil {
+		return "", fmt.Errorf("discover model (set target.model to skip): %w", err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

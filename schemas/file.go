@@ -11,6 +11,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/wirebench/wirebench/internal/redact"
 )
 
 // Producer names the command that wrote a file; it goes into the file's key-value metadata.
@@ -48,7 +50,7 @@ func Create[T any](path string, p Producer) (*Writer[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	args, _ := json.Marshal(p.Args)
+	args, _ := json.Marshal(redact.Strings(p.Args))
 	pw := parquet.NewGenericWriter[T](tmp,
 		parquet.Compression(&zstd.Codec{Level: zstd.SpeedDefault}),
 		// Bound the writer's memory: a row group is flushed to the file every RowGroupRows rows

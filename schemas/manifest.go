@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wirebench/wirebench/internal/redact"
 )
 
 // Run statuses in manifest.json.
@@ -214,9 +216,14 @@ func ReadManifest(path string) (*Manifest, error) {
 }
 
 // Write writes the manifest atomically, indented for people; on a full disk it uses the run
-// directory's reserve (Reserve).
+// directory's reserve (Reserve). Its free text (the steps' arguments and errors, missing) is
+// redacted first (redact.String); the config is the caller's to redact (Target.Redacted).
 func (m *Manifest) Write(path string) error {
 	m.SchemaVersion = SchemaVersion
+	for i := range m.Steps {
+		m.Steps[i].Args, m.Steps[i].Error = redact.Strings(m.Steps[i].Args), redact.String(m.Steps[i].Error)
+	}
+	m.Missing = redact.Strings(m.Missing)
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/internal/redact"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -208,6 +209,7 @@ func (c *K8sCmd) checkConfig(cfg *schemas.Config) []error {
 	case env == "" && c.APIKeySecret != "":
 		errs = append(errs, fmt.Errorf("--api-key-secret %s: %s names no target.api_key_env to set from it", c.APIKeySecret, c.Config))
 	}
+	errs = append(errs, c.checkSecrets(cfg.Target)...)
 	target, flag := c.Target, "--target"
 	if target == "" {
 		target, flag = cfg.Target.URL, c.Config+": target.url"
@@ -218,6 +220,26 @@ func (c *K8sCmd) checkConfig(cfg *schemas.Config) []error {
 		errs = append(errs, fmt.Errorf("%s %q: want a base URL such as http://vllm.default.svc.cluster.local:8000", flag, target))
 	case u.Hostname() == "localhost" || net.ParseIP(u.Hostname()).IsLoopback():
 		errs = append(errs, fmt.Errorf("%s %q: a loopback address is the pod itself; give --target with the server's address as the pods reach it", flag, target))
+	}
+	return errs
+}
+
+// checkSecrets refuses secrets other than the API key: written in the config they would be in
+// the ConfigMap, and the capture pods could not get them (the run directory keeps them
+// redacted); read from a variable, the pods have only the Secret's.
+func (c *K8sCmd) checkSecrets(t schemas.Target) []error {
+	var errs []error
+	const how = "give the key with target.api_key_env and --api-key-secret"
+	for _, f := range t.SecretFields() {
+		errs = append(errs, fmt.Errorf("%s: %s holds a secret, which would be written into the ConfigMap and which the capture pods could not get: %s", c.Config, f, how))
+	}
+	for _, e := range t.EnvVars() {
+		if e.Field != "target.api_key_env" {
+			errs = append(errs, fmt.Errorf("%s: %s reads ${%s}, which the pods do not have: %s", c.Config, e.Field, e.Name, how))
+		}
+	}
+	if redact.String(c.Target) != c.Target {
+		errs = append(errs, fmt.Errorf("--target: a user:password would be written into the replay Job: %s", how))
 	}
 	return errs
 }

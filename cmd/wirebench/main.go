@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/wirebench/wirebench/internal/redact"
 )
 
 // CLI is the command tree. Each command is a struct with Run(ctx, logger) in a file of its own.
@@ -77,17 +79,21 @@ func main() {
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
-		fmt.Fprintf(os.Stderr, "wirebench %s: %v\n", kctx.Command(), err)
+		fmt.Fprintf(stderr, "wirebench %s: %v\n", kctx.Command(), err)
 		os.Exit(code)
 	}
 }
+
+// stderr takes every log line, the progress output and the final error: each write with the
+// process's registered secrets and any URL's userinfo redacted (internal/redact).
+var stderr = redact.Writer(os.Stderr)
 
 func newLogger(level, format string) *slog.Logger {
 	var lv slog.Level
 	_ = lv.UnmarshalText([]byte(level))
 	opts := &slog.HandlerOptions{Level: lv}
 	if format == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		return slog.New(slog.NewJSONHandler(stderr, opts))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(slog.NewTextHandler(stderr, opts))
 }

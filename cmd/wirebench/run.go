@@ -28,13 +28,19 @@ type RunCmd struct {
 func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
 	args := os.Args[1:]
 	if err := replay.Run(ctx, replay.Options{ConfigPath: c.Config, Out: c.Out, Target: c.Target, Force: c.Force,
-		ToolVersion: Version(), Args: args}, log); err != nil {
+		ToolVersion: Version(), Args: args, NeedEnv: true}, log); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	cfg, err := c.Capture.config(c.Out, c.Target, args, lf)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	// The manifest keeps the target's secrets redacted: capture gets them from the config.
+	loaded, err := replay.LoadConfig(c.Config)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	cfg.Secrets = &loaded.Target
 	// Room to record a failure in the manifest when the disk fills up (see schemas.Reserve).
 	release, err := schemas.Reserve(c.Out)
 	if err != nil {

@@ -17,17 +17,18 @@ const module = "github.com/wirebench/wirebench/"
 // (outside its tests). The pipeline replay → capture → aggregate → report hands files down
 // through schemas; calibrate and the command orchestrate the stages.
 var below = map[string][]string{
-	"schemas":                 {},
+	"schemas":                 {"internal/redact"},
+	"internal/redact":         {}, // keeps secrets out of files and logs: every stage uses it
 	"tokenizer":               {},
 	"sim":                     {},
 	"internal/cpuset":         {},
 	"internal/hostile":        {}, // a scripted broken server for the wire and end-to-end tests
 	"internal/hostclock":      {"schemas"},
-	"replay":                  {"schemas", "tokenizer", "internal/hostclock"},
+	"replay":                  {"schemas", "tokenizer", "internal/hostclock", "internal/redact"},
 	"capture/tap":             {},
 	"capture/wire":            {"schemas"},
-	"capture/internal/worker": {"schemas", "capture/wire", "internal/cpuset"},
-	"capture":                 {"schemas", "capture/wire", "capture/tap", "capture/internal/worker", "internal/cpuset", "internal/hostclock"},
+	"capture/internal/worker": {"schemas", "capture/wire", "internal/cpuset", "internal/redact"},
+	"capture":                 {"schemas", "capture/wire", "capture/tap", "capture/internal/worker", "internal/cpuset", "internal/hostclock", "internal/redact"},
 	"aggregate":               {"schemas", "tokenizer"},
 	"report":                  {"schemas"},
 	"internal/simkit":         {"replay", "schemas", "internal/cpuset"},

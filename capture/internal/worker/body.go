@@ -3,8 +3,8 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -401,8 +401,8 @@ func endpoint(base, api string) string {
 const anthropicVersion = "2023-06-01"
 
 // requestHeader builds the shared, read-only header of every request: JSON content type, the
-// messages API's anthropic-version, the target's extra headers and, when target.api_key_env
-// names a set variable, the key (a bearer token; x-api-key for the messages API).
+// messages API's anthropic-version, then the target's own (Target.Resolve: its headers with
+// their ${VAR} filled in, the API key of api_key_env), which override those.
 func requestHeader(t schemas.Target) (http.Header, error) {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
@@ -413,19 +413,10 @@ func requestHeader(t schemas.Target) (http.Header, error) {
 	case "messages":
 		h.Set("anthropic-version", anthropicVersion)
 	}
-	for k, v := range t.Headers {
-		h.Set(k, v)
+	own, err := t.Resolve()
+	if err != nil {
+		return nil, err
 	}
-	if t.APIKeyEnv != "" {
-		key, ok := os.LookupEnv(t.APIKeyEnv)
-		if !ok || key == "" {
-			return nil, fmt.Errorf("target.api_key_env: environment variable %s is not set", t.APIKeyEnv)
-		}
-		if t.API == "messages" {
-			h.Set("x-api-key", key)
-		} else {
-			h.Set("Authorization", "Bearer "+key)
-		}
-	}
+	maps.Copy(h, own)
 	return h, nil
 }

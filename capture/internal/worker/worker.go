@@ -25,6 +25,7 @@ import (
 
 	"github.com/wirebench/wirebench/capture/wire"
 	"github.com/wirebench/wirebench/internal/cpuset"
+	"github.com/wirebench/wirebench/internal/redact"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -56,6 +57,10 @@ type Config struct {
 	// NoKernelTimestamps and StampAfterDecode: see Config.
 	NoKernelTimestamps bool `json:"no_kernel_timestamps,omitempty"`
 	StampAfterDecode   bool `json:"stamp_after_decode,omitempty"`
+
+	// Headers are target.headers as the config gives them: the manifest keeps a secret value
+	// redacted, so the coordinator hands them over here (a pipe, never a file).
+	Headers map[string]string `json:"headers,omitempty"`
 
 	In  io.Reader `json:"-"` // control lines after the config (start, stop); EOF = coordinator gone
 	Out io.Writer `json:"-"` // messages for the coordinator
@@ -290,6 +295,8 @@ func (w *worker) load() error {
 		return fmt.Errorf("%s: %w", filepath.Join(w.cfg.Run, schemas.ManifestName), err)
 	}
 	w.tgt = rc.Target
+	// The secrets come from the coordinator, not the manifest; metrics_url is the coordinator's.
+	w.tgt.URL, w.tgt.Headers, w.tgt.MetricsURL = w.cfg.Target, w.cfg.Headers, ""
 	w.stages = m.Stages
 	if w.bb, err = newBodyBuilder(w.tgt, rc.Workload.Tools); err != nil {
 		return err
@@ -693,6 +700,9 @@ func (w *worker) writeLoop() error {
 					werr = err
 				}
 				return werr
+			}
+			if res.Req.ErrorMessage != "" { // a server may echo the request's credentials
+				res.Req.ErrorMessage = redact.String(res.Req.ErrorMessage)
 			}
 			tl.add(res, w.startNs)
 			if werr == nil {
