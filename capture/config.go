@@ -20,11 +20,6 @@ type Config struct {
 	Shards       int           // number of hosts sharing the schedule; 0 or 1 = one host
 	StartAt      time.Time     // common start time (multi-host runs); zero = a little after every worker is ready
 	Target       string        // base URL overriding target.url
-	// Secrets is the config's target as loaded, secrets included: `wirebench run` passes it in
-	// memory. Its url, metrics_url and headers replace the manifest's, which keeps their secrets
-	// redacted (schemas.Target.Redacted). nil: the manifest's, where a redacted secret is an
-	// error naming its field.
-	Secrets *schemas.Target
 	MaxInflight  int           // per worker; 0 = capture.max_inflight (0 = unlimited)
 	MaxConns     int           // connections per worker; 0 = capture.max_connections (0 = what the open-files limit allows)
 	Connections  int           // warm connections per worker; 0 = capture.connections, else DefaultConnections
@@ -61,6 +56,11 @@ type Config struct {
 	// plan: the client has broken and later, faster stages would only measure the client.
 	// 0 = never. Calibration uses it to end its sweep early.
 	StopBelowFidelity float64
+	// Secrets is the config's target as loaded, secrets included: `wirebench run` passes it in
+	// memory. Its url, metrics_url and headers replace the manifest's, which keeps their secrets
+	// redacted (schemas.Target.Redacted). nil: the manifest's, where a redacted secret is an
+	// error naming its field.
+	Secrets *schemas.Target
 }
 
 // Defaults.

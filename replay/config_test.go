@@ -58,6 +58,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"trace rate and scale", goodHead + "workload:\n  trace: {format: azure, file: x.csv, rate: 3, time_scale: 2}\n", []string{"workload.trace.rate: set time_scale or rate, not both"}},
 		{"dataset bad format", goodHead + stages + "workload:\n  dataset: {format: parquet, file: x}\n", []string{`workload.dataset.format: "parquet"`}},
 		{"negative slo", goodHead + stages + synth + "slo: {ttft: -1s}\n", []string{"slo.ttft: must be >= 0"}},
+		{"line break in a header value", "target:\n  url: http://127.0.0.1:8000\n  headers:\n    X-Team: perf\n    X-Evil: \"a\\r\\nX-Injected: 1\"\n" + stages + synth, []string{"c.yaml:5:", "target.headers.X-Evil: the value holds a CR at byte 1"}},
+		{"NUL in a header value", "target:\n  headers: {X-Evil: \"a\\0b\"}\n" + stages + synth, []string{"c.yaml:2:", "target.headers.X-Evil: the value holds a NUL"}},
+		{"bad header name", "target:\n  headers: {\"X Evil\": v}\n" + stages + synth, []string{"c.yaml:2:", `"X Evil" is not a header name`}},
+		{"bad variable reference", "target:\n  headers: {X-Key: \"${1X}\"}\n" + stages + synth, []string{"c.yaml:2:", "target.headers.X-Key: a ${ that does not name"}},
 		{"negative gap_timeout", "target: {gap_timeout: -1s, ttft_timeout: -2s}\n" + stages + synth, []string{"target.gap_timeout: must be >= 0", "target.ttft_timeout: must be >= 0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -333,3 +333,42 @@ func TestScheduleArgs(t *testing.T) {
 		}
 	}
 }
+
+// The manifest keeps the target without its secrets; a variable the target reads that is unset
+// here is an error under `run` (NeedEnv), else a warning (capture may run on another host).
+func TestRunKeepsSecretsOutOfTheManifest(t *testing.T) {
+	t.Setenv("WB_TEST_TOKEN", "tok-replay-test")
+	cfg := writeConfig(t, `target:
+  url: "http://bob:pw-replay-test@127.0.0.1:1"
+  model: m
+  headers: {Authorization: "Bearer sk-replay-literal", X-Api-Key: "${WB_TEST_TOKEN}", X-Team: perf}
+  api_key_env: WB_TEST_UNSET_KEY
+load: {stages: [{rate: 5, duration: 1s, arrival: constant}]}
+workload: {synthetic: {input: {kind: fixed, value: 4}, output: {kind: fixed, value: 2}}}
+`)
+	run := filepath.Join(t.TempDir(), "run")
+	err := Run(context.Background(), Options{ConfigPath: cfg, Out: run, NeedEnv: true}, quiet)
+	if err == nil || !strings.Contains(err.Error(), "c.yaml:5: target.api_key_env: environment variable WB_TEST_UNSET_KEY is not set") {
+		t.Errorf("Run(NeedEnv) with api_key_env unset = %v; want c.yaml:5: target.api_key_env naming the variable", err)
+	}
+	if _, err := os.Stat(run); !os.IsNotExist(err) {
+		t.Errorf("Run(NeedEnv) failed but wrote %s (stat: %v)", run, err)
+	}
+	if err := Run(context.Background(), Options{ConfigPath: cfg, Out: run}, quiet); err != nil {
+		t.Fatalf("Run without NeedEnv: %v; want a warning only", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(run, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"pw-replay-test", "sk-replay-literal", "tok-replay-test", "bob"} {
+		if bytes.Contains(raw, []byte(s)) {
+			t.Errorf("manifest.json holds %q", s)
+		}
+	}
+	for _, s := range []string{`"url": "http://[REDACTED]@127.0.0.1:1"`, `"Authorization": "[REDACTED]"`, `"X-Api-Key": "${WB_TEST_TOKEN}"`, `"X-Team": "perf"`} {
+		if !bytes.Contains(raw, []byte(s)) {
+			t.Errorf("manifest.json lacks %s", s)
+		}
+	}
+}
