@@ -49,7 +49,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	// Every variable set, no secret missing, before anything is written or started; from here
 	// on, the target's secrets are kept out of what this process writes and logs.
 	if _, err := rc.Target.Resolve(); err != nil {
-		return fmt.Errorf("%s: %w", mpath, err)
+		return inFile(mpath, err)
 	}
 	if err := resolve(&cfg, &rc); err != nil {
 		return err
@@ -162,6 +162,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		}
 	}
 	return c.loop(ctx, rc.Target.MetricsURL)
+}
+
+// inFile prefixes each of the errors joined in err with the file they are about.
+func inFile(path string, err error) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = fmt.Errorf("%s: %w", path, e)
+	}
+	return errors.Join(out...)
 }
 
 // resolve fills cfg from the manifest's config and the defaults.

@@ -426,8 +426,12 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
+		field := "target.headers." + k
+		if !schemas.ValidHeaderName(k) {
+			field = "target.headers" // the error quotes the name
+		}
 		if err := schemas.CheckHeaderTemplate(k, t.Headers[k]); err != nil {
-			v.errf("target.headers."+k, "%v", err)
+			v.errf(field, "%v", err)
 		}
 	}
 	for k := range t.ExtraBody {

@@ -78,11 +78,14 @@ func (t Target) Redacted() Target {
 	return t
 }
 
+// ValidHeaderName reports whether name is an HTTP token, as a header name must be.
+func ValidHeaderName(name string) bool { return httpguts.ValidHeaderFieldName(name) }
+
 // CheckHeader returns why name and value cannot be sent as a request header: the name must be
 // an HTTP token, the value one line without control characters (CR, LF, NUL; a tab is allowed),
 // or a line break would end the header and start another. The error never holds the value.
 func CheckHeader(name, value string) error {
-	if !httpguts.ValidHeaderFieldName(name) {
+	if !ValidHeaderName(name) {
 		return fmt.Errorf("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
 	}
 	for i := 0; i < len(value); i++ {
@@ -117,7 +120,8 @@ func CheckHeaderTemplate(name, value string) error {
 // variable's value, the userinfo of url and metrics_url) is registered with redact.Add, so
 // nothing this process writes or logs afterwards holds one.
 func (t Target) Resolve() (http.Header, error) {
-	var errs []error
+	key, err := t.apiKey()
+	errs := []error{err}
 	for _, f := range []struct{ name, url string }{{"target.url", t.URL}, {"target.metrics_url", t.MetricsURL}} {
 		redact.AddURL(f.url)
 		if strings.Contains(f.url, redact.Mark) {
@@ -147,24 +151,29 @@ func (t Target) Resolve() (http.Header, error) {
 		}
 		h.Set(k, v)
 	}
-	if t.APIKeyEnv != "" {
-		key, err := env("target.api_key_env", t.APIKeyEnv)
-		redact.Add(key)
-		if err == nil {
-			if err = CheckHeader("Authorization", key); err != nil {
-				err = fmt.Errorf("target.api_key_env: environment variable %s: %w", t.APIKeyEnv, err)
-			}
-		}
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case t.API == "messages":
-			h.Set("x-api-key", key)
-		default:
-			h.Set("Authorization", "Bearer "+key)
-		}
+	switch {
+	case key == "":
+	case t.API == "messages":
+		h.Set("x-api-key", key)
+	default:
+		h.Set("Authorization", "Bearer "+key)
 	}
 	return h, errors.Join(errs...)
+}
+
+// apiKey returns the value of api_key_env ("" when none is named), registered as a secret.
+func (t Target) apiKey() (string, error) {
+	if t.APIKeyEnv == "" {
+		return "", nil
+	}
+	key, err := env("target.api_key_env", t.APIKeyEnv)
+	redact.Add(key)
+	if err == nil {
+		if err = CheckHeader("Authorization", key); err != nil {
+			return "", fmt.Errorf("target.api_key_env: environment variable %s: %w", t.APIKeyEnv, err)
+		}
+	}
+	return key, err
 }
 
 // env returns the value of the variable name, which field names; unset or empty is an error.

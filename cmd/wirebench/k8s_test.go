@@ -135,6 +135,10 @@ func TestK8sFlagErrors(t *testing.T) {
 		{"loopback target", "", func(c *K8sCmd) { c.Target = "http://127.0.0.1:8000" }, "a loopback address is the pod itself"},
 		{"localhost in config", strings.Replace(k8sConfig, "server.ns.svc", "localhost", 1), nil, `target.url "http://localhost:8000": a loopback`},
 		{"target not http", "", func(c *K8sCmd) { c.Target = "ftp://x" }, `--target "ftp://x"`},
+		{"secret header in the config", strings.Replace(k8sConfig, "model: m", `model: m, headers: {Authorization: "Bearer sk-1"}`, 1), nil, "target.headers.Authorization holds a secret, which would be written into the ConfigMap"},
+		{"header from a variable", strings.Replace(k8sConfig, "model: m", `model: m, headers: {X-Api-Key: "${TOK}"}`, 1), nil, "target.headers.X-Api-Key reads ${TOK}, which the pods do not have"},
+		{"password in the config's URL", strings.Replace(k8sConfig, "http://", "http://u:pw@", 1), nil, "target.url holds a secret"},
+		{"password in --target", "", func(c *K8sCmd) { c.Target = "http://u:pw@server.ns.svc:8000" }, "--target: a user:password would be written into the replay Job"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
