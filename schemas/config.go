@@ -10,7 +10,8 @@ import (
 
 // Config is the whole run configuration (YAML). The resolved config is stored as JSON in
 // manifest.json, where capture, aggregate and report read the parts they need. Secrets are
-// never stored: the API key is named by an environment variable.
+// never stored: the API key is named by an environment variable, other secrets redacted
+// (Target.Redacted).
 type Config struct {
 	Name      string         `yaml:"name" json:"name,omitempty"`
 	Seed      int64          `yaml:"seed" json:"seed"`
@@ -23,7 +24,10 @@ type Config struct {
 	Capture   CaptureOptions `yaml:"capture" json:"capture"`
 }
 
-// Target is the server under test.
+// Target is the server under test. Headers are extra request headers, where ${NAME} in a value
+// is the environment variable NAME where capture runs; APIKeyEnv names the variable holding the
+// API key (Authorization: Bearer; x-api-key for the messages API). The manifest keeps neither a
+// credential header's value nor a URL's user:password (Target.Redacted), only ${NAME}.
 type Target struct {
 	URL       string            `yaml:"url" json:"url"`                   // base URL, e.g. http://127.0.0.1:8000
 	API       string            `yaml:"api" json:"api"`                   // completions or chat

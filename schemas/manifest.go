@@ -37,7 +37,7 @@ type Manifest struct {
 	Clock              *Clock          `json:"clock,omitempty" doc:"the clock discipline of the host that wrote the manifest last"`
 	Shard              string          `json:"shard,omitempty" doc:"i/n for a host of a distributed capture"`
 	ShardPlanned       map[int32]int64 `json:"shard_planned,omitempty" doc:"requests of each stage (by index) this host's shard plans to send, written before it sends; aggregate compares it with what it finds"`
-	Config             json.RawMessage `json:"config,omitempty" doc:"the resolved run configuration (the YAML config as JSON; no secrets: the API key is named by api_key_env)"`
+	Config             json.RawMessage `json:"config,omitempty" doc:"the resolved run configuration (the YAML config as JSON; no secrets: the API key is named by api_key_env, a URL's user:password and a credential header's value are [REDACTED], ${VAR} references kept)"`
 	Stages             []StageInfo     `json:"stages" doc:"the load plan, one per stage"`
 	Steps              []Step          `json:"steps" doc:"the commands applied to the run, in order"`
 	Files              []FileEntry     `json:"files" doc:"every finished file with its row count"`
