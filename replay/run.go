@@ -153,8 +153,9 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	m.Host, _ = os.Hostname()
 	clock := hostclock.Read()
 	m.Clock = &clock
-	cfg.Target = cfg.Target.Redacted()
-	if m.Config, err = json.Marshal(cfg); err != nil {
+	kept := *cfg
+	kept.Target = cfg.Target.Redacted()
+	if m.Config, err = json.Marshal(kept); err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}
 	m.Steps = []schemas.Step{{Name: "replay", Args: opts.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: "ok"}}

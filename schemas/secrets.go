@@ -27,6 +27,12 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 // optional authentication scheme ("Bearer ${TOKEN}").
 var refsOnly = regexp.MustCompile(`^(?:[A-Za-z]+ +)?(?:\$\{[A-Za-z_][A-Za-z0-9_]*\})+$`)
 
+// writtenSecret reports whether a header's value, as the config gives it, is a secret written
+// out: a credential header's value that is not only ${VAR} references.
+func writtenSecret(name, value string) bool {
+	return redact.Header(name) && !refsOnly.MatchString(value)
+}
+
 // EnvVar is an environment variable a target reads, with the config field that names it.
 type EnvVar struct{ Field, Name string }
 
@@ -49,12 +55,12 @@ func (t Target) EnvVars() []EnvVar {
 func (t Target) SecretFields() []string {
 	var out []string
 	for _, f := range []struct{ name, url string }{{"target.url", t.URL}, {"target.metrics_url", t.MetricsURL}} {
-		if redact.String(f.url) != f.url {
+		if redact.URL(f.url) != f.url {
 			out = append(out, f.name)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
-		if redact.Header(k) && !refsOnly.MatchString(t.Headers[k]) {
+		if writtenSecret(k, t.Headers[k]) {
 			out = append(out, "target.headers."+k)
 		}
 	}
@@ -64,11 +70,11 @@ func (t Target) SecretFields() []string {
 // Redacted returns t as the manifest keeps it: each field of SecretFields with its secret
 // replaced by redact.Mark (a URL keeps its scheme and host).
 func (t Target) Redacted() Target {
-	t.URL, t.MetricsURL = redact.String(t.URL), redact.String(t.MetricsURL)
+	t.URL, t.MetricsURL = redact.URL(t.URL), redact.URL(t.MetricsURL)
 	if t.Headers != nil {
 		h := make(map[string]string, len(t.Headers))
 		for k, v := range t.Headers {
-			if redact.Header(k) && !refsOnly.MatchString(v) {
+			if writtenSecret(k, v) {
 				v = redact.Mark
 			}
 			h[k] = v
@@ -122,10 +128,11 @@ func CheckHeaderTemplate(name, value string) error {
 func (t Target) Resolve() (http.Header, error) {
 	key, err := t.apiKey()
 	errs := []error{err}
-	for _, f := range []struct{ name, url string }{{"target.url", t.URL}, {"target.metrics_url", t.MetricsURL}} {
+	for _, f := range []struct{ name, url, how string }{{"target.url", t.URL, "give the URL with capture --target"},
+		{"target.metrics_url", t.MetricsURL, "write the config's metrics_url without it"}} {
 		redact.AddURL(f.url)
 		if strings.Contains(f.url, redact.Mark) {
-			errs = append(errs, fmt.Errorf("%s: its user:password is not kept in the run directory: give the URL with capture --target, or use wirebench run", f.name))
+			errs = append(errs, fmt.Errorf("%s: its user:password is not kept in the run directory: %s, or use wirebench run", f.name, f.how))
 		}
 	}
 	h := http.Header{}

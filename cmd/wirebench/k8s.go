@@ -238,7 +238,7 @@ func (c *K8sCmd) checkSecrets(t schemas.Target) []error {
 			errs = append(errs, fmt.Errorf("%s: %s reads ${%s}, which the pods do not have: %s", c.Config, e.Field, e.Name, how))
 		}
 	}
-	if redact.String(c.Target) != c.Target {
+	if redact.URL(c.Target) != c.Target {
 		errs = append(errs, fmt.Errorf("--target: a user:password would be written into the replay Job: %s", how))
 	}
 	return errs

@@ -121,10 +121,16 @@ func String(s string) string {
 			}
 		}
 	}
-	if strings.Contains(s, "@") {
-		s = userinfo.ReplaceAllString(s, "${1}"+Mark+"@")
+	return URL(s)
+}
+
+// URL returns s with the userinfo of every URL in it replaced by Mark
+// (http://[REDACTED]@host:port/), whatever its length.
+func URL(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
 	}
-	return s
+	return userinfo.ReplaceAllString(s, "${1}"+Mark+"@")
 }
 
 // Strings returns ss with String applied to each; ss is not changed.
