@@ -135,7 +135,7 @@ func parquetText(t *testing.T, path string) string {
 	return b.String()
 }
 
-func randomHex(t *testing.T) string {
+func randomHex() string {
 	b := make([]byte, 10)
 	rand.Read(b)
 	return hex.EncodeToString(b)
@@ -158,7 +158,7 @@ func TestSecretsWrittenNowhere(t *testing.T) {
 
 func secretsWrittenNowhere(t *testing.T, tls bool) {
 	srv := startEchoServer(t, tls)
-	h := randomHex(t)
+	h := randomHex()
 	key, litAuth, xkey, tok := "sk-key-"+h, "lit-auth-"+h, "xkey-"+h, "tok-"+h
 	proxyPass, urlPass := "proxy-pw-"+h, "url-pw-"+h
 	proxyCred := base64.StdEncoding.EncodeToString([]byte("proxyuser:" + proxyPass))
@@ -354,7 +354,7 @@ func TestTargetVariablesCheckedWhereCaptureRuns(t *testing.T) {
 		t.Errorf("capture failed at its start, but %d requests were sent and raw/ holds %d files", len(srv.posts()), len(ents))
 	}
 
-	key, tok := "sk-split-"+randomHex(t), "tok-split-"+randomHex(t)
+	key, tok := "sk-split-"+randomHex(), "tok-split-"+randomHex()
 	t.Setenv("WIREBENCH_E2E_SPLIT_KEY", key)
 	t.Setenv("WIREBENCH_E2E_SPLIT_TOK", tok)
 	if _, stderr, err := wirebench(t, time.Minute, "capture", out, "--workers", "1", "--tap", "off", "--quiet"); err != nil {
