@@ -24,6 +24,7 @@ import (
 type Config struct {
 	Runs          []string // run directories: one run, or the hosts of one distributed run (same run id)
 	Out           string   // directory that receives metrics/ and the manifest step; default Runs[0]
+	Force         bool     // let Out replace another run it holds (checkOut) once the inputs are read and checked
 	Strict        bool     // turn warnings (missing part, manifest disagreement, dead worker) into errors
 	IncludeWarmup bool     // count warmup requests and stages in the stage metrics
 	// Decomposition is the source of queue/prefill/decode: auto (or empty: server, else
@@ -103,11 +104,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 		return nil, err
 	}
 	out := cmp.Or(cfg.Out, runs[0].dir)
+	replace, err := checkOut(out, runs, cfg.Force)
+	if err != nil {
+		return nil, err
+	}
 	metricsDir := filepath.Dir(schemas.FileOf[schemas.Stage](out))
 	if err := os.MkdirAll(metricsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", metricsDir, err)
 	}
-	spill, err := os.MkdirTemp(metricsDir, ".spill-")
+	spill, err := os.MkdirTemp(metricsDir, schemas.SpillPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("create spill directory: %w", err)
 	}
@@ -132,6 +137,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	dp, err := a.planDecomposition(runs, mode)
 	if err != nil {
 		return nil, err
+	}
+	if replace {
+		if err := replaceOut(out, log); err != nil {
+			return nil, err
+		}
 	}
 	// Pass 2: fill the decomposition, write requests.parquet, add the decomposition dists.
 	n, err := a.pass2(ctx, pass1, schemas.FileOf[schemas.MetricRequest](out), prod, dp)
@@ -472,7 +482,7 @@ func readServerMetrics(runs []*runDir, w *warner) ([]schemas.ServerMetric, error
 func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, reqRows, stageRows, tsRows int64, outages []schemas.Outage) error {
 	path := filepath.Join(out, schemas.ManifestName)
 	var m *schemas.Manifest
-	if filepath.Clean(out) == filepath.Clean(runs[0].dir) {
+	if sameDir(out, runs[0].dir) {
 		var err error
 		if m, err = schemas.ReadManifest(path); err != nil {
 			return fmt.Errorf("update manifest: %w", err)

@@ -74,9 +74,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 	if ents, _ := os.ReadDir(cfg.Dir); len(ents) > 0 {
 		return nil, fmt.Errorf("%s is not empty: calibrate writes a fresh run directory", cfg.Dir)
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
+	lock, err := schemas.LockRun(cfg.Dir, cfg.Args, log)
+	if err != nil {
+		return nil, err
 	}
+	defer lock.Release()
 	cal := &schemas.Calibration{SimCPU: -1, SingleProcess: cfg.SingleProcess, Kernel: !cfg.SingleProcess,
 		InputTokens: cfg.InputTokens, OutputTokens: cfg.OutputTokens, SimTTFTNs: int64(cfg.TTFT), SimITLNs: int64(cfg.ITL),
 		SimStampLead: int64(cfg.StampLead), StageNs: int64(cfg.StageDuration), FaithfulRule: faithfulRule}
@@ -141,7 +143,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 	ccfg := capture.Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, GOMAXPROCS: cal.GOMAXPROCS, CPUs: cal.WorkerCPUs,
 		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, WorkerArgs: cfg.WorkerArgs, DrainTimeout: 5 * time.Second,
 		Tap:               cmp.Or(cfg.Tap, capture.TapAuto),
-		StopBelowFidelity: breakFidelity}
+		StopBelowFidelity: breakFidelity, Lock: lock.File()}
 	if err := capture.Run(ctx, ccfg, log); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}

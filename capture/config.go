@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,10 @@ type Config struct {
 	Exe          string        // binary that runs `worker`; "" = os.Executable()
 	WorkerArgs   []string      // global flags before `worker` (the log level and format)
 	Args         []string      // the command line, recorded in the manifest and file metadata
+	// Lock is the run directory's lock file (schemas.RunLock.File) held by the caller; each
+	// worker inherits it, so the lock stays held until the last worker has closed its parts,
+	// even when the coordinator is killed. nil: the caller holds no lock.
+	Lock *os.File
 
 	// CPUs are the CPUs workers are pinned to, worker i to CPUs[i mod len]; nil = this process's
 	// affinity mask. Calibration keeps the simulator's CPU out of it; capture --cpus sets it.

@@ -177,6 +177,11 @@ func inFile(path string, err error) error {
 	return errors.Join(out...)
 }
 
+// Check resolves cfg against the run config rc as Run will, touching nothing: `wirebench run`
+// calls it before replay replaces a run directory, so that options capture would refuse fail
+// while the old run is still whole.
+func Check(cfg Config, rc *schemas.Config) error { return resolve(&cfg, rc) }
+
 // resolve fills cfg from the manifest's config and the defaults.
 func resolve(cfg *Config, rc *schemas.Config) error {
 	co := rc.Capture
@@ -318,6 +323,9 @@ func (c *coord) start(exe string, wc worker.Config) error {
 	// Own process group: a terminal's Ctrl-C reaches only the coordinator, which stops the
 	// workers itself (drain first, then close their stdin).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if c.cfg.Lock != nil {
+		cmd.ExtraFiles = []*os.File{c.cfg.Lock} // fd 3: the worker writes under the run's lock
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("start worker %d: %w", wc.Worker, err)

@@ -29,7 +29,7 @@ type Options struct {
 	Out         string    // run directory
 	Target      string    // overrides target.url when set
 	DryRun      bool      // plan and print the per-stage table to DryRunOut; write nothing
-	Force       bool      // overwrite an existing non-empty RUN/schedule
+	Force       bool      // replace the run RUN holds (see Run)
 	ToolVersion string    // written into the manifest
 	Args        []string  // the command's arguments, for the manifest and file metadata
 	DryRunOut   io.Writer // default os.Stdout
@@ -38,12 +38,22 @@ type Options struct {
 	// this host). Else it is one only when replay asks the server for the model; otherwise a
 	// warning, since capture may run on another host (see docs/distributed.md).
 	NeedEnv bool
+	// Check, when set, is called with the loaded config (after --target) before anything is
+	// written: `wirebench run` checks its capture options with it, so that a run it would not
+	// capture never replaces the one in RUN.
+	Check func(*schemas.Config) error
 }
 
 // Run plans the whole schedule of a config and writes RUN/schedule/requests.parquet,
 // RUN/schedule/prompts.parquet and RUN/manifest.json (status "planned"). The config, datasets
 // and traces are read and validated before anything is written; files are written under
 // temporary names and renamed when complete, so on error nothing appears under RUN.
+//
+// A RUN that holds a run (a schedule, raw/, metrics/ or report/) is refused unless Force. With
+// Force the run is replaced whole, once the new schedule is planned and written out under its
+// temporary names: the old raw/, metrics/ and report/ are removed (an old capture must never be
+// aggregated under the new config), then the new files take their final names. On any error
+// before that the old run is left as it was.
 func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	started := time.Now()
 	cfg, unset, err := loadConfig(opts.ConfigPath)
@@ -71,14 +81,16 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		if opts.Out == "" {
 			return errors.New("no run directory given (-o RUN)")
 		}
-		if err := checkScheduleDir(opts.Out, opts.Force); err != nil {
+		if err := checkRunDir(opts.Out, opts.Force); err != nil {
 			return err
 		}
-		for _, d := range []string{"raw", "metrics", "report"} {
-			if ents, _ := os.ReadDir(filepath.Join(opts.Out, d)); len(ents) > 0 {
-				log.Warn("the run directory holds results of an earlier schedule; they no longer match it", "dir", filepath.Join(opts.Out, d))
-			}
+	}
+	if opts.Check != nil {
+		if err := opts.Check(cfg); err != nil {
+			return fmt.Errorf("%s: %w", opts.ConfigPath, err)
 		}
+	}
+	if !opts.DryRun {
 		if cfg.Target.Model == "" {
 			if cfg.Target.Model, err = discoverModel(ctx, &cfg.Target); err != nil {
 				return err
@@ -139,13 +151,42 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		}
 		return printPlan(w, stages, o)
 	}
+	if err := o.promptW.Seal(); err != nil {
+		return fail(err)
+	}
+	if err := o.reqW.Seal(); err != nil {
+		return fail(err)
+	}
+	m, err := newManifest(cfg, stages, o, opts, started)
+	if err != nil {
+		return fail(err)
+	}
+	// Everything is checked and written out: from here the run in RUN is replaced.
+	if opts.Force {
+		removed, err := schemas.RemoveRunData(opts.Out, "raw", "metrics", "report")
+		if len(removed) > 0 {
+			log.Warn("--force: removed the earlier run's results", "run", opts.Out, "removed", removed)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
 	if err := o.promptW.Close(); err != nil {
 		return fail(err)
 	}
 	if err := o.reqW.Close(); err != nil {
 		return fail(err)
 	}
+	m.Steps = []schemas.Step{{Name: "replay", Args: opts.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: "ok"}}
+	if err := m.Write(filepath.Join(opts.Out, schemas.ManifestName)); err != nil {
+		return err
+	}
+	log.Info("planned", "run", opts.Out, "stages", len(stages), "requests", o.nReq, "prompts", o.nPrompt, "elapsed", time.Since(started).Round(time.Millisecond))
+	return nil
+}
 
+// newManifest is the manifest of a planned run (status planned), its replay step to be added.
+func newManifest(cfg *schemas.Config, stages []schemas.StageInfo, o *output, opts Options, started time.Time) (*schemas.Manifest, error) {
 	m := &schemas.Manifest{
 		RunID: newRunID(), ToolVersion: opts.ToolVersion, CPUs: runtime.NumCPU(),
 		ClockSource: "CLOCK_REALTIME", Created: started.UTC(), Stages: stages, Status: schemas.StatusPlanned,
@@ -155,17 +196,13 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	m.Clock = &clock
 	kept := *cfg
 	kept.Target = cfg.Target.Redacted()
+	var err error
 	if m.Config, err = json.Marshal(kept); err != nil {
-		return fmt.Errorf("encode config: %w", err)
+		return nil, fmt.Errorf("encode config: %w", err)
 	}
-	m.Steps = []schemas.Step{{Name: "replay", Args: opts.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: "ok"}}
 	m.AddFile(schemas.EntryOf[schemas.ScheduleRequest](o.reqW.Rows()))
 	m.AddFile(schemas.EntryOf[schemas.Prompt](o.promptW.Rows()))
-	if err := m.Write(filepath.Join(opts.Out, schemas.ManifestName)); err != nil {
-		return err
-	}
-	log.Info("planned", "run", opts.Out, "stages", len(stages), "requests", o.nReq, "prompts", o.nPrompt, "elapsed", time.Since(started).Round(time.Millisecond))
-	return nil
+	return m, nil
 }
 
 // plan expands the load and draws the workload into o; it returns the stages with offsets.
@@ -252,13 +289,14 @@ func scheduleArgs(args []string) []string {
 	return out
 }
 
-// checkScheduleDir refuses an existing non-empty RUN/schedule unless force.
-func checkScheduleDir(out string, force bool) error {
-	ents, err := os.ReadDir(filepath.Join(out, "schedule"))
-	if err != nil || len(ents) == 0 || force {
+// checkRunDir refuses a RUN that holds a run (schedule/, raw/, metrics/ or report/ with files)
+// unless force.
+func checkRunDir(out string, force bool) error {
+	held := schemas.RunData(out)
+	if len(held) == 0 || force {
 		return nil
 	}
-	return fmt.Errorf("%s already holds a schedule (%d files); use --force to overwrite it or choose another run directory", filepath.Join(out, "schedule"), len(ents))
+	return fmt.Errorf("%s already holds a run (%s); use --force to replace it (its results are removed) or choose another run directory", out, strings.Join(held, ", "))
 }
 
 // discoverModel asks GET {url}/v1/models for the first model id.

@@ -28,11 +28,12 @@ const RowGroupRows = 64 << 10
 // Close, after an fsync, so a reader never sees half a file under the final name. Abort (or a
 // crash) leaves only the temporary file, named ".NAME.tmp-*", which readers never match.
 type Writer[T any] struct {
-	path string
-	tmp  *os.File
-	pw   *parquet.GenericWriter[T]
-	rows int64
-	done bool
+	path   string
+	tmp    *os.File
+	pw     *parquet.GenericWriter[T]
+	rows   int64
+	sealed bool
+	done   bool
 }
 
 // Create starts an atomic Parquet file of the kind whose row struct is T, zstd-compressed, with
@@ -90,13 +91,14 @@ func (w *Writer[T]) Rows() int64 { return w.rows }
 // Path returns the final path of the file.
 func (w *Writer[T]) Path() string { return w.path }
 
-// Close writes the footer, fsyncs, renames the temporary file to its final name and fsyncs the
-// directory. On any error the temporary file is removed and nothing appears under the final name.
-func (w *Writer[T]) Close() error {
-	if w.done {
+// Seal writes the footer and fsyncs the temporary file, without giving it its final name:
+// Close then only renames it. A command replacing the files of an earlier run seals every new
+// file before it removes anything of the old run. On error the temporary file is removed.
+func (w *Writer[T]) Seal() error {
+	if w.sealed || w.done {
 		return nil
 	}
-	w.done = true
+	w.sealed = true
 	err := w.pw.Close()
 	if err == nil {
 		err = w.tmp.Sync()
@@ -104,10 +106,25 @@ func (w *Writer[T]) Close() error {
 	if cerr := w.tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(w.tmp.Name(), w.path)
-	}
 	if err != nil {
+		w.done = true
+		os.Remove(w.tmp.Name())
+		return fmt.Errorf("close %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Close seals the file (Seal), renames the temporary file to its final name and fsyncs the
+// directory. On any error the temporary file is removed and nothing appears under the final name.
+func (w *Writer[T]) Close() error {
+	if w.done {
+		return nil
+	}
+	if err := w.Seal(); err != nil {
+		return err
+	}
+	w.done = true
+	if err := os.Rename(w.tmp.Name(), w.path); err != nil {
 		os.Remove(w.tmp.Name())
 		return fmt.Errorf("close %s: %w", w.path, err)
 	}
@@ -121,7 +138,9 @@ func (w *Writer[T]) Abort() {
 		return
 	}
 	w.done = true
-	w.tmp.Close()
+	if !w.sealed {
+		w.tmp.Close()
+	}
 	os.Remove(w.tmp.Name())
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,7 +16,8 @@ import (
 // AggregateCmd derives per-request, per-stage and per-100 ms metrics from raw shards.
 type AggregateCmd struct {
 	Runs           []string      `arg:"" name:"RUN" type:"existingdir" help:"Run directories to aggregate. Several directories are the hosts of one distributed run (capture --shard i/n each) and must share a run id; their times are taken as they are, and how far apart their clocks may be (each host's kernel max error) is carried as clock_uncertainty_ns on stage windows and rates (see docs/distributed.md)."`
-	Out            string        `short:"o" placeholder:"DIR" help:"Directory that receives metrics/requests.parquet, stages.parquet, timeseries.parquet and the aggregate step in manifest.json (default: the first RUN)."`
+	Out            string        `short:"o" placeholder:"DIR" help:"Directory that receives metrics/requests.parquet, stages.parquet, timeseries.parquet and the aggregate step in manifest.json (default: the first RUN). A DIR holding another run (another run id, or a capture of its own) is refused unless --force."`
+	Force          bool          `help:"Let -o DIR replace the run it holds: its schedule/, raw/ and report/ are removed once the RUNs have been read and checked."`
 	Strict         bool          `help:"Treat warnings (missing or truncated part, manifest that disagrees with the files, dead worker) as errors."`
 	ClockTolerance time.Duration `default:"1ms" help:"When the hosts read different clocks (different machines), warn (with --strict: fail) about a host whose clock is not synchronised or whose kernel max error exceeds this."`
 	IncludeWarmup  bool          `help:"Count warmup requests and warmup stages in the stage metrics (they are always in requests.parquet)."`
@@ -23,11 +25,17 @@ type AggregateCmd struct {
 }
 
 func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error {
+	lock, err := schemas.LockRun(cmp.Or(c.Out, c.Runs[0]), os.Args[1:], log)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
 	sum, err := aggregate.Run(ctx, aggregate.Config{
-		Runs: c.Runs, Out: c.Out, Strict: c.Strict, IncludeWarmup: c.IncludeWarmup,
+		Runs: c.Runs, Out: c.Out, Force: c.Force, Strict: c.Strict, IncludeWarmup: c.IncludeWarmup,
 		Decomposition: c.Decomposition, ClockTolerance: c.ClockTolerance, Args: os.Args[1:],
 	}, log)
 	if err != nil {
+		lock.RemoveIfCreated()
 		return err
 	}
 	level, sentence := report.Trust(sum.Stages)

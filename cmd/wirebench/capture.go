@@ -47,6 +47,12 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) err
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	lock, err := schemas.LockRun(c.RunDir, os.Args[1:], log)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	cfg.Lock = lock.File()
 	err = capture.Run(ctx, cfg, log)
 	if errors.Is(err, capture.ErrInterrupted) {
 		return &exitError{code: 130, err: err}

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/wirebench/wirebench/replay"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // ReplayCmd plans a run: it turns a config into RUN/schedule/*.parquet and RUN/manifest.json.
@@ -14,11 +15,11 @@ type ReplayCmd struct {
 	Out    string `short:"o" placeholder:"RUN" help:"Run directory to write schedule/requests.parquet, schedule/prompts.parquet and manifest.json into (required unless --dry-run)."`
 	Target string `placeholder:"URL" help:"Base URL of the server under test (e.g. http://127.0.0.1:8000); overrides target.url of the config."`
 	DryRun bool   `help:"Plan and print a table per stage (requests, rate, duration, input/output token percentiles); write nothing."`
-	Force  bool   `help:"Overwrite an existing non-empty RUN/schedule."`
+	Force  bool   `help:"Replace the run RUN holds: once the new schedule is planned, RUN's raw/, metrics/ and report/ are removed and the schedule and manifest replaced (without --force a RUN holding a run is refused)."`
 }
 
 func (c *ReplayCmd) Run(ctx context.Context, log *slog.Logger) error {
-	return replay.Run(ctx, replay.Options{
+	opts := replay.Options{
 		ConfigPath:  c.Config,
 		Out:         c.Out,
 		Target:      c.Target,
@@ -27,5 +28,18 @@ func (c *ReplayCmd) Run(ctx context.Context, log *slog.Logger) error {
 		ToolVersion: Version(),
 		Args:        os.Args[1:],
 		DryRunOut:   os.Stdout,
-	}, log)
+	}
+	if c.DryRun || c.Out == "" {
+		return replay.Run(ctx, opts, log)
+	}
+	lock, err := schemas.LockRun(c.Out, os.Args[1:], log)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	if err := replay.Run(ctx, opts, log); err != nil {
+		lock.RemoveIfCreated()
+		return err
+	}
+	return nil
 }

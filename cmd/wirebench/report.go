@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/wirebench/wirebench/report"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // ReportCmd is `wirebench report RUN [RUN...]`.
@@ -18,6 +19,13 @@ type ReportCmd struct {
 
 func (c *ReportCmd) Run(ctx context.Context, log *slog.Logger) error {
 	cfg := report.Config{Runs: c.Runs, Out: c.Out, Open: c.Open, Args: os.Args[1:]}
+	if c.Out == "" { // the report goes into the first run, whose manifest records it
+		lock, err := schemas.LockRun(c.Runs[0], os.Args[1:], log)
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
+	}
 	if err := report.Run(ctx, cfg, log); err != nil {
 		return err
 	}

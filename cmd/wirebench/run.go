@@ -20,17 +20,13 @@ type RunCmd struct {
 	Config  string       `arg:"" type:"existingfile" help:"Run config (YAML). See examples/."`
 	Out     string       `short:"o" required:"" placeholder:"RUN" help:"Run directory to create."`
 	Target  string       `placeholder:"URL" help:"Base URL of the server under test; overrides target.url of the config."`
-	Force   bool         `help:"Overwrite an existing non-empty RUN/schedule."`
+	Force   bool         `help:"Replace the run RUN holds (see replay --force); the config and every capture option are checked first, so a run that would fail to start leaves the old one whole."`
 	Open    bool         `help:"Open the report in a browser when one is available."`
 	Capture CaptureFlags `embed:""`
 }
 
 func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
 	args := os.Args[1:]
-	if err := replay.Run(ctx, replay.Options{ConfigPath: c.Config, Out: c.Out, Target: c.Target, Force: c.Force,
-		ToolVersion: Version(), Args: args, NeedEnv: true}, log); err != nil {
-		return fmt.Errorf("replay: %w", err)
-	}
 	cfg, err := c.Capture.config(c.Out, c.Target, args, lf)
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -41,6 +37,18 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
 		return fmt.Errorf("replay: %w", err)
 	}
 	cfg.Secrets = &loaded.Target
+	lock, err := schemas.LockRun(c.Out, args, log)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	cfg.Lock = lock.File()
+	check := func(rc *schemas.Config) error { return capture.Check(cfg, rc) }
+	if err := replay.Run(ctx, replay.Options{ConfigPath: c.Config, Out: c.Out, Target: c.Target, Force: c.Force,
+		ToolVersion: Version(), Args: args, NeedEnv: true, Check: check}, log); err != nil {
+		lock.RemoveIfCreated()
+		return fmt.Errorf("replay: %w", err)
+	}
 	// Room to record a failure in the manifest when the disk fills up (see schemas.Reserve).
 	release, err := schemas.Reserve(c.Out)
 	if err != nil {
