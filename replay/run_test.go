@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -195,6 +196,58 @@ func TestRefuseExistingSchedule(t *testing.T) {
 	}
 	if err := Run(context.Background(), Options{ConfigPath: "../examples/smoke.yaml", Out: run, Force: true}, quiet); err != nil {
 		t.Fatalf("Run with Force: %v", err)
+	}
+}
+
+// TestForceReplacesTheWholeRun: a run directory holding results is refused without Force; a
+// Check that fails leaves it as it was even with Force; with Force its results go and the new
+// schedule and manifest replace the old.
+func TestForceReplacesTheWholeRun(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	plan1(t, "../examples/smoke.yaml", run)
+	old, err := os.ReadFile(filepath.Join(run, schemas.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := filepath.Join(run, "raw", "requests-w00-0001.parquet")
+	for _, f := range []string{part, filepath.Join(run, "metrics", "stages.parquet"), filepath.Join(run, "report", "index.html")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(run, "schedule")); err != nil {
+		t.Fatal(err)
+	}
+	err = Run(context.Background(), Options{ConfigPath: "../examples/smoke.yaml", Out: run}, quiet)
+	if err == nil || !strings.Contains(err.Error(), "raw/ (1 files)") || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("Run into a directory holding raw/ without Force = %v; want a refusal naming raw/ and --force", err)
+	}
+	refuse := errors.New("workers -1: want >= 1")
+	err = Run(context.Background(), Options{ConfigPath: "../examples/smoke.yaml", Out: run, Force: true,
+		Check: func(*schemas.Config) error { return refuse }}, quiet)
+	if !errors.Is(err, refuse) {
+		t.Errorf("Run with a failing Check = %v; want its error", err)
+	}
+	if now, _ := os.ReadFile(filepath.Join(run, schemas.ManifestName)); string(now) != string(old) {
+		t.Error("a Run that failed its Check rewrote the manifest")
+	}
+	if _, err := os.Stat(part); err != nil {
+		t.Errorf("a Run that failed its Check removed the old capture: %v", err)
+	}
+	if err := Run(context.Background(), Options{ConfigPath: "../examples/smoke.yaml", Out: run, Force: true}, quiet); err != nil {
+		t.Fatalf("Run with Force: %v", err)
+	}
+	for _, d := range []string{"raw", "metrics", "report"} {
+		if _, err := os.Stat(filepath.Join(run, d)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("after Run with Force, %s/: %v; want it removed", d, err)
+		}
+	}
+	schedule(t, run) // the new schedule is whole
+	if now, _ := os.ReadFile(filepath.Join(run, schemas.ManifestName)); string(now) == string(old) {
+		t.Error("Run with Force kept the old manifest")
 	}
 }
 

@@ -1,0 +1,162 @@
+package schemas
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestLockRunRefusesASecondHolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	first, err := LockRun(dir, []string{"run", "smoke.yaml", "-o", dir}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// flock locks an open file description: a second open in this process conflicts like
+	// another process's would.
+	_, err = LockRun(dir, []string{"capture", dir}, quiet)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("LockRun of a held directory = %v; want ErrLocked", err)
+	}
+	for _, want := range []string{"pid " + strconv.Itoa(os.Getpid()), "wirebench run smoke.yaml -o " + dir} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("LockRun error %q; want it to name the holder (%q)", err, want)
+		}
+	}
+	first.Release()
+	second, err := LockRun(dir, []string{"capture", dir}, quiet)
+	if err != nil {
+		t.Fatalf("LockRun after Release = %v; want the lock", err)
+	}
+	second.Release()
+	if b, _ := os.ReadFile(filepath.Join(dir, LockName)); len(b) != 0 {
+		t.Errorf("lock file after Release holds %q; want it empty", b)
+	}
+}
+
+func TestLockRunRemovesCreatedDirectoryOnly(t *testing.T) {
+	root := t.TempDir()
+	fresh := filepath.Join(root, "fresh")
+	l, err := LockRun(fresh, nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.RemoveIfCreated()
+	l.Release()
+	if _, err := os.Stat(fresh); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("RemoveIfCreated of a directory LockRun made: stat = %v; want it gone", err)
+	}
+	l, err = LockRun(root, nil, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.RemoveIfCreated()
+	l.Release()
+	if _, err := os.Stat(root); err != nil {
+		t.Errorf("RemoveIfCreated of a directory that was there: %v; want it kept", err)
+	}
+}
+
+func TestRemoveLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	files := []struct {
+		path     string
+		leftover bool
+	}{
+		{ReserveName, true},
+		{".manifest.json.tmp-123", true},
+		{"raw/.requests-w00-0001.parquet.tmp-9", true},
+		{"schedule/.prompts.parquet.tmp-1", true},
+		{"report/.index.html.tmp-4", true},
+		{"metrics/" + SpillPrefix + "77/spill-1", true}, // a scratch directory, removed whole
+		{LockName, false},
+		{ManifestName, false},
+		{"raw/requests-w00-0001.parquet", false},
+		{"raw/.reserve", false},           // the reserve lives in the run directory only
+		{"other/.x.tmp-1", false},         // not a run's data directory
+		{"metrics/stages.parquet", false}, // a finished file
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, f.path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := RemoveLeftovers(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		_, err := os.Stat(filepath.Join(dir, f.path))
+		if gone := errors.Is(err, os.ErrNotExist); gone != f.leftover {
+			t.Errorf("%s: removed %v; want %v", f.path, gone, f.leftover)
+		}
+	}
+	if want := filepath.Join("metrics", SpillPrefix+"77"); !slices.Contains(removed, want) || len(removed) != 6 {
+		t.Errorf("RemoveLeftovers = %q; want the 6 leftovers named, %s among them", removed, want)
+	}
+}
+
+func TestRemoveLeftoversKeepsALinkedSchedule(t *testing.T) {
+	// A Kubernetes capture host links the replay's schedule, shared by every host.
+	root := t.TempDir()
+	shared := filepath.Join(root, "run", "schedule")
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(shared, ".requests.parquet.tmp-1")
+	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host := filepath.Join(root, "host")
+	if err := os.MkdirAll(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../run/schedule", filepath.Join(host, "schedule")); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := RemoveLeftovers(host); err != nil || len(removed) != 0 {
+		t.Errorf("RemoveLeftovers(host) = %q, %v; want nothing removed through the link", removed, err)
+	}
+	if _, err := os.Stat(tmp); err != nil {
+		t.Errorf("the shared schedule's file: %v; want it kept", err)
+	}
+}
+
+func TestSealThenClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schedule", "prompts.parquet")
+	w, err := Create[Prompt](path, Producer{Command: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write([]Prompt{{PromptID: 1, Text: "hello"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after Seal, stat %s = %v; want no file under the final name yet", path, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadFile[Prompt](path)
+	if err != nil || len(rows) != 1 || rows[0].Text != "hello" {
+		t.Errorf("after Seal and Close: %v, %v; want the one row", rows, err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*.tmp-*")); len(tmps) != 0 {
+		t.Errorf("temporary files left: %v", tmps)
+	}
+}
