@@ -1,10 +1,13 @@
 package schemas
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,6 +42,31 @@ func TestLockRunRefusesASecondHolder(t *testing.T) {
 	second.Release()
 	if b, _ := os.ReadFile(filepath.Join(dir, LockName)); len(b) != 0 {
 		t.Errorf("lock file after Release holds %q; want it empty", b)
+	}
+}
+
+// TestLockHeldAfterItsHolderExited: a capture coordinator killed while its workers live leaves
+// its pid in the lock file and its lock held by the workers; the refusal says so.
+func TestLockHeldAfterItsHolderExited(t *testing.T) {
+	dir := t.TempDir()
+	l, err := LockRun(dir, []string{"capture", dir}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skipf("no true(1) to make an exited pid: %v", err)
+	}
+	host, _ := os.Hostname()
+	b, _ := json.Marshal(LockHolder{PID: gone.Process.Pid, Host: host, Command: []string{"capture", dir}})
+	if err := os.WriteFile(filepath.Join(dir, LockName), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LockRun(dir, []string{"aggregate", dir}, quiet)
+	want := fmt.Sprintf("pid %d has exited and the worker processes it started hold the lock", gone.Process.Pid)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), want) {
+		t.Errorf("LockRun = %v; want ErrLocked saying %q", err, want)
 	}
 }
 
