@@ -18,6 +18,9 @@ import (
 //
 // With WIREBENCH_WORKER_CPUPROFILE=DIR set, each worker writes a CPU profile to
 // DIR/worker-NN.pprof (for `go tool pprof`), to see where a worker's CPU goes.
+//
+// File descriptor 3, when the coordinator passes one, is the run directory's lock file
+// (schemas.LockRun): never read, it keeps the coordinator's lock held until this worker exits.
 type WorkerCmd struct{}
 
 func (c *WorkerCmd) Run(ctx context.Context, log *slog.Logger) error {
