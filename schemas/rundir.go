@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,7 +87,10 @@ func LockRun(dir string, args []string, log *slog.Logger) (*RunLock, error) {
 }
 
 func (l *RunLock) writeHolder(args []string) error {
-	h := LockHolder{PID: os.Getpid(), Command: args, Since: time.Now().UTC().Truncate(time.Second)}
+	h := LockHolder{PID: os.Getpid(), Since: time.Now().UTC().Truncate(time.Second)}
+	for _, a := range args {
+		h.Command = append(h.Command, withoutUserinfo(a))
+	}
 	h.Host, _ = os.Hostname()
 	b, _ := json.Marshal(h)
 	if err := l.f.Truncate(0); err != nil {
@@ -94,6 +98,20 @@ func (l *RunLock) writeHolder(args []string) error {
 	}
 	_, err := l.f.WriteAt(append(b, '\n'), 0)
 	return err
+}
+
+// withoutUserinfo hides the password of a URL argument (--target http://user:secret@host, or
+// --target=...): the lock file is written down.
+func withoutUserinfo(arg string) string {
+	if name, value, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(name, "-") {
+		return name + "=" + withoutUserinfo(value)
+	}
+	u, err := url.Parse(arg)
+	if err != nil || u.User == nil {
+		return arg
+	}
+	u.User = url.User("redacted")
+	return u.String()
 }
 
 // holderText says who holds the lock at path, from what the holder wrote into it.

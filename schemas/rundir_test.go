@@ -19,7 +19,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func TestLockRunRefusesASecondHolder(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
-	first, err := LockRun(dir, []string{"run", "smoke.yaml", "-o", dir}, quiet)
+	first, err := LockRun(dir, []string{"run", "smoke.yaml", "-o", dir, "--target", "http://u:s3cret@10.0.0.5:8000", "--x=http://u:s3cret@h"}, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,10 +29,13 @@ func TestLockRunRefusesASecondHolder(t *testing.T) {
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("LockRun of a held directory = %v; want ErrLocked", err)
 	}
-	for _, want := range []string{"pid " + strconv.Itoa(os.Getpid()), "wirebench run smoke.yaml -o " + dir} {
+	for _, want := range []string{"pid " + strconv.Itoa(os.Getpid()), "wirebench run smoke.yaml -o " + dir + " --target http://redacted@10.0.0.5:8000 --x=http://redacted@h"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("LockRun error %q; want it to name the holder (%q)", err, want)
 		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, LockName)); strings.Contains(string(b), "s3cret") {
+		t.Errorf("the lock file holds the target's password: %s", b)
 	}
 	first.Release()
 	second, err := LockRun(dir, []string{"capture", dir}, quiet)
