@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirebench/wirebench/internal/redact"
 )
 
 // LockName is RUN/.lock. Every command that writes a run directory (replay, capture and its
@@ -89,7 +90,7 @@ func LockRun(dir string, args []string, log *slog.Logger) (*RunLock, error) {
 func (l *RunLock) writeHolder(args []string) error {
 	h := LockHolder{PID: os.Getpid(), Since: time.Now().UTC().Truncate(time.Second)}
 	for _, a := range args {
-		h.Command = append(h.Command, withoutUserinfo(a))
+		h.Command = append(h.Command, redact.String(a))
 	}
 	h.Host, _ = os.Hostname()
 	b, _ := json.Marshal(h)
@@ -98,20 +99,6 @@ func (l *RunLock) writeHolder(args []string) error {
 	}
 	_, err := l.f.WriteAt(append(b, '\n'), 0)
 	return err
-}
-
-// withoutUserinfo hides the password of a URL argument (--target http://user:secret@host, or
-// --target=...): the lock file is written down.
-func withoutUserinfo(arg string) string {
-	if name, value, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(name, "-") {
-		return name + "=" + withoutUserinfo(value)
-	}
-	u, err := url.Parse(arg)
-	if err != nil || u.User == nil {
-		return arg
-	}
-	u.User = url.User("redacted")
-	return u.String()
 }
 
 // holderText says who holds the lock at path, from what the holder wrote into it.

@@ -29,7 +29,7 @@ func TestLockRunRefusesASecondHolder(t *testing.T) {
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("LockRun of a held directory = %v; want ErrLocked", err)
 	}
-	for _, want := range []string{"pid " + strconv.Itoa(os.Getpid()), "wirebench run smoke.yaml -o " + dir + " --target http://redacted@10.0.0.5:8000 --x=http://redacted@h"} {
+	for _, want := range []string{"pid " + strconv.Itoa(os.Getpid()), "wirebench run smoke.yaml -o " + dir + " --target http://[REDACTED]@10.0.0.5:8000 --x=http://[REDACTED]@h"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("LockRun error %q; want it to name the holder (%q)", err, want)
 		}
