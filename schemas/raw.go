@@ -13,10 +13,10 @@ type RawRequest struct {
 	InputTokens     int32  `parquet:"input_tokens" doc:"scheduled prompt tokens (configured tokenizer)"`
 	MaxTokens       int32  `parquet:"max_tokens" doc:"max_tokens sent"`
 	PlannedNs       int64  `parquet:"planned_ns" doc:"time the schedule said to send it (CLOCK_REALTIME)"`
-	SentNs          int64  `parquet:"sent_ns" doc:"when the write call that took the request's last byte began (https: when net/http reports the headers written, before the flush that carries the body)"`
-	SentEndNs       *int64 `parquet:"sent_end_ns,optional" doc:"when that write call returned (https: when net/http reports the request written): the request's last byte left between sent_ns and sent_end_ns; null when the request was not written"`
+	SentNs          int64  `parquet:"sent_ns" doc:"when the write call that took the request's last byte began (https: its last ciphertext byte)"`
+	SentEndNs       *int64 `parquet:"sent_end_ns,optional" doc:"when that write call returned: the request's last byte left between sent_ns and sent_end_ns; null when the request was not written"`
 	LocalPort       *int32 `parquet:"local_port,optional" doc:"the connection's local TCP port (joins raw-segments); null when the request got no connection"`
-	TxStreamEnd     *int64 `parquet:"tx_stream_end,optional" doc:"offset in the connection's send stream just past the request's last byte (bytes from the first request byte on the connection); null when not written by the plain path"`
+	TxStreamEnd     *int64 `parquet:"tx_stream_end,optional" doc:"offset in the connection's send stream just past the request's last byte (bytes from the first byte the client sent on the connection; https: ciphertext, the handshake's included); null when the request was not written"`
 	SendStartNs     int64  `parquet:"send_start_ns" doc:"time the client began the request (before dialing or writing)"`
 	InflightDelay   bool   `parquet:"inflight_delayed" doc:"the send waited on the per-worker in-flight cap"`
 	ConnReused      bool   `parquet:"conn_reused" doc:"the request went over a kept-alive connection"`
@@ -24,7 +24,8 @@ type RawRequest struct {
 	SynRetrans      *int32 `parquet:"syn_retrans,optional" doc:"SYN retransmissions of that connect (TCP_INFO): each is a server whose accept queue was full (the kernel drops the SYN; the client retries after 1 s, 3 s, 7 s); null when reused or unknown"`
 	ConnWaitNs      *int64 `parquet:"conn_wait_ns,optional" doc:"time the request waited for a connection (no idle one when it was due): for a dial, or for a busy connection to go idle, whichever came first; null when an idle connection was there"`
 	ConnCapped      bool   `parquet:"conn_capped" doc:"the request found the worker at its connection cap (capture --max-connections) and waited without dialing"`
-	TLSNs           *int64 `parquet:"tls_ns,optional" doc:"duration of the TLS handshake; null without TLS"`
+	TLSHandshakeNs  *int64 `parquet:"tls_handshake_ns,optional" doc:"duration of the TLS handshake of the connection the request was the first to use (after its TCP connect); null when reused or not https"`
+	TLSResumed      *bool  `parquet:"tls_resumed,optional" doc:"that handshake resumed an earlier session of the worker (a ticket, no certificate exchange); null when reused or not https"`
 	HeadersNs       *int64 `parquet:"headers_ns,optional" doc:"time the response headers arrived; null when none arrived"`
 	DoneNs          *int64 `parquet:"done_ns,optional" doc:"time of the final event ([DONE] or end of body); null when the stream did not end"`
 	Status          int32  `parquet:"status" doc:"HTTP status code; 0 when no response"`
@@ -66,7 +67,7 @@ const (
 	QualityExact      = "exact"       // kernel time of the segment that carried the event's last byte
 	QualityUpperBound = "upper_bound" // kernel time of a later segment coalesced into the same read
 	QualityUser       = "user"        // no kernel time: time.Now() right after the socket read
-	QualityApprox     = "approx"      // TLS: time.Now() after the body read that decoded the event
+	QualityApprox     = "approx"      // read-granular user time; no longer written (TLS before schema version 4)
 )
 
 // RawChunk is one row of raw/chunks-wNN-PPPP.parquet: one streamed SSE event with its arrival
@@ -74,11 +75,11 @@ const (
 type RawChunk struct {
 	Seq            int64  `parquet:"seq,delta" doc:"request number the event belongs to"`
 	Index          int32  `parquet:"index" doc:"event number inside the response, from 0"`
-	RxKernelNs     *int64 `parquet:"rx_kernel_ns,optional" doc:"kernel receive timestamp of the read that delivered the event's last byte; null when the socket gives none"`
+	RxKernelNs     *int64 `parquet:"rx_kernel_ns,optional" doc:"kernel receive timestamp of the read that delivered the event's last byte (https: the last ciphertext byte of the TLS record that completed the event); null when the socket gives none"`
 	RxUserNs       int64  `parquet:"rx_user_ns" doc:"time.Now() right after that read returned, before parsing"`
-	RxStreamEnd    *int64 `parquet:"rx_stream_end,optional" doc:"offset in the connection's receive stream just past the event's last byte (bytes from the first response byte): the segment whose [seq, seq + len) relative to the server's ISN + 1 holds rx_stream_end - 1 carried it (see raw-segments); null without the framing tracker (TLS)"`
+	RxStreamEnd    *int64 `parquet:"rx_stream_end,optional" doc:"offset in the connection's receive stream just past the event's last byte (bytes from the first byte the server sent on the connection; https: just past the last ciphertext byte of the TLS record that completed the event, the handshake's bytes included): the segment whose [seq, seq + len) relative to the server's ISN + 1 holds rx_stream_end - 1 carried it (see raw-segments); null when unknown"`
 	RxAfterNs      *int64 `parquet:"rx_after_ns,optional" doc:"the event's last byte became readable after this time: the latest earlier read on the connection that emptied the socket (returned less than its buffer), at the later of its kernel time and the start of its read call; null when no earlier read emptied it"`
-	Quality        string `parquet:"quality,dict" doc:"exact (kernel time of the newest segment), upper_bound (coalesced: the kernel time of a later segment), user (no kernel time), approx (TLS or HTTP/2: read-granular)"`
+	Quality        string `parquet:"quality,dict" doc:"exact (kernel time of the newest segment; https: of the TLS record that completed the event), upper_bound (coalesced: the kernel time of a later segment), user (no kernel time), approx (no longer written)"`
 	Kind           string `parquet:"kind,dict" doc:"content (carries generated tokens: answer or reasoning text, or tool-call arguments), empty (none: role, item or block start and stop, ping), usage (usage without tokens: usage chunk, message_delta, response.completed, an embeddings response), done ([DONE], message_stop), error (error object mid-stream)"`
 	Bytes          int32  `parquet:"bytes" doc:"size of the event on the wire in bytes"`
 	ContentBytes   int32  `parquet:"content_bytes" doc:"bytes of answer text in the event"`

@@ -9,11 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,100 +66,40 @@ func DefaultClientConfig() ClientConfig {
 // is safe for concurrent use; one worker uses one Client.
 type Client struct {
 	cfg    ClientConfig
-	tr     *http.Transport // https targets
 	dialer *net.Dialer
 	stats  counters
 	hold   func() // releases the timestamping holder socket
 	once   sync.Once
 
-	eps       sync.Map // URL string -> *endpoint
-	pools     sync.Map // host:port -> *plainPool
+	eps       sync.Map               // URL string -> *endpoint
+	pools     sync.Map               // scheme://host:port -> *plainPool
+	sessions  tls.ClientSessionCache // TLS sessions to resume on new connections
 	watchOnce sync.Once
 	closed    chan struct{}
 }
 
-// NewClient returns a client for cfg. HTTP/2 is never negotiated: measurement needs one response
-// per connection read stream.
+// NewClient returns a client for cfg. HTTP/2 is never negotiated (https offers ALPN http/1.1
+// only): measurement needs one response per connection read stream.
 func NewClient(cfg ClientConfig) *Client {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 64
 	}
-	c := &Client{cfg: cfg, hold: func() {}, closed: make(chan struct{})}
+	c := &Client{cfg: cfg, hold: func() {}, closed: make(chan struct{}), sessions: tls.NewLRUClientSessionCache(0)}
 	if cfg.Timestamps {
 		c.hold = holdTimestamps()
 	}
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	c.dialer = d
-	c.tr = &http.Transport{
-		Proxy:                  nil,
-		MaxConnsPerHost:        cfg.MaxConns,
-		MaxIdleConnsPerHost:    cfg.MaxConns,
-		MaxIdleConns:           cfg.MaxConns,
-		IdleConnTimeout:        90 * time.Second,
-		DisableCompression:     true, // gzip would hide the byte offsets of events
-		ForceAttemptHTTP2:      false,
-		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
-		ReadBufferSize:         32 << 10,
-		MaxResponseHeaderBytes: MaxHeaderBytes,
-		WriteBufferSize:        32 << 10,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			nc, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return newConn(nc, cfg.Timestamps, true, &c.stats), nil
-		},
-		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			nc, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			// Under TLS the wrapper sees ciphertext: it only counts reads.
-			wc := newConn(nc, false, false, &c.stats)
-			tcfg := &tls.Config{}
-			if cfg.TLS != nil {
-				tcfg = cfg.TLS.Clone()
-			}
-			if tcfg.ServerName == "" {
-				host, _, _ := net.SplitHostPort(addr)
-				tcfg.ServerName = host
-			}
-			tcfg.NextProtos = []string{"http/1.1"}
-			trace := httptrace.ContextClientTrace(ctx)
-			if trace != nil && trace.TLSHandshakeStart != nil {
-				trace.TLSHandshakeStart()
-			}
-			tc := tls.Client(wc, tcfg)
-			err = tc.HandshakeContext(ctx)
-			if trace != nil && trace.TLSHandshakeDone != nil {
-				trace.TLSHandshakeDone(tc.ConnectionState(), err)
-			}
-			if err != nil {
-				nc.Close()
-				return nil, err
-			}
-			return tc, nil
-		},
-	}
+	c.dialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return c
 }
 
 // Warm opens n keep-alive connections to baseURL (GET baseURL + "/health", falling back to
 // "/v1/models") so that no dial lands on the send path; they stay idle in the pool afterwards.
-// On the plain path each warm-up dials its own connection; through net/http all n responses are
-// held open until each has arrived, so the pool cannot hand one connection to two warm-ups. It
-// returns the first error.
+// Each warm-up dials its own connection. It returns the first error.
 func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	base := strings.TrimRight(baseURL, "/")
-	one := func() error { return c.warmOnePlain(ctx, base) }
-	if ep, err := c.endpointFor(base + "/health"); err != nil || ep.tls {
-		var arrived sync.WaitGroup
-		arrived.Add(n)
-		one = func() error { return c.warmOne(ctx, base, &arrived) }
-	}
 	errs := make(chan error, n)
 	for range n {
-		go func() { errs <- one() }()
+		go func() { errs <- c.warmOnePlain(ctx, base) }()
 	}
 	var first error
 	for range n {
@@ -172,33 +110,6 @@ func (c *Client) Warm(ctx context.Context, baseURL string, n int) error {
 	return first
 }
 
-func (c *Client) warmOne(ctx context.Context, base string, arrived *sync.WaitGroup) error {
-	once := sync.OnceFunc(arrived.Done)
-	defer once()
-	var last error
-	for _, path := range []string{"/health", "/v1/models"} {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-		if err != nil {
-			return fmt.Errorf("warm %s: %w", base, err)
-		}
-		resp, err := c.tr.RoundTrip(req)
-		if err != nil {
-			return fmt.Errorf("warm %s: %w", base+path, err)
-		}
-		if resp.StatusCode < 400 {
-			once()
-			arrived.Wait() // keep this connection busy until every warm-up has its own
-		}
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		if resp.StatusCode < 400 {
-			return nil
-		}
-		last = fmt.Errorf("warm %s: status %d", base+path, resp.StatusCode)
-	}
-	return last
-}
-
 // Stats returns cumulative reads and bytes read by this client's connections.
 func (c *Client) Stats() (reads, bytes int64) {
 	return c.stats.reads.Load(), c.stats.bytes.Load()
@@ -207,7 +118,6 @@ func (c *Client) Stats() (reads, bytes int64) {
 // Close closes idle connections and releases the client's hold on kernel timestamping.
 func (c *Client) Close() {
 	c.once.Do(func() {
-		c.tr.CloseIdleConnections()
 		c.closePlain()
 		c.hold()
 	})
@@ -227,16 +137,17 @@ type Request struct {
 // write) the rows before the next Do on it. The rows' pointer fields point into storage
 // allocated per Do, so row copies stay valid after the next Do.
 //
-// Do fills Req.SendStartNs, SentNs, ConnReused, ConnectNs, TLSNs, HeadersNs, DoneNs, Status,
-// ErrorKind, ErrorMessage, Chunks, ContentBytes, ReasoningBytes, Usage*, FinishReason,
-// OffsetMismatch, Server{Queue,Prefill,Decode}Ns and, with KeepText, OutputText. The caller fills
-// Stage, Worker, Shard, Warmup, Conversation, Turn, InputTokens, MaxTokens, PlannedNs.
+// Do fills Req.SendStartNs, SentNs, ConnReused, ConnectNs, TLSHandshakeNs, TLSResumed,
+// HeadersNs, DoneNs, Status, ErrorKind, ErrorMessage, Chunks, ContentBytes, ReasoningBytes,
+// Usage*, FinishReason, OffsetMismatch, Server{Queue,Prefill,Decode}Ns and, with KeepText,
+// OutputText. The caller fills Stage, Worker, Shard, Warmup, Conversation, Turn, InputTokens,
+// MaxTokens, PlannedNs.
 type Result struct {
 	Req    schemas.RawRequest // Do fills the wire fields; the caller fills Seq, Stage, Worker, ...
 	Chunks []schemas.RawChunk // one per SSE event, Seq set, in order
 	Text   string             // generated text when KeepText
 
-	st reqState // reused per-request state: decoder, buffers, trace
+	st reqState // reused per-request state: decoder, buffers
 }
 
 // reqState is the per-request state Do keeps in the Result so that repeated requests reuse it.
@@ -264,8 +175,9 @@ type reqState struct {
 // ptrs backs the optional (pointer) fields of one request's rows. It is allocated per Do, so
 // rows copied out of a Result stay valid after the next Do.
 type ptrs struct {
-	ints [10]int64
-	i32  [6]int32
+	ints    [10]int64
+	i32     [6]int32
+	resumed bool
 }
 
 // Slots of ptrs.ints.
@@ -296,80 +208,6 @@ func (s *reqState) init() {
 	}
 }
 
-// traceState receives the httptrace callbacks of one request. It is fresh per Do and locked:
-// net/http may call WroteRequest from its write goroutine, and a dial started for one request
-// may finish after that request gave up.
-type traceState struct {
-	mu        sync.Mutex
-	reused    bool
-	port      int32 // the connection's local TCP port; 0 when unknown
-	conn      *Conn
-	resp      int64
-	cursor    int64
-	connDial  time.Time
-	tlsStart  time.Time
-	connectNs int64 // -1 when no connect happened for this request
-	tlsNs     int64
-	sentNs    int64
-	sentEndNs int64
-}
-
-func newTrace() (*traceState, *httptrace.ClientTrace) {
-	t := &traceState{connectNs: -1, tlsNs: -1}
-	return t, &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			t.reused = info.Reused
-			if a, ok := info.Conn.LocalAddr().(*net.TCPAddr); ok {
-				t.port = int32(a.Port)
-			}
-			if wc, ok := info.Conn.(*Conn); ok && wc.track {
-				t.conn = wc
-				t.resp, t.cursor = wc.begin()
-			}
-		},
-		ConnectStart: func(string, string) {
-			t.mu.Lock()
-			t.connDial = time.Now()
-			t.mu.Unlock()
-		},
-		ConnectDone: func(_, _ string, err error) {
-			t.mu.Lock()
-			if err == nil && !t.connDial.IsZero() {
-				t.connectNs = time.Since(t.connDial).Nanoseconds()
-			}
-			t.mu.Unlock()
-		},
-		TLSHandshakeStart: func() {
-			t.mu.Lock()
-			t.tlsStart = time.Now()
-			t.mu.Unlock()
-		},
-		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
-			t.mu.Lock()
-			if err == nil && !t.tlsStart.IsZero() {
-				t.tlsNs = time.Since(t.tlsStart).Nanoseconds()
-			}
-			t.mu.Unlock()
-		},
-		// net/http buffers the headers and flushes them with the body, so the request's last
-		// byte left between WroteHeaders and WroteRequest.
-		WroteHeaders: func() {
-			now := time.Now().UnixNano()
-			t.mu.Lock()
-			t.sentNs = now
-			t.mu.Unlock()
-		},
-		WroteRequest: func(httptrace.WroteRequestInfo) {
-			now := time.Now().UnixNano()
-			t.mu.Lock()
-			t.sentEndNs = now
-			t.mu.Unlock()
-		},
-	}
-}
-
 // int64p stores v in slot i of this request's pointer block and returns a pointer to it.
 func (s *reqState) int64p(i int, v int64) *int64 {
 	s.p.ints[i] = v
@@ -395,157 +233,19 @@ func (res *Result) reset() {
 
 // Do sends the request and reads the whole response, recording times, chunks and errors in res.
 // A failed request is recorded in res (ErrorKind, ErrorMessage, partial chunks), never returned.
-// Plain-HTTP targets go through the plain path (see Send), https targets through net/http.
+// It is Send waiting for done.
 func (c *Client) Do(ctx context.Context, r *Request, res *Result) {
 	done := make(chan struct{})
 	c.Send(ctx, r, res, func(*Result) { close(done) })
 	<-done
 }
 
-// do is Do through net/http, for https targets.
-// Send has reset res and set Seq and SendStartNs.
-func (c *Client) do(ctx context.Context, r *Request, res *Result) {
-	s := &res.st
-	rctx := ctx
-	if c.cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
-		defer cancel()
-	}
-	var cw *cutWatch
-	if c.cfg.TTFTTimeout > 0 || c.cfg.GapTimeout > 0 {
-		rctx, cw = newCutWatch(rctx, c.cfg.TTFTTimeout, c.cfg.GapTimeout)
-		defer cw.stop()
-	}
-	ts, trace := newTrace()
-	rctx = httptrace.WithClientTrace(rctx, trace)
-	defer c.traced(res, ts)
-	s.body.Reset(r.Body)
-	method := r.Method
-	if method == "" {
-		method = http.MethodPost
-	}
-	req, err := http.NewRequestWithContext(rctx, method, r.URL, &s.body)
-	if err != nil {
-		c.fail(ctx, res, schemas.ErrConnect, fmt.Errorf("build request: %w", err))
-		return
-	}
-	for k, v := range r.Header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.ContentLength = int64(len(r.Body))
-
-	resp, err := c.tr.RoundTrip(req)
-	ts.mu.Lock()
-	s.conn, s.resp, s.cursor = ts.conn, ts.resp, ts.cursor
-	sent := ts.sentNs
-	ts.mu.Unlock()
-	if err != nil {
-		err = cutCause(rctx, err)
-		kind := classify(ctx, rctx, err)
-		if kind == schemas.ErrReset && sent == 0 {
-			kind = schemas.ErrConnect
-		}
-		c.fail(ctx, res, kind, err)
-		return
-	}
-	defer resp.Body.Close()
-	var body io.Reader = resp.Body
-	if cw != nil {
-		body = &cutBody{r: resp.Body, cw: cw, ctx: rctx}
-	}
-	c.handle(ctx, rctx, response{status: resp.StatusCode, statusText: resp.Status, header: resp.Header, body: body, tls: resp.TLS != nil}, r, res)
-}
-
-// cutWatch enforces TTFTTimeout and GapTimeout on the net/http path with two timers that
-// cancel the request's context with a cutError as the cause.
-type cutWatch struct {
-	cancel  context.CancelCauseFunc
-	ttft    *time.Timer // stopped at the first body byte
-	gap     *time.Timer // started at the first body byte, reset by every read
-	gapD    time.Duration
-	started bool
-	last    atomic.Int64 // unix ns of the latest read with bytes
-}
-
-func newCutWatch(ctx context.Context, ttft, gap time.Duration) (context.Context, *cutWatch) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	cw := &cutWatch{cancel: cancel, gapD: gap}
-	if ttft > 0 {
-		t0 := time.Now()
-		cw.ttft = time.AfterFunc(ttft, func() { cancel(&cutError{kind: schemas.ErrTTFTTimeout, limit: ttft, quiet: time.Since(t0)}) })
-	}
-	return ctx, cw
-}
-
-// saw is called (by the one goroutine reading the body) after each read that returned bytes.
-func (cw *cutWatch) saw() {
-	cw.last.Store(time.Now().UnixNano())
-	if cw.started {
-		if cw.gap != nil {
-			cw.gap.Reset(cw.gapD)
-		}
-		return
-	}
-	cw.started = true
-	if cw.ttft != nil {
-		cw.ttft.Stop()
-	}
-	if d := cw.gapD; d > 0 {
-		cw.gap = time.AfterFunc(d, func() {
-			cw.cancel(&cutError{kind: schemas.ErrGapTimeout, limit: d, quiet: time.Duration(time.Now().UnixNano() - cw.last.Load())})
-		})
-	}
-}
-
-func (cw *cutWatch) stop() {
-	if cw.ttft != nil {
-		cw.ttft.Stop()
-	}
-	if cw.gap != nil {
-		cw.gap.Stop()
-	}
-	cw.cancel(nil)
-}
-
-// cutBody is a net/http response body under a cutWatch.
-type cutBody struct {
-	r   io.Reader
-	cw  *cutWatch
-	ctx context.Context
-}
-
-func (b *cutBody) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if n > 0 {
-		b.cw.saw()
-	}
-	if err != nil {
-		// A cut can end the body with io.EOF (net/http closes it when the context ends):
-		// the cut's kind wins over a stream that merely looks finished.
-		err = cutCause(b.ctx, err)
-	}
-	return n, err
-}
-
-// cutCause returns the cutError that cancelled rctx, wrapping err, or err.
-func cutCause(rctx context.Context, err error) error {
-	var ce *cutError
-	if rctx.Err() != nil && errors.As(context.Cause(rctx), &ce) {
-		return &cutError{kind: ce.kind, limit: ce.limit, quiet: ce.quiet, err: err}
-	}
-	return err
-}
-
-// response is what handle needs of a response whose headers have arrived, from net/http or
-// from the plain path.
+// response is what handle needs of a response whose headers have arrived.
 type response struct {
 	status     int
 	statusText string // "503 Service Unavailable"
 	header     interface{ Get(string) string }
 	body       io.Reader
-	tls        bool
 }
 
 // handle reads the response after its headers: status, body as SSE or JSON, text.
@@ -579,30 +279,6 @@ func (c *Client) handle(ctx, rctx context.Context, resp response, r *Request, re
 	if c.cfg.KeepText {
 		res.Text = string(s.text)
 		res.Req.OutputText = res.Text
-	}
-}
-
-// traced copies the trace results into the row once the response is done.
-func (c *Client) traced(res *Result, ts *traceState) {
-	s := &res.st
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	res.Req.ConnReused = ts.reused
-	if ts.port != 0 {
-		res.Req.LocalPort = s.int32p(slotPort, int64(ts.port))
-	}
-	if ts.connectNs >= 0 {
-		res.Req.ConnectNs = s.int64p(slotConnect, ts.connectNs)
-	}
-	if ts.tlsNs >= 0 {
-		res.Req.TLSNs = s.int64p(slotTLS, ts.tlsNs)
-	}
-	res.Req.SentNs = ts.sentNs
-	if ts.sentEndNs != 0 {
-		res.Req.SentEndNs = s.int64p(slotSentEnd, ts.sentEndNs)
-	}
-	if res.Req.SentNs == 0 && res.Req.HeadersNs != nil {
-		res.Req.SentNs = *res.Req.HeadersNs // the server answered before the body was written
 	}
 }
 
@@ -648,29 +324,11 @@ func classify(parent, rctx context.Context, err error) string {
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return schemas.ErrConnect
 	}
-	var te *tls.CertificateVerificationError
-	if errors.As(err, &te) {
-		return schemas.ErrConnect
-	}
 	var ke *kindError
 	if errors.As(err, &ke) {
 		return ke.kind
 	}
-	return netHTTPKind(err)
-}
-
-// netHTTPKind maps the response errors net/http does not export to a kind; any other error
-// of a response is a reset.
-func netHTTPKind(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "server response headers exceeded"):
-		return schemas.ErrTooLarge
-	case strings.Contains(msg, "malformed"), strings.Contains(msg, "line too long"), strings.Contains(msg, "chunk length"),
-		strings.Contains(msg, "chunked line"), strings.Contains(msg, "too much non-data"):
-		return schemas.ErrMalformedStream // net/http's status line, header and chunked-framing errors
-	}
-	return schemas.ErrReset
+	return schemas.ErrReset // any other error of a response (a TLS alert or bad record too)
 }
 
 // kindError is a response error that decides its own kind: too_large, malformed_stream.
@@ -710,11 +368,8 @@ type arrival struct {
 }
 
 // stamp returns the arrival of the event ending at body offset end.
-func (s *reqState) stamp(end int64, cr bool, userNow int64, approx bool) arrival {
+func (s *reqState) stamp(end int64, cr bool, userNow int64) arrival {
 	if s.conn == nil {
-		if approx {
-			return arrival{user: userNow, quality: QualityApprox}
-		}
 		return arrival{user: userNow, quality: QualityUser}
 	}
 	rec, ok := s.conn.lookup(s.resp, end, &s.cursor)
@@ -722,14 +377,22 @@ func (s *reqState) stamp(end int64, cr bool, userNow int64, approx bool) arrival
 		return arrival{user: userNow, quality: QualityUser}
 	}
 	a := arrival{kernel: rec.kernel, user: rec.user, after: rec.after, quality: QualityUpperBound}
-	a.streamEnd, _ = s.conn.streamEnd(s.resp, end)
+	last := rec.bodyEnd == end || (cr && rec.bodyEnd == end+1)
+	if rec.record {
+		var ok bool
+		a.streamEnd, ok = s.conn.recordOf(s.resp, end)
+		last = ok && a.streamEnd == rec.streamEnd
+	} else {
+		a.streamEnd, _ = s.conn.streamEnd(s.resp, end)
+	}
 	switch {
 	case rec.kernel == 0:
 		a.quality = QualityUser
-	case !rec.full && (rec.bodyEnd == end || (cr && rec.bodyEnd == end+1)):
+	case !rec.full && last:
 		// The kernel keeps the newest segment's time: exact only when the read ends with this
-		// event and did not fill the buffer (a full read may have left part of a newer,
-		// coalesced segment queued, whose time the read reports).
+		// event (under TLS: with the record that completed it) and did not fill the buffer (a
+		// full read may have left part of a newer, coalesced segment queued, whose time the
+		// read reports).
 		a.quality = QualityExact
 	}
 	return a
@@ -740,7 +403,6 @@ func (s *reqState) stamp(end int64, cr bool, userNow int64, approx bool) arrival
 // passes (limits.go): the request is then too_large and its connection closed.
 func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, res *Result) {
 	s := &res.st
-	approx := resp.tls
 	var done bool
 	var lastEnd int64 // end of the latest data event (not a comment)
 	s.first = s.first[:0]
@@ -762,7 +424,7 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 				}
 				continue
 			}
-			a := s.stamp(ev.End, ev.CR, userNow, approx)
+			a := s.stamp(ev.End, ev.CR, userNow)
 			if c.cfg.StampAfterDecode {
 				a = arrival{user: time.Now().UnixNano(), quality: QualityUser}
 			}
@@ -969,7 +631,7 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 	s.sim = body[:0]
 	userNow := time.Now().UnixNano()
 	end := int64(len(body))
-	a := s.stamp(end, false, userNow, resp.tls)
+	a := s.stamp(end, false, userNow)
 	ev := Event{Start: 0, End: end, Data: body}
 	ch := c.event(ctx, res, &ev, a)
 	kernel, user, q := a.kernel, a.user, a.quality

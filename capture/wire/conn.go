@@ -16,8 +16,24 @@ type readRecord struct {
 	user    int64 // time.Now() right after the read returned
 	after   int64 // the data of this read became readable after this time (Conn.empty before it); 0 when unknown
 	n       int32 // bytes read
-	full    bool  // the read filled the caller's buffer (more data may have been queued)
-	headers bool  // a final response's headers completed in this read
+	// full: the read filled the caller's buffer (more data may have been queued), so its kernel
+	// time may be a later segment's. Under TLS: the socket read did, or bytes of it were left
+	// over (a record begun, or more records than the caller's buffer held).
+	full    bool
+	headers bool // a final response's headers completed in this read
+	// record: TLS, the read returned the plaintext of the records one socket read completed;
+	// streamEnd is the receive-stream offset just past the last of them that carried body
+	// bytes (an event in that record is exact when the read is not full).
+	record    bool
+	streamEnd int64
+}
+
+// sockRead is what one socket read says about when its bytes arrived.
+type sockRead struct {
+	kernel int64 // kernel receive time (CLOCK_REALTIME ns); 0 when none
+	user   int64 // time.Now() right after the read returned
+	after  int64 // the bytes became readable after this time (Conn.empty before the read); 0 when unknown
+	full   bool  // the read filled its buffer
 }
 
 const ringSize = 128 // reads kept per connection; the decoder lags the socket by a few at most
@@ -35,24 +51,27 @@ const runRing = 512
 type Conn struct {
 	net.Conn
 	stamping bool // SO_TIMESTAMPING is on for this socket
-	track    bool // run the framing tracker (false under TLS: the bytes are ciphertext)
+	track    bool // run the framing tracker
 	stats    *counters
-	sys      sysConn // platform read path
-
-	mu   sync.Mutex
-	fr   Framing
-	next int64 // seq of the next read
+	sys      sysConn    // platform read path
+	tls      *tlsSocket // set once a TLS handshake is done: Read returns plaintext (tls.go)
 	// empty is a time at which the socket's receive queue was surely empty: of the latest read
 	// that returned less than its buffer (tcp_recvmsg returns early only once the queue is
 	// empty), the later of its kernel time and the start of its call. Bytes a later read returns
-	// became readable after it.
+	// became readable after it. Only the reader touches it.
 	empty int64
-	ring  [ringSize]readRecord
-	hdr   readRecord // the read that completed the latest final response's headers
-	hdrOK bool
-	runs  []BodyRun // a ring once it holds runRing entries; grown as needed (most responses need few)
-	nruns int64
-	port  uint16 // local port; 0 when not TCP
+
+	mu     sync.Mutex
+	fr     Framing
+	next   int64 // seq of the next read
+	ring   [ringSize]readRecord
+	hdr    readRecord // the read that completed the latest final response's headers
+	hdrOK  bool
+	runs   []BodyRun // a ring once it holds runRing entries; grown as needed (most responses need few)
+	nruns  int64
+	marks  []recordMark // TLS: a ring once it holds markRing entries, as runs
+	nmarks int64
+	port   uint16 // local port; 0 when not TCP
 
 	// For the plain path's watchdog (TTFTTimeout, GapTimeout): the user time of the latest read
 	// that returned bytes, the latest response ordinal whose body has had a byte, and the
@@ -97,46 +116,73 @@ type counters struct {
 	reads, bytes atomic.Int64
 }
 
-// Read reads from the socket with its timestamps and records the read.
+// Read reads from the socket with its timestamps and records the read; under TLS it returns
+// the plaintext of the records that one socket read completed (tls.go).
 func (c *Conn) Read(p []byte) (int, error) {
+	if c.tls != nil {
+		return c.tls.read(p)
+	}
+	n, sr, err := c.readSocket(p)
+	if n > 0 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		r := readRecord{kernel: sr.kernel, user: sr.user, after: sr.after, full: sr.full}
+		if c.track {
+			r.headers = c.feed(p[:n])
+		}
+		c.keep(r, n)
+	}
+	return n, err
+}
+
+// readSocket reads from the socket with its timestamps. Only the connection's reader calls it.
+func (c *Conn) readSocket(p []byte) (int, sockRead, error) {
 	start := time.Now().UnixNano()
 	n, kernel, err := c.sys.read(c, p)
 	user := time.Now().UnixNano()
 	if n <= 0 {
-		return n, err
+		return n, sockRead{}, err
 	}
 	c.stats.reads.Add(1)
 	c.stats.bytes.Add(int64(n))
-	c.mu.Lock()
-	c.next++
-	r := &c.ring[c.next%ringSize]
-	*r = readRecord{seq: c.next, kernel: kernel, user: user, after: c.empty, n: int32(n), full: n == len(p)}
-	if !r.full {
+	sr := sockRead{kernel: kernel, user: user, after: c.empty, full: n == len(p)}
+	if !sr.full {
 		c.empty = max(kernel, start)
 	}
-	if c.track {
-		r.headers = c.fr.Feed(p[:n])
-		r.resp, r.bodyEnd = c.fr.Response(), c.fr.BodyOffset()
-		for _, br := range c.fr.Runs {
-			if len(c.runs) < runRing {
-				c.runs = append(c.runs, br)
-			} else {
-				c.runs[c.nruns%runRing] = br
-			}
-			c.nruns++
-		}
-		c.fr.Runs = c.fr.Runs[:0]
-		if r.headers {
-			c.hdr, c.hdrOK = *r, true
-		}
-		if r.bodyEnd > 0 {
-			c.bodyResp.Store(r.resp)
-		}
-		c.headOpen.Store(c.fr.HeadOpen())
-	}
-	c.mu.Unlock()
 	c.lastRead.Store(user)
-	return n, err
+	return n, sr, err
+}
+
+// feed runs the framing tracker over p and keeps its body runs; it reports whether a final
+// response's headers completed in p. c.mu is held.
+func (c *Conn) feed(p []byte) (headers bool) {
+	headers = c.fr.Feed(p)
+	for _, br := range c.fr.Runs {
+		if len(c.runs) < runRing {
+			c.runs = append(c.runs, br)
+		} else {
+			c.runs[c.nruns%runRing] = br
+		}
+		c.nruns++
+	}
+	c.fr.Runs = c.fr.Runs[:0]
+	return headers
+}
+
+// keep records a read of n bytes, r's times set, after the framing tracker has seen them. c.mu
+// is held.
+func (c *Conn) keep(r readRecord, n int) {
+	c.next++
+	r.seq, r.n = c.next, int32(n)
+	r.resp, r.bodyEnd = c.fr.Response(), c.fr.BodyOffset()
+	if r.headers {
+		c.hdr, c.hdrOK = r, true
+	}
+	if r.bodyEnd > 0 {
+		c.bodyResp.Store(r.resp)
+	}
+	c.headOpen.Store(c.fr.HeadOpen())
+	c.ring[c.next%ringSize] = r
 }
 
 // begin is called when a request gets the connection: it returns the ordinal the response will

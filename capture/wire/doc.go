@@ -13,8 +13,9 @@
 //     at its planned time without waiting for another goroutine (net/http writes from a
 //     per-connection goroutine: a thread handoff, milliseconds on a busy CPU); a reader goroutine
 //     per connection, parked on the socket, reads the response; a watchdog enforces timeouts and
-//     cancellation and keeps MinIdle spare connections dialed. https targets go through
-//     net/http with the same Conn.
+//     cancellation and keeps MinIdle spare connections dialed. https targets take the same path
+//     with crypto/tls over the same socket (tls.go): each event gets the times of the socket read
+//     that completed its TLS record, and the receive-stream offset just past that record.
 //   - The dialer wraps each TCP connection in a Conn, enables SO_TIMESTAMPING
 //     (SOF_TIMESTAMPING_RX_SOFTWARE|SOF_TIMESTAMPING_SOFTWARE) before the request is written, and
 //     reads with recvmsg through SyscallConn().Read, so the netpoller, deadlines and Close keep
@@ -25,10 +26,10 @@
 //   - The Decoder counts body bytes; each event gets the read that delivered its last byte (by
 //     offset, never "the latest read": a reader may read ahead). JSON is parsed after that, by a
 //     zero-allocation scanner (ParsePayload).
-//   - Quality per event: exact (the read ended with this event: the kernel time is that of the
-//     segment carrying its last byte), upper_bound (a later segment was coalesced into the same
-//     read, so the kernel time is that segment's), user (no kernel time), approx (TLS: the wrapper
-//     sees ciphertext, so the time is taken after the body read that decoded the event).
+//   - Quality per event: exact (the read ended with this event, under TLS with its record: the
+//     kernel time is that of the segment carrying its last byte), upper_bound (a later segment
+//     was coalesced into the same read, so the kernel time is that segment's), user (no kernel
+//     time).
 //   - Every response is checked: the read that delivered the last event must end exactly at the
 //     decoder's body offset, else RawRequest.OffsetMismatch is set.
 //

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -146,33 +145,6 @@ func TestDoNonStreaming(t *testing.T) {
 	}
 	if p := res.Chunks[0].ServerSentNs; p == nil || *p != 8 {
 		t.Errorf("chunk ServerSentNs = %v; want 8 (x-sim-sent-ns)", p)
-	}
-}
-
-func TestDoTLSIsApprox(t *testing.T) {
-	srv := httptest.NewTLSServer(stampHandler(streamSpec{events: 3, interval: time.Millisecond}))
-	defer srv.Close()
-	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true, TLS: &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}})
-	defer c.Close()
-	var res Result
-	c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)
-	q := res.Req
-	if q.ErrorKind != "" {
-		t.Fatalf("ErrorKind %q: %s; want none", q.ErrorKind, q.ErrorMessage)
-	}
-	if q.TLSNs == nil || *q.TLSNs <= 0 {
-		t.Errorf("TLSNs = %v; want > 0", q.TLSNs)
-	}
-	if len(res.Chunks) != 6 {
-		t.Fatalf("%d chunks; want 6", len(res.Chunks))
-	}
-	for i, ch := range res.Chunks {
-		if ch.Quality != QualityApprox || ch.RxKernelNs != nil || ch.RxUserNs == 0 {
-			t.Errorf("chunk %d: quality %s kernel %v user %d; want approx, nil, set", i, ch.Quality, ch.RxKernelNs, ch.RxUserNs)
-		}
-	}
-	if reads, _ := c.Stats(); reads == 0 {
-		t.Errorf("Stats reads = 0 under TLS; want > 0")
 	}
 }
 

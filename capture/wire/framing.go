@@ -24,6 +24,7 @@ type Framing struct {
 	sizeOK  bool
 	bad     bool
 	big     bool // bad because the head passed MaxHeaderBytes
+	h2      bool // bad because a response began with an HTTP/2 frame
 	hbytes  int  // bytes of the current head: status lines (interim responses too) and headers, or trailers
 
 	// With Collect set, Feed also appends the body bytes (chunk framing removed) to Body, and
@@ -82,6 +83,10 @@ func (f *Framing) InHeaders() bool { return f.state == fsStatus || f.state == fs
 // MaxHeaderBytes (the tracker then stops).
 func (f *Framing) Bad() bool { return f.bad }
 
+// HTTP2 reports that the tracker stopped because a response began with an HTTP/2 SETTINGS or
+// GOAWAY frame: an HTTP/2-only server answered an HTTP/1.1 request.
+func (f *Framing) HTTP2() bool { return f.h2 }
+
 // TooLarge reports that the tracker stopped because a response's head (status lines and
 // headers, interim responses included) or its trailers passed MaxHeaderBytes.
 func (f *Framing) TooLarge() bool { return f.big }
@@ -119,6 +124,10 @@ func (f *Framing) Feed(p []byte) (headersDone bool) {
 			}
 			f.nline += len(part)
 			if !f.bounded(len(part) + min(i+1, 1)) {
+				return headersDone
+			}
+			if f.state == fsStatus && f.nline >= http2FrameHeader && f.nline-len(part) < http2FrameHeader && http2Frame(f.line[:http2FrameHeader]) {
+				f.bad, f.h2 = true, true
 				return headersDone
 			}
 			if i < 0 {
@@ -170,6 +179,16 @@ func (f *Framing) Feed(p []byte) (headersDone bool) {
 		}
 	}
 	return headersDone
+}
+
+// http2FrameHeader is the length of an HTTP/2 frame header: length (3), type, flags, stream (4).
+const http2FrameHeader = 9
+
+// http2Frame reports whether b (9 bytes) is the header of an HTTP/2 SETTINGS or GOAWAY frame on
+// stream 0 shorter than 64 KiB: how an HTTP/2 server begins (or ends) a connection. No status
+// line begins with a NUL byte.
+func http2Frame(b []byte) bool {
+	return b[0] == 0 && (b[3] == 0x4 || b[3] == 0x7) && b[5]|b[6]|b[7]|b[8] == 0
 }
 
 // MaxHeaderBytes bounds a response's head (status lines, interim responses included, and

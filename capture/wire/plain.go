@@ -2,7 +2,9 @@ package wire
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +27,8 @@ import (
 // one non-blocking writev on the caller's goroutine (the pacer), and a reader goroutine per
 // connection, parked on the socket by the netpoller, reads the response when it arrives. The
 // connection's framing tracker removes the chunked framing and keeps the headers, so the body
-// goes through the same SSE and JSON handling as the net/http path. TLS targets use net/http.
+// goes through the same SSE and JSON handling as the net/http path. https targets take the same
+// path with crypto/tls over the socket (tls.go).
 
 // watchTick is how often the watchdog checks requests in flight for their timeout and context.
 const watchTick = 10 * time.Millisecond
@@ -64,16 +67,16 @@ const (
 
 // endpoint is a parsed target URL, cached per URL string.
 type endpoint struct {
-	tls  bool
 	addr string // host:port
 	host string // Host header
 	path string // request target
 	pool *plainPool
 }
 
-// plainPool holds one address's connections.
+// plainPool holds the connections to one address and scheme.
 type plainPool struct {
 	addr    string
+	tls     *tls.Config  // https; nil for http
 	topping atomic.Bool  // a top-up of idle connections is running
 	open    atomic.Int32 // connections open or being dialed
 	dialing atomic.Int32 // dials in flight on the send path (at most maxDialing)
@@ -149,6 +152,8 @@ type plainConn struct {
 	// The dial, reported by the first request that takes the connection.
 	connectNs  int64
 	synRetrans int32 // SYN retransmissions before the server answered (TCP_INFO); -1 unknown
+	tlsNs      int64 // TLS handshake; 0 without TLS
+	resumed    bool  // the handshake resumed a session
 	used       atomic.Bool
 }
 
@@ -165,29 +170,34 @@ func (c *Client) endpointFor(rawURL string) (*endpoint, error) {
 		return nil, err
 	}
 	e := &endpoint{host: u.Host, path: u.RequestURI()}
+	port := u.Port()
 	switch u.Scheme {
 	case "https":
-		e.tls = true
+		port = cmp.Or(port, "443")
 	case "http":
-		port := u.Port()
-		if port == "" {
-			port = "80"
-		}
-		e.addr = net.JoinHostPort(u.Hostname(), port)
-		p, _ := c.pools.LoadOrStore(e.addr, &plainPool{addr: e.addr, avail: make(chan struct{}, 1), conns: map[*plainConn]struct{}{}})
-		e.pool = p.(*plainPool)
+		port = cmp.Or(port, "80")
 	default:
 		return nil, fmt.Errorf("unsupported protocol scheme %q", u.Scheme)
 	}
+	e.addr = net.JoinHostPort(u.Hostname(), port)
+	p, ok := c.pools.Load(u.Scheme + "://" + e.addr)
+	if !ok {
+		np := &plainPool{addr: e.addr, avail: make(chan struct{}, 1), conns: map[*plainConn]struct{}{}}
+		if u.Scheme == "https" {
+			np.tls = c.tlsConfig(u.Hostname())
+		}
+		p, _ = c.pools.LoadOrStore(u.Scheme+"://"+e.addr, np)
+	}
+	e.pool = p.(*plainPool)
 	c.eps.Store(rawURL, e)
 	return e, nil
 }
 
 // Send starts the request and returns; done(res) is called once the response has been read
 // (or the request failed), on another goroutine (on the caller's only when the URL does not
-// parse), so it may block. On a plain-HTTP target with an idle connection
-// the request is written before Send returns, on the calling goroutine, with no handoff to
-// another goroutine; otherwise (a dial, TLS, the connection cap reached) it continues on a new
+// parse), so it may block. With an idle connection the request is written (on https:
+// encrypted and written) before Send returns, on the calling goroutine, with no handoff to
+// another goroutine; otherwise (a dial, the connection cap reached) it continues on a new
 // goroutine. res is filled as by Do.
 func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*Result)) {
 	res.reset()
@@ -198,13 +208,6 @@ func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*R
 	if err != nil {
 		c.fail(ctx, res, schemas.ErrConnect, fmt.Errorf("build request: %w", err))
 		done(res)
-		return
-	}
-	if ep.tls {
-		go func() {
-			c.do(ctx, r, res)
-			done(res)
-		}()
 		return
 	}
 	cl := &call{ctx: ctx, req: r, res: res, done: done}
@@ -361,6 +364,12 @@ func (c *Client) dialPlain(ctx context.Context, p *plainPool) (*plainConn, error
 	}
 	pc := &plainConn{c: newConn(nc, c.cfg.Timestamps, true, &c.stats), rc: rc, pool: p, buf: make([]byte, 16<<10),
 		connectNs: time.Since(t0).Nanoseconds(), synRetrans: synRetransmits(rc)}
+	if p.tls != nil {
+		if pc.tlsNs, pc.resumed, pc.wtotal, err = startTLS(ctx, pc.c, p.tls); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
 	pc.c.fr.Collect = true
 	pc.wfn = pc.writeFn
 	p.mu.Lock()
@@ -386,6 +395,11 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 		if pc.synRetrans >= 0 {
 			res.Req.SynRetrans = s.int32p(slotSynRetrans, int64(pc.synRetrans))
 		}
+		if pc.c.tls != nil {
+			res.Req.TLSHandshakeNs = s.int64p(slotTLS, pc.tlsNs)
+			s.p.resumed = pc.resumed
+			res.Req.TLSResumed = &s.p.resumed
+		}
 	}
 	s.conn = pc.c
 	s.resp, s.cursor = pc.c.begin()
@@ -395,7 +409,16 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 	pc.park, pc.blocked, pc.wErrno = false, false, 0
 	cl.parts.Store(2)
 	pc.cur.Store(cl)
-	err := pc.rc.Write(pc.wfn)
+	var err error
+	if t := pc.c.tls; t != nil {
+		pc.head = append(pc.head, cl.req.Body...)
+		pc.w0, pc.w1 = nil, nil
+		if pc.w0, err = t.seal(pc.head); err != nil {
+			pc.writeFailed(cl, err, true)
+			return true
+		}
+	}
+	err = pc.rc.Write(pc.wfn)
 	switch {
 	case err == nil && pc.wErrno == 0 && !pc.blocked:
 		cl.sent, cl.sentEnd, cl.txEnd = pc.wlast, pc.wlastEnd, pc.wtotal
@@ -667,6 +690,10 @@ func (b *plainBody) Read(p []byte) (int, error) {
 		if fr.Response() == b.resp && fr.Done() {
 			return 0, io.EOF
 		}
+		if fr.Bad() { // before the read's error: under TLS a close can come with the bad bytes
+			b.err = framingErr(fr)
+			return 0, b.err
+		}
 		if b.err != nil {
 			if b.err == io.EOF && fr.Response() == b.resp && fr.ClosesAtEOF() {
 				return 0, io.EOF // a body without a length ends with the connection
@@ -674,10 +701,6 @@ func (b *plainBody) Read(p []byte) (int, error) {
 			if b.err == io.EOF {
 				return 0, errClosedInBody
 			}
-			return 0, b.err
-		}
-		if fr.Bad() {
-			b.err = framingErr(fr)
 			return 0, b.err
 		}
 		b.err = b.pc.read()
@@ -696,6 +719,9 @@ var errClosedInBody = fmt.Errorf("connection closed inside the response body: %w
 func framingErr(fr *Framing) error {
 	if fr.TooLarge() {
 		return &kindError{kind: schemas.ErrTooLarge, err: fmt.Errorf("response headers or trailers over %d KiB", MaxHeaderBytes>>10)}
+	}
+	if fr.HTTP2() {
+		return &kindError{kind: schemas.ErrMalformedStream, err: errors.New("the server answered with HTTP/2 frames: it speaks only HTTP/2; wirebench measures HTTP/1.1")}
 	}
 	if fr.Response() == 0 || fr.InHeaders() {
 		return &kindError{kind: schemas.ErrMalformedStream, err: errors.New("malformed HTTP response")}

@@ -20,7 +20,8 @@ import (
 // the chunked framing, an error event, gzip, endless lines, bodies and headers, headers that
 // stop, ...), over plain http and over TLS: the run completes, every planned request is one row,
 // each broken answer has its error kind and keeps the events before the breakage, the good
-// answers between them are ok, and nothing hangs.
+// answers between them are ok, and nothing hangs. Over TLS the same kinds as over plain http, and
+// the events carry kernel times as on plain http.
 func TestCaptureAgainstHostileServer(t *testing.T) {
 	tcfg, pem, err := hostile.SelfSigned()
 	if err != nil {
@@ -61,11 +62,12 @@ func TestCaptureAgainstHostileServer(t *testing.T) {
 			if strings.Contains(string(out), "panic") {
 				t.Errorf("capture output mentions a panic:\n%s", out)
 			}
-			m, reqs, _ := rawFiles(t, run)
+			m, reqs, chunks := rawFiles(t, run)
 			if m.Status != schemas.StatusComplete {
 				t.Errorf("manifest status %q (missing %q); want complete", m.Status, m.Missing)
 			}
-			checkHostileRows(t, tc.tls, reqs, srv.Log(), planned)
+			checkHostileRows(t, reqs, srv.Log(), planned)
+			checkKernelTimes(t, tc.tls, reqs, chunks)
 			t.Logf("%d requests in %v", len(reqs), time.Since(t0).Round(time.Millisecond))
 		})
 	}
@@ -73,7 +75,7 @@ func TestCaptureAgainstHostileServer(t *testing.T) {
 
 // checkHostileRows matches each row to the answer the server gave it (by the client's port and
 // the request's place on its connection) and checks its kind.
-func checkHostileRows(t *testing.T, tls bool, reqs []schemas.RawRequest, served []hostile.Served, planned int) {
+func checkHostileRows(t *testing.T, reqs []schemas.RawRequest, served []hostile.Served, planned int) {
 	t.Helper()
 	seqs := map[int64]bool{}
 	byPort := map[int32][]schemas.RawRequest{}
@@ -112,12 +114,41 @@ func checkHostileRows(t *testing.T, tls bool, reqs []schemas.RawRequest, served 
 		}
 		c := cases[s.Case]
 		seen[s.Case] = true
-		kind, msg := c.Want(tls)
+		kind, msg := c.Kind, c.Message
 		if r.ErrorKind != kind || !strings.Contains(r.ErrorMessage, msg) || (c.Chunks >= 0 && int(r.Chunks) != c.Chunks) {
 			t.Errorf("%s (seq %d): %s %q with %d chunks; want %s containing %q with %d", s.Case, r.Seq, r.ErrorKind, r.ErrorMessage, r.Chunks, kind, msg, c.Chunks)
 		}
 	}
 	if len(seen) != len(hostile.Cases) {
 		t.Errorf("%d of %d cases served", len(seen), len(hostile.Cases))
+	}
+}
+
+// checkKernelTimes checks that every event of a good answer has a kernel time, a quality of
+// exact or upper_bound and a receive-stream offset (the tap's join key), and that every
+// request on a new connection has its connect time (and over TLS its handshake).
+func checkKernelTimes(t *testing.T, tls bool, reqs []schemas.RawRequest, chunks []schemas.RawChunk) {
+	t.Helper()
+	good := map[int64]bool{}
+	for _, r := range reqs {
+		good[r.Seq] = r.ErrorKind == ""
+		https := r.TLSHandshakeNs != nil && *r.TLSHandshakeNs > 0 && r.TLSResumed != nil
+		if !r.ConnReused && r.Status != 0 && (r.ConnectNs == nil || https != tls) {
+			t.Errorf("seq %d on a new connection: connect_ns %v, tls_handshake_ns %v, tls_resumed %v; want the connect and, over TLS only, the handshake", r.Seq, r.ConnectNs, r.TLSHandshakeNs, r.TLSResumed)
+		}
+	}
+	n := 0
+	for _, ch := range chunks {
+		if !good[ch.Seq] {
+			continue
+		}
+		n++
+		if ch.RxKernelNs == nil || ch.RxStreamEnd == nil || (ch.Quality != schemas.QualityExact && ch.Quality != schemas.QualityUpperBound) {
+			t.Errorf("seq %d event %d: kernel %v, rx_stream_end %v, quality %s; want a kernel time, an offset, exact or upper_bound", ch.Seq, ch.Index, ch.RxKernelNs, ch.RxStreamEnd, ch.Quality)
+			return
+		}
+	}
+	if n == 0 {
+		t.Errorf("no event of a good answer recorded")
 	}
 }

@@ -22,10 +22,9 @@ import (
 // Case is one broken response and what a client must record for it.
 type Case struct {
 	Name string
-	// Kind and Message (a substring of the error message; empty: any) on plain http, and over
-	// TLS (net/http), where TLSKind and TLSMessage differ when set.
-	Kind, Message       string
-	TLSKind, TLSMessage string
+	// Kind and Message (a substring of the error message; empty: any), over plain http and TLS
+	// alike.
+	Kind, Message string
 	// Chunks is how many events the client must keep (-1: any).
 	Chunks int
 	// Respond writes the response. Endless responses write until the client goes away.
@@ -34,18 +33,6 @@ type Case struct {
 	// it at once. Otherwise the connection serves the next request (the response's framing is
 	// complete, so a client may reuse it).
 	Hold, Close bool
-}
-
-// Want returns the kind and message substring a client must record over plain http or TLS.
-func (c *Case) Want(tls bool) (kind, message string) {
-	kind, message = c.Kind, c.Message
-	if tls && c.TLSKind != "" {
-		kind = c.TLSKind
-	}
-	if tls && c.TLSMessage != "" {
-		message = c.TLSMessage
-	}
-	return kind, message
 }
 
 // endless bounds what an endless response writes when the client never goes away (a broken
@@ -99,10 +86,10 @@ var Cases = []Case{
 	{Name: "stream without [DONE]", Kind: "incomplete_stream", Message: "without [DONE]", Chunks: 2, Respond: func(w io.Writer) {
 		io.WriteString(w, sseHead+chunk(contentEv)+chunk(contentEv)+lastChunk)
 	}},
-	{Name: "cut inside the chunked framing", Kind: "reset", Message: "closed inside the response body", TLSMessage: "unexpected EOF", Chunks: 1, Close: true, Respond: func(w io.Writer) {
+	{Name: "cut inside the chunked framing", Kind: "reset", Message: "closed inside the response body", Chunks: 1, Close: true, Respond: func(w io.Writer) {
 		io.WriteString(w, sseHead+chunk(contentEv)+"40\r\ndata: {\"cho")
 	}},
-	{Name: "bad chunk size", Kind: "malformed_stream", Message: "malformed HTTP chunked body", TLSMessage: "invalid byte in chunk length", Chunks: 1, Close: true, Respond: func(w io.Writer) {
+	{Name: "bad chunk size", Kind: "malformed_stream", Message: "malformed HTTP chunked body", Chunks: 1, Close: true, Respond: func(w io.Writer) {
 		io.WriteString(w, sseHead+chunk(contentEv)+"zz\r\n"+contentEv)
 	}},
 	{Name: "error object as an event", Kind: "server_error_event", Message: "engine crashed", Chunks: 2, Respond: func(w io.Writer) {
@@ -122,10 +109,10 @@ var Cases = []Case{
 	{Name: "a terabyte non-streaming body", Kind: "too_large", Message: "non-streaming body of 1099511627776 bytes declared", Chunks: 0, Respond: func(w io.Writer) {
 		repeat(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1099511627776\r\n\r\n{\"choices\":[{\"text\":\"", bytes.Repeat([]byte("x"), 64<<10))
 	}},
-	{Name: "endless headers", Kind: "too_large", Message: "headers or trailers over 64 KiB", TLSMessage: "headers exceeded", Chunks: 0, Respond: func(w io.Writer) {
+	{Name: "endless headers", Kind: "too_large", Message: "headers or trailers over 64 KiB", Chunks: 0, Respond: func(w io.Writer) {
 		repeat(w, "HTTP/1.1 200 OK\r\n", []byte("X-Pad: "+strings.Repeat("x", 100)+"\r\n"))
 	}},
-	{Name: "headers that stop", Kind: "gap_timeout", TLSKind: "ttft_timeout", Chunks: 0, Hold: true, Respond: func(w io.Writer) {
+	{Name: "headers that stop", Kind: "gap_timeout", Chunks: 0, Hold: true, Respond: func(w io.Writer) {
 		io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
 	}},
 	{Name: "no answer", Kind: "ttft_timeout", Chunks: 0, Hold: true, Respond: func(io.Writer) {}},
