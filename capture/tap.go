@@ -89,11 +89,12 @@ func tapTarget(target string) (netip.AddrPort, error) {
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	if u.Scheme != "http" {
-		return netip.AddrPort{}, fmt.Errorf("%w: %s (TLS hides the HTTP framing the join needs)", tap.ErrUnsupported, u.Scheme)
-	}
 	port := u.Port()
-	if port == "" {
+	switch {
+	case port != "":
+	case u.Scheme == "https":
+		port = "443"
+	default:
 		port = "80"
 	}
 	a, err := net.ResolveTCPAddr("tcp4", net.JoinHostPort(u.Hostname(), port))

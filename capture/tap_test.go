@@ -20,8 +20,8 @@ func TestTapFallback(t *testing.T) {
 		wantErr            bool
 		wantReason         string
 	}{
-		{"auto, https", "https://127.0.0.1:8443", TapAuto, false, "TLS"},
-		{"on, https", "https://127.0.0.1:8443", TapOn, true, ""},
+		{"auto, IPv6", "https://[::1]:8443", TapAuto, false, "resolve"},
+		{"on, IPv6", "http://[::1]:8000", TapOn, true, ""},
 		{"auto, unresolvable", "http://no-such-host.invalid:80", TapAuto, false, "resolve"},
 		{"off", "http://127.0.0.1:8000", TapOff, false, "--tap off"},
 		{"a mode that does not exist", "http://127.0.0.1:8000", "yes", true, ""},
@@ -41,6 +41,20 @@ func TestTapFallback(t *testing.T) {
 		}
 		if err != nil || st == nil || st.On || !strings.Contains(st.Reason, tt.wantReason) {
 			t.Errorf("%s: status %+v, err %v; want off with a reason mentioning %q", tt.name, st, err, tt.wantReason)
+		}
+	}
+}
+
+// The tap follows https targets too (the join maps TLS records to segments), on port 443 when
+// the URL names none.
+func TestTapTargetHTTPS(t *testing.T) {
+	for _, tt := range []struct{ url, want string }{
+		{"https://127.0.0.1", "127.0.0.1:443"},
+		{"https://127.0.0.1:8443/v1", "127.0.0.1:8443"},
+		{"http://127.0.0.1", "127.0.0.1:80"},
+	} {
+		if ap, err := tapTarget(tt.url); err != nil || ap.String() != tt.want {
+			t.Errorf("tapTarget(%q) = %v, %v; want %s", tt.url, ap, err, tt.want)
 		}
 	}
 }

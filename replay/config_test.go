@@ -1,6 +1,13 @@
 package replay
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +70,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bad header name", "target:\n  headers: {\"X Evil\": v}\n" + stages + synth, []string{"c.yaml:2:", `"X Evil" is not a header name`}},
 		{"bad variable reference", "target:\n  headers: {X-Key: \"${1X}\"}\n" + stages + synth, []string{"c.yaml:2:", "target.headers.X-Key: a ${ that does not name"}},
 		{"negative gap_timeout", "target: {gap_timeout: -1s, ttft_timeout: -2s}\n" + stages + synth, []string{"target.gap_timeout: must be >= 0", "target.ttft_timeout: must be >= 0"}},
+		{"missing ca_file", "target:\n  url: https://x:1\n  tls: {ca_file: no-such-ca.pem}\n" + stages + synth, []string{"c.yaml:3: target.tls.ca_file:", "no-such-ca.pem"}},
+		{"ca_file without a certificate", "target:\n  tls:\n    ca_file: c.yaml\n" + stages + synth, []string{"c.yaml:3: target.tls.ca_file: no PEM certificate in"}},
+		{"cert_file without key_file", "target:\n  tls: {cert_file: c.pem}\n" + stages + synth, []string{"c.yaml:2: target.tls.key_file: required with cert_file"}},
+		{"unknown tls key", "target:\n  tls: {verify: false}\n" + stages + synth, []string{"c.yaml:2:", `unknown key "verify"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := LoadConfig(writeConfig(t, tc.yaml))
@@ -137,4 +148,31 @@ var runExamples = []string{
 	"../examples/responses.yaml",
 	"../examples/messages.yaml",
 	"../examples/embeddings.yaml",
+}
+
+// target.tls's files are taken from the config's directory and must load.
+func TestLoadConfigTLSPaths(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := writeConfig(t, "target:\n  url: https://127.0.0.1:8443\n  tls: {ca_file: ca.pem, server_name: llm.internal}\n"+
+		"load:\n  stages:\n    - {rate: 1, duration: 1s}\nworkload:\n  synthetic:\n    input: {kind: fixed, value: 8}\n    output: {kind: fixed, value: 8}\n")
+	ca := filepath.Join(filepath.Dir(p), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Target.TLS.CAFile != ca || c.Target.TLS.ServerName != "llm.internal" {
+		t.Errorf("target.tls = %+v; want ca_file %s, server_name llm.internal", c.Target.TLS, ca)
+	}
+	tc, err := c.Target.TLS.ClientConfig()
+	if err != nil || tc.RootCAs == nil || tc.ServerName != "llm.internal" {
+		t.Errorf("ClientConfig() = %v, %v; want the CA pool and the server name", tc, err)
+	}
 }

@@ -233,6 +233,9 @@ func resolvePaths(c *schemas.Config, dir string) {
 			*p = filepath.Join(dir, *p)
 		}
 	}
+	abs(&c.Target.TLS.CAFile)
+	abs(&c.Target.TLS.CertFile)
+	abs(&c.Target.TLS.KeyFile)
 	w := &c.Workload
 	for _, d := range []*schemas.LengthDist{synthIn(w), synthOut(w)} {
 		if d != nil {
@@ -438,6 +441,11 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 		if schemas.FixedBodyKey(t.API, tools, k) {
 			v.errf("target.extra_body."+k, "is set by wirebench; remove it")
 		}
+	}
+	if _, err := t.TLS.ClientConfig(); err != nil {
+		var te *schemas.TLSError
+		errors.As(err, &te)
+		v.errf("target.tls."+te.Field, "%v", te.Err)
 	}
 }
 

@@ -311,7 +311,13 @@ func discoverModel(ctx context.Context, t *schemas.Target) (string, error) {
 	if req.Header, err = t.Resolve(); err != nil {
 		return "", fmt.Errorf("discover model (set target.model to skip): %w", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	tcfg, err := t.TLS.ClientConfig()
+	if err != nil {
+		return "", fmt.Errorf("discover model: %w", err)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tcfg, Proxy: http.ProxyFromEnvironment}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("discover model (set target.model to skip): %w", err)
 	}

@@ -50,6 +50,7 @@ type Target struct {
 	MaxTokens  string         `yaml:"max_tokens" json:"max_tokens,omitempty"`
 	ExtraBody  map[string]any `yaml:"extra_body" json:"extra_body,omitempty"`
 	MetricsURL string         `yaml:"metrics_url" json:"metrics_url,omitempty"` // Prometheus endpoint to scrape
+	TLS        TargetTLS      `yaml:"tls" json:"tls,omitzero"`                  // https: CAs, server name, client certificate
 }
 
 // SLO holds latency limits for goodput; zero means no limit.

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,6 +97,7 @@ type worker struct {
 	log    *slog.Logger
 	out    *LineWriter
 	tgt    schemas.Target
+	tls    *tls.Config // target.tls, loaded
 	stages []schemas.StageInfo
 	url    string
 	bb     *bodyBuilder
@@ -213,7 +215,7 @@ func (w *worker) newClient() *wire.Client {
 	w.log.Info("connections", "max_connections", maxConns, "open_files_limit", OpenFilesLimit())
 	w.log.Info("timeouts", "timeout", cfg.Timeout, "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout)
 	return wire.NewClient(wire.ClientConfig{API: w.api, MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
-		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
+		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, TLS: w.tls,
 		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
 }
 
@@ -305,6 +307,9 @@ func (w *worker) load() error {
 		return fmt.Errorf("target.api: %w", err)
 	}
 	if w.header, err = requestHeader(w.tgt); err != nil {
+		return err
+	}
+	if w.tls, err = w.tgt.TLS.ClientConfig(); err != nil {
 		return err
 	}
 	w.url = endpoint(w.cfg.Target, w.tgt.API)
