@@ -3,14 +3,9 @@ package wire
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/hostile"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -238,33 +234,19 @@ func TestTLSRecordsMapToStream(t *testing.T) {
 	}
 }
 
-// testCert returns a certificate for host expiring at notAfter, signed by a fresh CA, and a pool
+// testCert returns a certificate for host expiring at notAfter from a fresh CA, and a pool
 // holding that CA.
 func testCert(t *testing.T, host string, notAfter time.Time) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: time.Now().Add(-2 * time.Hour),
-		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	ca, err := hostile.NewCA()
 	if err != nil {
 		t.Fatal(err)
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host}, NotBefore: time.Now().Add(-2 * time.Hour),
-		NotAfter: notAfter, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	if ip := net.ParseIP(host); ip != nil {
-		leaf.IPAddresses = []net.IP{ip}
-	} else {
-		leaf.DNSNames = []string{host}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
+	cert, _, _, err := ca.Issue(notAfter, host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
+	return cert, ca.Pool
 }
 
 // TestTLSHandshakeErrors: a handshake that fails is a connect error whose message says why and
