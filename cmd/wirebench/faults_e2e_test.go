@@ -20,13 +20,28 @@ import (
 // failure is a goodput miss; the stage's errors_by_kind and the report's profile.json count
 // them as the raw rows do.
 func TestRunWithFaultMix(t *testing.T) {
-	const stall, slowHeaders = 300 * time.Millisecond, 300 * time.Millisecond
-	url := startSim(t, "--ttft", "10ms", "--itl", "2ms", "--fault-seed", "7",
+	url := startFaultySim(t)
+	checkFaultMix(t, schemas.Target{URL: url, API: "completions", Model: "sim"})
+}
+
+// The simulator's fault settings for the fault-mix tests.
+const stall, slowHeaders = 300 * time.Millisecond, 300 * time.Millisecond
+
+// startFaultySim starts the simulator with its whole fault mix at 5% each.
+func startFaultySim(t *testing.T) string {
+	t.Helper()
+	return startSim(t, "--ttft", "10ms", "--itl", "2ms", "--fault-seed", "7",
 		"--fault-429", "0.05", "--fault-500", "0.05", "--fault-503", "0.05", "--fault-stall", "0.05",
 		"--fault-drop", "0.05", "--fault-malformed", "0.05", "--fault-slow-headers", "0.05",
 		"--stall", stall.String(), "--slow-headers", slowHeaders.String())
+}
+
+// checkFaultMix runs 300 requests at 100 req/s against tgt (the faulty simulator, or a proxy in
+// front of it) and checks what TestRunWithFaultMix says.
+func checkFaultMix(t *testing.T, tgt schemas.Target) {
+	t.Helper()
 	const rate, planned, maxTokens = 100, 300, 8
-	cfg := filepath.Join(captureRun(t, url, simkit.ConstantStage{Rate: rate, Duration: planned / rate * time.Second, InputTokens: 16, MaxTokens: maxTokens}), "constant.yaml")
+	cfg := filepath.Join(constantRun(t, tgt, simkit.ConstantStage{Rate: rate, Duration: planned / rate * time.Second, InputTokens: 16, MaxTokens: maxTokens}), "constant.yaml")
 	out := filepath.Join(t.TempDir(), "run")
 	stdout, stderr, err := wirebench(t, time.Minute, "run", cfg, "-o", out, "--workers", "1", "--tap", "off", "--quiet")
 	if err != nil {

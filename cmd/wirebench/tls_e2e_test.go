@@ -325,3 +325,10 @@ func TestHTTPSMutualTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWithFaultMixOverTLS: the fault mix of TestRunWithFaultMix through nginx's TLS port:
+// each fault lands in the same kind as on plain http.
+func TestRunWithFaultMixOverTLS(t *testing.T) {
+	p := startNginx(t, startFaultySim(t), false)
+	checkFaultMix(t, p.tlsTarget(false))
+}
