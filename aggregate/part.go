@@ -285,6 +285,9 @@ func (pr *partReader) event(s *reqState, c *chunkColumns, i int) {
 	if v, ok := optI64(c.after, i); ok {
 		aft = v
 	}
+	if acc := s.acc; acc != nil && aft == 0 && !(q == schemas.QualityExact && stamped) {
+		acc.unbounded++ // no socket time bounds it below: its interval starts at the send
+	}
 	content := c.kind(i) == schemas.ChunkContent
 	// An answer event carries answer text or tool-call arguments: any token event but one that
 	// carries reasoning text only.

@@ -38,7 +38,7 @@ type stageAcc struct {
 	firstDone, lastDone               int64 // ok completions
 	inTok, outTok                     int64 // of completed requests
 	busyNs                            int64 // sum over requests of (end − S): in-flight integral
-	events, exact, tapped             int64
+	events, exact, tapped, unbounded  int64
 
 	// Latencies carry the client's error: bounded. Tokens, prefill (an estimate, not a
 	// measurement), read lag and connect times are plain.
@@ -290,6 +290,7 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	if a.events > 0 {
 		st.ExactShare = float64(a.exact) / float64(a.events)
 		st.TapShare = float64(a.tapped) / float64(a.events)
+		st.UnboundedShare = float64(a.unbounded) / float64(a.events)
 	}
 	rhos := make([]float64, len(workers))
 	var rhoSum float64

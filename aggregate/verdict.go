@@ -71,7 +71,9 @@ func judged(st *schemas.Stage) []struct {
 
 // judgeLatency sets the latency-uncertainty verdict: uncertainty_ns is the widest bound of any
 // judged percentile, and the stage is client-bound when some bound is wider than
-// max(tolerance, tolerance_share × the percentile).
+// max(tolerance, tolerance_share × the percentile), unless 1% or more of its events (enough to
+// move a p99) have no lower bound but the send: then no client, however idle, could have
+// bounded them, and the reason says so instead.
 func judgeLatency(st *schemas.Stage, bias schemas.Bias) {
 	var why []string
 	for _, j := range judged(st) {
@@ -94,7 +96,16 @@ func judgeLatency(st *schemas.Stage, bias schemas.Bias) {
 	}
 	st.ClientBound = len(why) > 0
 	st.ClientBoundReason = strings.Join(why, "; ")
+	if st.ClientBound && st.UnboundedShare >= maxUnboundedShare {
+		st.ClientBound = false
+		st.ClientBoundReason = fmt.Sprintf("not client-bound: %.1f%% of events have no lower bound but the send (no socket read bounds them: stamps taken after decoding, or reads the framing could not map), so their intervals start at the send: %s",
+			100*st.UnboundedShare, st.ClientBoundReason)
+	}
 }
+
+// maxUnboundedShare is the share of events without a lower bound from which a stage's wide
+// bounds are put down to them rather than to the client: a p99 moves with 1% of the values.
+const maxUnboundedShare = 0.01
 
 // lateLimit is the send lag p99 above which lateness distorts the planned arrival process.
 func lateLimit(st *schemas.Stage) int64 {

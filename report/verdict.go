@@ -10,7 +10,7 @@ import (
 // Trust levels: can a run's figures be trusted?
 const (
 	Green = "green" // every judged bound within tolerance and the load sent as planned
-	Amber = "amber" // latencies trusted, but the load was not sent as planned for a server or connection reason
+	Amber = "amber" // the load was not sent as planned for a server or connection reason, or latencies have wide bounds no client could narrow (events without a lower bound)
 	Red   = "red"   // some stage is client-bound, or the client itself kept the load from being sent as planned
 )
 
@@ -38,11 +38,15 @@ func stageLevel(s *schemas.Stage) string {
 	switch {
 	case s.ClientBound || clientLate(s):
 		return Red
-	case !s.LoadDelivered:
+	case !s.LoadDelivered || unbounded(s):
 		return Amber
 	}
 	return Green
 }
+
+// unbounded reports whether the stage's latency bounds are too wide because its events have no
+// lower bound, not because of the client (schemas.Stage.ClientBoundReason).
+func unbounded(s *schemas.Stage) bool { return !s.ClientBound && s.ClientBoundReason != "" }
 
 // Trust says in one sentence whether the figures of a run's stages can be trusted: level is
 // red when a stage is client-bound or the client kept its load from being sent as planned,
@@ -63,6 +67,9 @@ func Trust(stages []schemas.Stage) (level, sentence string) {
 		if s.ClientBound {
 			why = append(why, fmt.Sprintf("stage %s is client-bound (%s)", stageTitle(s.Stage, s.Name), orNone(s.ClientBoundReason)))
 		}
+		if unbounded(s) {
+			why = append(why, fmt.Sprintf("stage %s's latencies have wide bounds (%s)", stageTitle(s.Stage, s.Name), s.ClientBoundReason))
+		}
 		if !s.LoadDelivered {
 			why = append(why, fmt.Sprintf("stage %s did not get its planned load (%s)", stageTitle(s.Stage, s.Name), orNone(s.LoadReason)))
 		}
@@ -76,7 +83,7 @@ func uncertaintyClause(stages []schemas.Stage) string {
 	w, bound := -1, false
 	for i := range stages {
 		s := &stages[i]
-		bound = bound || s.ClientBound
+		bound = bound || s.ClientBound || unbounded(s)
 		if s.UncertaintyFigure != "" && (w < 0 || s.UncertaintyNs > stages[w].UncertaintyNs) {
 			w = i
 		}

@@ -43,6 +43,14 @@ func late(reason string) func(*schemas.Stage) {
 	}
 }
 
+// unboundedWhy is the reason of a stage whose bounds are wide because its events have no lower
+// bound, not because of the client.
+const unboundedWhy = "not client-bound: 12.0% of events have no lower bound but the send (...): " + boundWhy
+
+func noLowerBound(s *schemas.Stage) {
+	s.ClientBoundReason, s.UnboundedShare, s.UncertaintyNs, s.UncertaintyFigure = unboundedWhy, 0.12, 2_200_000, "itl p99"
+}
+
 func clientBound(s *schemas.Stage) {
 	s.ClientBound, s.ClientBoundReason, s.UncertaintyNs, s.UncertaintyFigure = true, boundWhy, 2_200_000, "itl p99"
 }
@@ -66,6 +74,8 @@ func TestTrust(t *testing.T) {
 		{"red over amber", append(verdictStages(late(serverWhy)), stageC(clientBound)), Red,
 			`stage 1 "b" did not get its planned load (` + serverWhy + `); stage 2 "c" is client-bound (` + boundWhy +
 				`); client uncertainty up to 2.20ms (itl p99 of stage 2 "c"); p99 lateness up to 6.30ms (stage 1 "b").`},
+		{"amber: events without a lower bound", verdictStages(noLowerBound), Amber,
+			`stage 1 "b"'s latencies have wide bounds (` + unboundedWhy + `); client uncertainty up to 2.20ms (itl p99 of stage 1 "b"); load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
 		{"no latencies", []schemas.Stage{{Name: "x", LoadDelivered: true}}, Green, "no latency to judge; no send to judge lateness by."},
 		{"empty", nil, Amber, "no measured stage: nothing to judge."},
 	}

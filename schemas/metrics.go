@@ -167,14 +167,15 @@ type Stage struct {
 	RateFidelity        float64 `parquet:"rate_fidelity" doc:"achieved_rate / planned_rate (open loop); 1 for closed loop. achieved_rate = (sends - 1) / (last S - first S)"`
 	ExactShare          float64 `parquet:"exact_share" doc:"share of events with an exact time: a packet-tap time, or an exact kernel timestamp"`
 	TapShare            float64 `parquet:"tap_share" doc:"share of events timed by the packet tap"`
+	UnboundedShare      float64 `parquet:"unbounded_share" doc:"share of events with no lower bound but the send: no exact kernel or tap time and no rx_after_ns (no socket read gave one: stamps taken after decoding, or a read the framing did not map)"`
 	WorkerRhoMax        float64 `parquet:"worker_rho_max" doc:"largest worker utilisation: (user + sys CPU time) / wall time"`
 	WorkerRho           string  `parquet:"worker_rho" doc:"JSON array of per-worker utilisation, by worker index"`
 	GCPauseNs           int64   `parquet:"gc_pause_ns" doc:"total GC pause of all workers in the stage"`
 	Workers             int32   `parquet:"workers" doc:"worker processes that took part"`
 	UncertaintyNs       int64   `parquet:"uncertainty_ns" doc:"the widest bound (p_hi - p_lo) of any judged percentile: p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT"`
 	UncertaintyFigure   string  `parquet:"uncertainty_figure" doc:"which percentile that is, e.g. ttft p99; empty without latencies"`
-	ClientBound         bool    `parquet:"client_bound" doc:"latency uncertainty verdict: some judged percentile's bound is wider than max(bias.tolerance, bias.tolerance_share × the percentile)"`
-	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"the figures whose bounds are too wide, with their widths; empty when not client-bound"`
+	ClientBound         bool    `parquet:"client_bound" doc:"latency uncertainty verdict: some judged percentile's bound is wider than max(bias.tolerance, bias.tolerance_share × the percentile), and not because the events have no lower bound (unbounded_share under 1%)"`
+	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"the figures whose bounds are too wide, with their widths; when unbounded_share is 1% or more (enough to move a p99), it says that those events have no lower bound and the stage is not client-bound: the instrument, not the client's load, is the limit. Empty when every bound is within tolerance"`
 	LoadDelivered       bool    `parquet:"load_delivered" doc:"load verdict: sends followed the planned schedule: rate_fidelity within 2% of 1 (open loop) and send lag p99 <= max(1 ms, a tenth of the mean planned gap 1/planned_rate) (closed loop: 1 ms)"`
 	LoadReason          string  `parquet:"load_reason" doc:"why not, with the figures and who waited: the client (pacer_lag_ns: its pacer and CPU; or its connection cap), or the server (conn_wait_ns: no connection to send on, because it accepted new ones too slowly, syn_retrans, or answered too slowly to free old ones); empty when delivered"`
 	LoadBlame           string  `parquet:"load_blame,dict" doc:"who waited when the load was not delivered: missing (a host's share was not sent: see missing), client_cpu (the pacer or CPU, with a busy worker: more workers help), client (the pacer or CPU, workers not busy), client_cap (the client's connection cap), server_accept (the server accepted new connections too slowly), server_busy (every open connection carried an unanswered request), send (after a connection was ready); empty when delivered"`

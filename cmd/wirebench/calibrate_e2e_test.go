@@ -114,7 +114,8 @@ func TestCalibrateFindsStampLead(t *testing.T) {
 	}
 }
 
-// TestCalibrateSingleProcess: the naive client has one worker and no kernel timestamps.
+// TestCalibrateSingleProcess: the naive client has one worker and no kernel timestamps; its
+// events have no lower bound, so its wide bounds do not make it client-bound.
 func TestCalibrateSingleProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end calibration runs")
@@ -126,6 +127,11 @@ func TestCalibrateSingleProcess(t *testing.T) {
 	for _, r := range c.Rates {
 		if r.ExactShare != 0 || r.ReadLag.N != 0 {
 			t.Errorf("single process, rate %g: exact share %g, %d read-lag samples; want 0 and 0 (no kernel timestamps)", r.TargetRate, r.ExactShare, r.ReadLag.N)
+		}
+		// Stamped after decoding, an event has no lower bound but the send: the bounds are
+		// wide, and that is not the client's load.
+		if r.ClientBound || r.Uncertainty < int64(schemas.DefaultTolerance) {
+			t.Errorf("single process, rate %g: client_bound %v, uncertainty %v; want wide bounds, not client-bound", r.TargetRate, r.ClientBound, time.Duration(r.Uncertainty))
 		}
 	}
 	if !strings.Contains(out, "SINGLE PROCESS") {
