@@ -37,7 +37,9 @@ const markdownBounds = "### Bounds: the client's own error\n\n" +
 	"- **Upper end of an arrival**: `rx_kernel_ns` for `exact` and `upper_bound` events. The kernel stamps a " +
 	"segment on its way in; when a segment joins unread data, TCP merges it into the queued buffer and " +
 	"overwrites that buffer's time with its own (`tcp_try_coalesce`), so a read reports the newest " +
-	"segment's time: never earlier than any of its events' arrivals. A `user` or `approx` event's upper " +
+	"segment's time: never earlier than any of its events' arrivals. Over TLS an event arrives with the " +
+	"record that completed it (no byte of a record can be decrypted before its last), and the same holds " +
+	"for the segment carrying that record's last byte. A `user` or `approx` event's upper " +
 	"end is `rx_user_ns`, taken after the read returned.\n" +
 	"- **Lower end of an arrival**, the latest of: `rx_kernel_ns − bias.stamp_allowance` for an `exact` " +
 	"event (the stamp may trail the arrival at the NIC by its interrupt moderation; 20 µs by default, " +
@@ -61,7 +63,9 @@ const markdownBounds = "### Bounds: the client's own error\n\n" +
 	"do not change the argument. Distributions without client error (tokens, read lag, prefill, " +
 	"connect) have lo = hi = the percentile.\n\n" +
 	"Verdicts per stage: `client_bound` when a p50, p90 or p99 bound of TTFT, TPOT, ITL, E2E or NTPOT " +
-	"is wider than max(`bias.tolerance`, `bias.tolerance_share` × the percentile) (defaults 0.5 ms, 1%); " +
+	"is wider than max(`bias.tolerance`, `bias.tolerance_share` × the percentile) (defaults 0.5 ms, 1%), " +
+	"unless 1% or more of its events have no lower bound but S (`unbounded_share`): then the reason says so " +
+	"and the stage is not called client-bound; " +
 	"`load_delivered` when sends followed the planned schedule (see the column), with `load_reason` " +
 	"naming who waited when not.\n\n"
 
