@@ -3,13 +3,18 @@ package wire
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wirebench/wirebench/internal/hostile"
 )
 
 // event212 is a typical ~212-byte OpenAI chat chunk event.
@@ -137,13 +142,18 @@ func BenchmarkDecodeEvent(b *testing.B) {
 }
 
 // rawServer answers every request on a connection with the same prebuilt chunked SSE response,
-// one write per event (one segment each), so nearly all CPU goes to the client.
-func rawServer(tb testing.TB, events int) string {
+// one write per event (one segment each; over TLS one record each), so nearly all CPU goes to
+// the client. With tcfg it serves TLS.
+func rawServer(tb testing.TB, events int, tcfg *tls.Config) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { l.Close() })
+	scheme := "http://"
+	if tcfg != nil {
+		l, scheme = tls.NewListener(l, tcfg), "https://"
+	}
 	chunk := []byte(fmt.Sprintf("%x\r\n%s\r\n", len(event212), event212))
 	head := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
 	done := []byte("e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
@@ -171,7 +181,7 @@ func rawServer(tb testing.TB, events int) string {
 			}()
 		}
 	}()
-	return "http://" + l.Addr().String() + "/v1/chat/completions"
+	return scheme + l.Addr().String() + "/v1/chat/completions"
 }
 
 // BenchmarkClientEvents measures events per second through one client (Do over a keep-alive
@@ -179,7 +189,7 @@ func rawServer(tb testing.TB, events int) string {
 // one client core's capacity.
 func BenchmarkClientEvents(b *testing.B) {
 	const events = 200
-	url := rawServer(b, events)
+	url := rawServer(b, events, nil)
 	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true})
 	defer c.Close()
 	var res Result
@@ -194,4 +204,80 @@ func BenchmarkClientEvents(b *testing.B) {
 	sec := b.Elapsed().Seconds()
 	b.ReportMetric(float64(b.N*events)/sec, "events/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
+}
+
+// BenchmarkClientRequests measures one request (Do over a keep-alive connection, 16 events of
+// 212 bytes, one segment and over TLS one record each) over plain HTTP and over TLS: the
+// process's CPU time per request (cpu_us/req, user + system) with the server in the same
+// process, so the TLS case also pays the server's encryption and its ratio to plain bounds the
+// client's from above.
+func BenchmarkClientRequests(b *testing.B) {
+	const events = 16
+	scfg, pem, err := hostile.ServerTLS()
+	if err != nil {
+		b.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	for _, mode := range []string{"plain", "tls"} {
+		b.Run(mode, func(b *testing.B) {
+			url := rawServer(b, events, map[string]*tls.Config{"tls": scfg}[mode])
+			c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true, TLS: &tls.Config{RootCAs: roots}})
+			defer c.Close()
+			var res Result
+			req := &Request{URL: url, Body: []byte(`{"stream":true}`)}
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				c.Do(context.Background(), req, &res)
+				if res.Req.ErrorKind != "" || len(res.Chunks) != events+1 {
+					b.Fatalf("error %q (%s), %d chunks; want none, %d", res.Req.ErrorKind, res.Req.ErrorMessage, len(res.Chunks), events+1)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e3, "cpu_us/req")
+		})
+	}
+}
+
+// TestTLSReadAllocs: a read of TLS plaintext through the Conn (record-at-a-time reader,
+// crypto/tls, framing tracker) allocates one 24-byte object in steady state, and that in
+// crypto/tls (readFromUntil's atLeastReader, once per record, as for any crypto/tls client);
+// the rest of the path allocates nothing.
+func TestTLSReadAllocs(t *testing.T) {
+	c, peer, _ := tcpPair(t, true)
+	scfg, pem, err := hostile.ServerTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	srv := tls.Server(peer, scfg)
+	go srv.Handshake()
+	if _, _, _, err := startTLS(context.Background(), c, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	head := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+	srv.Write(head)
+	buf := make([]byte, 16<<10)
+	readFull(t, c, buf[:len(head)])
+	chunk := []byte(fmt.Sprintf("%x\r\n%s\r\n", len(event212), event212))
+	allocs := testing.AllocsPerRun(1000, func() {
+		srv.Write(chunk)
+		readFull(t, c, buf[:len(chunk)])
+	})
+	if allocs > 1 {
+		t.Errorf("allocations per TLS read = %v; want at most crypto/tls's one", allocs)
+	}
+	if r, ok := c.lookup(1, c.fr.BodyOffset(), new(int64)); !ok || !r.record || (c.stamping && r.kernel == 0) {
+		t.Errorf("last read: %+v, found %v; want a TLS record read with a kernel time", r, ok)
+	}
+}
+
+// cpuTime returns the process's user + system CPU time in ns.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -385,9 +385,14 @@ func benchCapture(b *testing.B, rate float64, tokens int32) {
 	n, _ := out.Read(buf)
 	url := strings.TrimSpace(strings.SplitN(string(buf[:n]), "\n", 2)[0])
 	go io.Copy(io.Discard, out)
+	measureCapture(b, schemas.Target{URL: url, Model: "sim"}, rate, tokens)
+}
+
+// measureCapture runs capture for a 3 s constant stage against tgt and reports its metrics.
+func measureCapture(b *testing.B, tgt schemas.Target, rate float64, tokens int32) {
 	run := b.TempDir()
 	const dur = 3 * time.Second
-	if err := simkit.WriteConstantRun(run, schemas.Target{URL: url, Model: "sim"}, []simkit.ConstantStage{{Rate: rate, Duration: dur, InputTokens: 16, MaxTokens: tokens}}); err != nil {
+	if err := simkit.WriteConstantRun(run, tgt, []simkit.ConstantStage{{Rate: rate, Duration: dur, InputTokens: 16, MaxTokens: tokens}}); err != nil {
 		b.Fatal(err)
 	}
 	// WIREBENCH_BENCH_CAPTURE_FLAGS adds capture flags, to compare settings (e.g. --keep-awake).

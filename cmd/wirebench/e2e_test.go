@@ -58,7 +58,7 @@ func wirebench(t *testing.T, timeout time.Duration, args ...string) (string, str
 
 // startSim starts `wirebench sim --listen 127.0.0.1:0 ARGS...` and returns its base URL (the
 // first line the simulator prints on stdout). The simulator is stopped when the test ends.
-func startSim(t *testing.T, args ...string) string {
+func startSim(t testing.TB, args ...string) string {
 	t.Helper()
 	var errb syncBuffer
 	url, stop, err := simkit.StartSim(binary, append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), -1, &errb, slog.Default())

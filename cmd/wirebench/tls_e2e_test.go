@@ -33,7 +33,7 @@ type proxy struct {
 // over TLS with a certificate for 127.0.0.1 from a CA the test makes, and over plain http.
 // With clientCert the TLS port asks for a client certificate from that CA. The test is
 // skipped where nginx is missing.
-func startNginx(t *testing.T, upstream string, clientCert bool) proxy {
+func startNginx(t testing.TB, upstream string, clientCert bool) proxy {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
@@ -123,7 +123,7 @@ http {
 }
 
 // waitListening waits (up to 10 s) until addr accepts a connection; logs says why not.
-func waitListening(t *testing.T, addr string, logs func() string) {
+func waitListening(t testing.TB, addr string, logs func() string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -331,4 +331,25 @@ func TestHTTPSMutualTLS(t *testing.T) {
 func TestRunWithFaultMixOverTLS(t *testing.T) {
 	p := startNginx(t, startFaultySim(t), false)
 	checkFaultMix(t, p.tlsTarget(false))
+}
+
+// BenchmarkCaptureTLS runs capture through nginx in front of the simulator (20 ms / 5 ms, 16
+// tokens) at 100 and 1,000 req/s, over nginx's plain port and over its TLS port, and reports
+// what BenchmarkCapture does: compare the two's cpu_us/req (the TLS client's cost per request)
+// and exact_share. `make bench` runs it; each case is a 3 s stage.
+func BenchmarkCaptureTLS(b *testing.B) {
+	p := startNginx(b, startSim(b, "--ttft", "20ms", "--itl", "5ms"), false)
+	for _, rate := range []float64{100, 1000} {
+		for _, mode := range []string{"plain", "tls"} {
+			tgt := p.tlsTarget(false)
+			if mode == "plain" {
+				tgt = schemas.Target{URL: p.PlainURL, Model: "sim"}
+			}
+			b.Run(fmt.Sprintf("rate=%g/%s", rate, mode), func(b *testing.B) {
+				for b.Loop() {
+					measureCapture(b, tgt, rate, 16)
+				}
+			})
+		}
+	}
 }
