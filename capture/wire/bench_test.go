@@ -213,7 +213,7 @@ func BenchmarkClientEvents(b *testing.B) {
 // client's from above.
 func BenchmarkClientRequests(b *testing.B) {
 	const events = 16
-	scfg, pem, err := hostile.ServerTLS()
+	scfg, pem, err := hostile.SelfSigned()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func BenchmarkClientRequests(b *testing.B) {
 // the rest of the path allocates nothing.
 func TestTLSReadAllocs(t *testing.T) {
 	c, peer, _ := tcpPair(t, true)
-	scfg, pem, err := hostile.ServerTLS()
+	scfg, pem, err := hostile.SelfSigned()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 // through net/http (TLS), within the timeouts, keeping the events that came before the breakage;
 // the next request on the same client is answered normally.
 func TestHostileResponses(t *testing.T) {
-	tcfg, pem, err := hostile.ServerTLS()
+	tcfg, pem, err := hostile.SelfSigned()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 // answers between them are ok, and nothing hangs. Over TLS the same kinds as over plain http, and
 // the events carry kernel times as on plain http.
 func TestCaptureAgainstHostileServer(t *testing.T) {
-	tcfg, pem, err := hostile.ServerTLS()
+	tcfg, pem, err := hostile.SelfSigned()
 	if err != nil {
 		t.Fatal(err)
 	}

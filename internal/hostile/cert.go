@@ -14,18 +14,30 @@ import (
 	"time"
 )
 
-// ServerTLS returns a server TLS config with a certificate for 127.0.0.1 from a fresh CA, and
-// the CA's certificate in PEM, for a client to trust (SSL_CERT_FILE for a child process).
-func ServerTLS() (*tls.Config, []byte, error) {
-	ca, err := NewCA()
+// SelfSigned returns a server TLS config with a fresh self-signed certificate for 127.0.0.1
+// and that certificate in PEM, for a client to trust (SSL_CERT_FILE for a child process).
+func SelfSigned() (*tls.Config, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
-	cert, _, _, err := ca.Issue(time.Now().Add(24*time.Hour), "127.0.0.1")
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "wirebench hostile test server"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}, ca.PEM, nil
+	cfg := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, NextProtos: []string{"http/1.1"}}
+	return cfg, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
 
 // CA is a certificate authority for tests: it issues server and client certificates.
