@@ -26,9 +26,9 @@ import (
 // be scheduled (a thread handoff, milliseconds on a busy CPU). Here Send writes the request with
 // one non-blocking writev on the caller's goroutine (the pacer), and a reader goroutine per
 // connection, parked on the socket by the netpoller, reads the response when it arrives. The
-// connection's framing tracker removes the chunked framing and keeps the headers, so the body
-// goes through the same SSE and JSON handling as the net/http path. https targets take the same
-// path with crypto/tls over the socket (tls.go).
+// connection's framing tracker removes the chunked framing and keeps the headers, and the body
+// goes through the SSE and JSON handling of client.go. https targets take the same path with
+// crypto/tls over the socket (tls.go).
 
 // watchTick is how often the watchdog checks requests in flight for their timeout and context.
 const watchTick = 10 * time.Millisecond
@@ -395,11 +395,7 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 		if pc.synRetrans >= 0 {
 			res.Req.SynRetrans = s.int32p(slotSynRetrans, int64(pc.synRetrans))
 		}
-		if pc.c.tls != nil {
-			res.Req.TLSHandshakeNs = s.int64p(slotTLS, pc.tlsNs)
-			s.p.resumed = pc.resumed
-			res.Req.TLSResumed = &s.p.resumed
-		}
+		pc.reportTLS(res)
 	}
 	s.conn = pc.c
 	s.resp, s.cursor = pc.c.begin()
@@ -409,16 +405,11 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 	pc.park, pc.blocked, pc.wErrno = false, false, 0
 	cl.parts.Store(2)
 	pc.cur.Store(cl)
-	var err error
-	if t := pc.c.tls; t != nil {
-		pc.head = append(pc.head, cl.req.Body...)
-		pc.w0, pc.w1 = nil, nil
-		if pc.w0, err = t.seal(pc.head); err != nil {
-			pc.writeFailed(cl, err, true)
-			return true
-		}
+	if err := pc.sealRequest(cl.req.Body); err != nil {
+		pc.writeFailed(cl, err, true)
+		return true
 	}
-	err = pc.rc.Write(pc.wfn)
+	err := pc.rc.Write(pc.wfn)
 	switch {
 	case err == nil && pc.wErrno == 0 && !pc.blocked:
 		cl.sent, cl.sentEnd, cl.txEnd = pc.wlast, pc.wlastEnd, pc.wtotal

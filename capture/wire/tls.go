@@ -212,7 +212,7 @@ func (c *Conn) recordOf(resp, end int64) (stream int64, ok bool) {
 }
 
 // Write sends the handshake's bytes to the socket; after the handshake it keeps what crypto/tls
-// writes (requests, and on the reader's side a key update's answer or an alert) for take.
+// writes (requests, and on the reader's side a key update's answer or an alert) for seal.
 func (s *tlsSocket) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -237,6 +237,31 @@ func (s *tlsSocket) seal(plaintext []byte) ([]byte, error) {
 	b := s.out
 	s.out, s.spare = s.spare[:0], b
 	return b, nil
+}
+
+// sealRequest encrypts the request (pc.head, then body) into the ciphertext the plain path
+// writes (pc.w0); on plain http it does nothing.
+func (pc *plainConn) sealRequest(body []byte) error {
+	t := pc.c.tls
+	if t == nil {
+		return nil
+	}
+	pc.head = append(pc.head, body...)
+	var err error
+	pc.w0, err = t.seal(pc.head)
+	pc.w1 = nil
+	return err
+}
+
+// reportTLS records the handshake of pc, a new connection, in the request that first uses it.
+func (pc *plainConn) reportTLS(res *Result) {
+	if pc.c.tls == nil {
+		return
+	}
+	s := &res.st
+	res.Req.TLSHandshakeNs = s.int64p(slotTLS, pc.tlsNs)
+	s.p.resumed = pc.resumed
+	res.Req.TLSResumed = &s.p.resumed
 }
 
 // startTLS runs the TLS handshake on c's socket and switches c's reads to plaintext. It returns
@@ -276,12 +301,11 @@ func (s *tlsSocket) refused(err error) error {
 // against and, for the common certificate problems, what to change.
 func tlsError(name string, err error) error {
 	var (
-		unknown  x509.UnknownAuthorityError
-		host     x509.HostnameError
-		invalid  x509.CertificateInvalidError
-		verify   *tls.CertificateVerificationError
-		why      string
-		isVerify = errors.As(err, &verify)
+		unknown x509.UnknownAuthorityError
+		host    x509.HostnameError
+		invalid x509.CertificateInvalidError
+		verify  *tls.CertificateVerificationError
+		why     string
 	)
 	switch {
 	case errors.As(err, &unknown):
@@ -290,7 +314,7 @@ func tlsError(name string, err error) error {
 		why = fmt.Sprintf("the server's certificate is not valid for %q (set target.tls.server_name to a name it holds)", name)
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
 		why = "the server's certificate has expired or is not yet valid"
-	case isVerify:
+	case errors.As(err, &verify):
 		why = "the server's certificate did not verify"
 	case strings.Contains(err.Error(), "no application protocol"):
 		why = "the server speaks only HTTP/2 (it refused ALPN http/1.1); wirebench measures HTTP/1.1"
