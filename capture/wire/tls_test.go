@@ -328,3 +328,47 @@ func TestTLSHTTP2OnlyServer(t *testing.T) {
 		t.Errorf("%s %q; want malformed_stream naming HTTP/2", q.ErrorKind, q.ErrorMessage)
 	}
 }
+
+// The tlsSocket hands crypto/tls bytes of one record at a time, however small its reads, and
+// notes each record's end in the receive stream; in drain mode it stops when the socket read
+// is used up instead of reading the socket again.
+func TestTLSSocketRecordAtATime(t *testing.T) {
+	rec := func(n int) []byte { return append([]byte{23, 3, 3, byte(n >> 8), byte(n)}, make([]byte, n)...) }
+	var stream []byte
+	var ends []int64
+	for _, n := range []int{0, 1, 300, 17} {
+		stream = append(stream, rec(n)...)
+		ends = append(ends, int64(len(stream)))
+	}
+	for _, size := range []int{1, 2, 5, 7, 64, 1 << 10} {
+		c, peer, _ := tcpPair(t, true)
+		if _, err := peer.Write(stream); err != nil {
+			t.Fatal(err)
+		}
+		s := &tlsSocket{Conn: c.Conn, c: c, buf: make([]byte, tlsReadBuf)}
+		var got []int64
+		var off int64
+		p := make([]byte, size)
+		for off < int64(len(stream)) {
+			n, err := s.Read(p)
+			if err != nil {
+				t.Fatalf("size %d: Read at %d: %v", size, off, err)
+			}
+			next := ends[len(got)]
+			if off+int64(n) > next {
+				t.Fatalf("size %d: Read at %d returned %d bytes, past the record ending at %d", size, off, n, next)
+			}
+			off += int64(n)
+			if off == next {
+				if s.last != next {
+					t.Fatalf("size %d: record end %d noted as %d", size, next, s.last)
+				}
+				got = append(got, next)
+			}
+		}
+		s.drain = true
+		if _, err := s.Read(p); err != errDrained {
+			t.Errorf("size %d: Read in drain mode with nothing buffered = %v; want errDrained", size, err)
+		}
+	}
+}
