@@ -1,18 +1,13 @@
 package replay
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wirebench/wirebench/internal/hostile"
 )
 
 const goodHead = `target: {url: "http://127.0.0.1:8000", model: m}
@@ -152,16 +147,14 @@ var runExamples = []string{
 
 // target.tls's files are taken from the config's directory and must load.
 func TestLoadConfigTLSPaths(t *testing.T) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	authority, err := hostile.NewCA()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := writeConfig(t, "target:\n  url: https://127.0.0.1:8443\n  tls: {ca_file: ca.pem, server_name: llm.internal}\n"+
 		"load:\n  stages:\n    - {rate: 1, duration: 1s}\nworkload:\n  synthetic:\n    input: {kind: fixed, value: 8}\n    output: {kind: fixed, value: 8}\n")
 	ca := filepath.Join(filepath.Dir(p), "ca.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := os.WriteFile(ca, authority.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := LoadConfig(p)

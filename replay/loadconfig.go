@@ -444,8 +444,11 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 	}
 	if _, err := t.TLS.ClientConfig(); err != nil {
 		var te *schemas.TLSError
-		errors.As(err, &te)
-		v.errf("target.tls."+te.Field, "%v", te.Err)
+		if errors.As(err, &te) {
+			v.errf("target.tls."+te.Field, "%v", te.Err)
+		} else {
+			v.errf("target.tls", "%v", err)
+		}
 	}
 }
 
