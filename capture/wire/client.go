@@ -37,9 +37,9 @@ type ClientConfig struct {
 	KeepText   bool          // collect generated text into Result.Text
 	TLS        *tls.Config   // for https targets
 	Timestamps bool          // enable SO_TIMESTAMPING; DefaultClientConfig sets it, false = user time only
-	// MinIdle keeps at least this many idle connections per plain-HTTP target once it has been
-	// used (within MaxConns): the watchdog dials more off the send path when the idle pool runs
-	// low, so a burst of slow responses does not put dials on the send path. 0 = none.
+	// MinIdle keeps at least this many idle connections per target (http or https) once it has
+	// been used (within MaxConns): the watchdog dials more off the send path when the idle pool
+	// runs low, so a burst of slow responses does not put dials on the send path. 0 = none.
 	MinIdle int
 	// StampAfterDecode takes each event's arrival time after its JSON is decoded, with no kernel
 	// time: the naive client that `wirebench calibrate --single-process` compares against.
@@ -62,8 +62,8 @@ func DefaultClientConfig() ClientConfig {
 	return ClientConfig{MaxConns: 64, Timestamps: true}
 }
 
-// Client is an HTTP/1.1 client whose plain-HTTP connections carry kernel receive timestamps. It
-// is safe for concurrent use; one worker uses one Client.
+// Client is an HTTP/1.1 client whose connections (http and https) carry kernel receive
+// timestamps. It is safe for concurrent use; one worker uses one Client.
 type Client struct {
 	cfg    ClientConfig
 	dialer *net.Dialer

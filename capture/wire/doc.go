@@ -8,7 +8,7 @@
 //
 // How (see docs/design/wire-timestamps.md for the measurements behind each choice):
 //
-//   - Plain-HTTP targets go through the package's own HTTP/1.1 path (plain.go): Send writes the
+//   - Targets go through the package's own HTTP/1.1 path (plain.go): Send writes the
 //     request with one non-blocking writev on the caller's goroutine, so a pacer's request leaves
 //     at its planned time without waiting for another goroutine (net/http writes from a
 //     per-connection goroutine: a thread handoff, milliseconds on a busy CPU); a reader goroutine
