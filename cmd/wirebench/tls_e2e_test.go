@@ -162,14 +162,15 @@ type httpsCheck struct {
 	events, kernel, exact, offsets              int
 	ttftLoAboveZero                             int // ok requests whose TTFT interval does not start at 0
 	tapped, tapInBounds, exactAtTap             int // events with a tap time; within [rx_after, rx_kernel]; exact events within the stamp allowance of it
+	txTapped                                    int // ok requests whose last ciphertext byte the tap saw leave, at or after sent_ns
 	stage                                       schemas.Stage
 }
 
 func (c httpsCheck) String() string {
 	return fmt.Sprintf("%d requests (%d ok; %d new connections, %d handshakes, %d resumed); %d events: %d kernel-stamped, %d exact, %d with a stream offset; "+
-		"%d ttft intervals off 0; tap: %d timed, %d inside the socket bounds, %d exact at the tap time; stage exact %.4f, uncertainty %v (%s), client_bound %v %s",
+		"%d ttft intervals off 0; tap: %d timed, %d inside the socket bounds, %d exact at the tap time, %d departures; stage exact %.4f, uncertainty %v (%s), client_bound %v %s",
 		c.requests, c.ok, c.newConns, c.handshakes, c.resumed, c.events, c.kernel, c.exact, c.offsets, c.ttftLoAboveZero,
-		c.tapped, c.tapInBounds, c.exactAtTap, c.stage.ExactShare, time.Duration(c.stage.UncertaintyNs), c.stage.UncertaintyFigure, c.stage.ClientBound, c.stage.ClientBoundReason)
+		c.tapped, c.tapInBounds, c.exactAtTap, c.txTapped, c.stage.ExactShare, time.Duration(c.stage.UncertaintyNs), c.stage.UncertaintyFigure, c.stage.ClientBound, c.stage.ClientBoundReason)
 }
 
 // checkHTTPS aggregates run and reads what its files say about the events' times.
@@ -197,6 +198,11 @@ func checkHTTPS(t *testing.T, run string) httpsCheck {
 	if m, err := schemas.ReadManifest(filepath.Join(run, schemas.ManifestName)); err == nil && m.Tap != nil && m.Tap.On {
 		if tt, err = aggregate.LoadTapTimes(context.Background(), run); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, r := range reqs {
+		if tx, ok := tapTx(tt, r.Seq); ok && r.ErrorKind == "" && tx >= r.SentNs {
+			c.txTapped++
 		}
 	}
 	for _, ch := range chunks {
@@ -269,8 +275,8 @@ func TestHTTPSThroughNginx(t *testing.T) {
 			if c.newConns == 0 || c.handshakes != c.newConns || c.resumed == 0 && c.newConns > 1 {
 				t.Errorf("%v; want a handshake on every new connection, later ones resumed", c)
 			}
-			if tap == "on" && (c.tapped != c.events || c.tapInBounds != c.tapped || c.exactAtTap*10 < c.exact*9) {
-				t.Errorf("%v; want every event tapped, inside its socket bounds, 90%% of exact events within %v of their tap time", c, schemas.DefaultStampAllowance)
+			if tap == "on" && (c.tapped != c.events || c.tapInBounds != c.tapped || c.exactAtTap*10 < c.exact*9 || c.txTapped != c.ok) {
+				t.Errorf("%v; want every event tapped, inside its socket bounds, 90%% of exact events within %v of their tap time, every request's departure tapped", c, schemas.DefaultStampAllowance)
 			}
 		})
 	}
@@ -352,4 +358,13 @@ func BenchmarkCaptureTLS(b *testing.B) {
 			})
 		}
 	}
+}
+
+// tapTx returns the tap's departure time of request seq, if the run was tapped and saw it.
+func tapTx(tt *aggregate.TapTimes, seq int64) (int64, bool) {
+	if tt == nil {
+		return 0, false
+	}
+	ns, ok := tt.Tx[seq]
+	return ns, ok
 }
