@@ -37,7 +37,8 @@ type Writer[T any] struct {
 }
 
 // Create starts an atomic Parquet file of the kind whose row struct is T, zstd-compressed, with
-// the schema version, kind and producer in its key-value metadata.
+// the schema version, kind, producer and schema checksum in its key-value metadata (and a
+// CRC-32 in every page header: see VerifyPages).
 func Create[T any](path string, p Producer) (*Writer[T], error) {
 	kind := KindOf[T]()
 	dir, base := filepath.Split(path)
@@ -61,6 +62,7 @@ func Create[T any](path string, p Producer) (*Writer[T], error) {
 		parquet.KeyValueMetadata(MetaKind, kind.Name),
 		parquet.KeyValueMetadata(MetaCommand, p.Command),
 		parquet.KeyValueMetadata(MetaArgs, string(args)),
+		parquet.KeyValueMetadata(MetaSchemaCRC, schemaCRC(rowSchema(kind.Row))),
 	)
 	return &Writer[T]{path: path, tmp: tmp, pw: pw}, nil
 }
@@ -249,6 +251,10 @@ func OpenKind(path string, kind Kind) (*File, error) {
 		f.Close()
 		return nil, err
 	}
+	if err := checkSchemaCRC(path, pf); err != nil {
+		f.Close()
+		return nil, err
+	}
 	cmd, _ := pf.Lookup(MetaCommand)
 	return &File{Path: path, Kind: kind, Command: cmd, File: pf, f: f}, nil
 }
@@ -267,14 +273,24 @@ func checkMeta(path string, pf *parquet.File, kind Kind) error {
 	return nil
 }
 
-// ReadFile reads every row of a checked file into memory. For large files use Open and
+// ReadFile reads every row of a checked file into memory, its pages verified first (a damaged
+// file is an error wrapping ErrCorrupt, never other values; the Parquet reader's panics on
+// damaged data are turned into that error too). For large files use Open and
 // parquet.NewGenericReader, or Arrow.
-func ReadFile[T any](path string) ([]T, error) {
+func ReadFile[T any](path string) (_ []T, err error) {
 	f, err := Open[T](path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if err := f.VerifyPages(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: %w: %v", path, ErrCorrupt, p)
+		}
+	}()
 	r := parquet.NewGenericReader[T](f.File)
 	defer r.Close()
 	rows := make([]T, r.NumRows())

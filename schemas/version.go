@@ -21,6 +21,8 @@ var (
 	ErrVersion = errors.New("schema version mismatch")
 	// ErrKind: the file holds another kind of rows than the one asked for.
 	ErrKind = errors.New("wrong file kind")
-	// ErrCorrupt: the file is not a complete Parquet file (cut short by a crash, or not Parquet).
-	ErrCorrupt = errors.New("not a complete parquet file")
+	// ErrCorrupt: the file is not a complete Parquet file (cut short by a crash, or not
+	// Parquet), or it is damaged: a page or the schema fails its checksum (VerifyPages), or a
+	// reader found an impossible value in it (aggregate: a time outside the run).
+	ErrCorrupt = errors.New("corrupt parquet file")
 )
