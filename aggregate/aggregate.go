@@ -66,6 +66,7 @@ type aggregator struct {
 	srvRows      int64 // requests with server-reported timings
 	outs         *outageScan
 	outages      []schemas.Outage // found after pass 1, counted in pass 2
+	seqs         *ledger          // which file recorded each seq
 }
 
 // stageOf returns the accumulator of stage idx, making one (with a warning) for a stage the
@@ -175,7 +176,7 @@ func newAggregator(cfg Config, runs []*runDir, spill string, w *warner, log *slo
 	m0 := reference(runs).manifest
 	bias := runs[0].config.Bias.WithDefaults()
 	a := &aggregator{cfg: cfg, log: log, w: w, slo: runs[0].config.SLO, bias: bias, allow: int64(bias.StampAllowance),
-		startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill, outs: newOutageScan(m0.StartNs)}
+		startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill, outs: newOutageScan(m0.StartNs), seqs: newLedger(plannedRequests(m0))}
 	var err error
 	if a.tok, err = tokenizer.Load(runs[0].config.Tokenizer); err != nil {
 		if werr := w.warn(filepath.Join(runs[0].dir, schemas.ManifestName), "tokenizer: %v; output tokens without usage are counted as content events", err); werr != nil {
@@ -232,6 +233,9 @@ func (a *aggregator) pass1(ctx context.Context, runs []*runDir, path string, pro
 	if err := pw.Close(); err != nil {
 		return nil, err
 	}
+	if err := nothingRead(runs); err != nil {
+		return nil, err
+	}
 	done.sort()
 	a.outages = a.outs.windows()
 	return done, nil
@@ -249,6 +253,10 @@ func (a *aggregator) addPart(ctx context.Context, pr *partReader, p *part, pw *s
 	pr.rows = pr.rows[:0]
 	for i := range states {
 		s := &states[i]
+		if s.lost {
+			p.run.lost[s.stage]++ // not a measurement: counted missing (stageNote), no row
+			continue
+		}
 		m := s.metric(a.slo)
 		p.run.recorded[m.Stage]++
 		p.run.lastSentNs = max(p.run.lastSentNs, s.sentNs)

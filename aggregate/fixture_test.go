@@ -72,9 +72,12 @@ func (f *fixture) chunk(worker int, c schemas.RawChunk) {
 	f.chunks[k] = append(f.chunks[k], c)
 }
 
-// write writes the run directory and returns its path.
+// write writes the run directory and returns its path. Like capture, it records in each
+// request row how many events its part holds for it (chunks), unless the test set it; the last
+// stage plans requests up to the highest seq (replay numbers the plan 0 to n − 1).
 func (f *fixture) write(t testing.TB, dir string) string {
 	t.Helper()
+	f.fillChunkCounts()
 	cfg, _ := json.Marshal(schemas.Config{SLO: f.slo})
 	m := &schemas.Manifest{RunID: f.runID, StartNs: t0, Config: cfg, Stages: f.stages, Status: cmp.Or(f.status, schemas.StatusComplete), Missing: f.missing, Workers: f.wexit, Created: time.Unix(0, t0),
 		Shard: f.shard, ShardPlanned: f.planned, Clock: f.clock}
@@ -108,6 +111,31 @@ func (f *fixture) write(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// fillChunkCounts sets each request row's chunks to its part's event rows for its seq (where
+// the test left it 0), and makes the plan cover every seq.
+func (f *fixture) fillChunkCounts() {
+	maxSeq := int64(-1)
+	for k, rows := range f.reqs {
+		n := map[int64]int32{}
+		for _, c := range f.chunks[k] {
+			n[c.Seq]++
+		}
+		for i := range rows {
+			if rows[i].Chunks == 0 {
+				rows[i].Chunks = n[rows[i].Seq]
+			}
+			maxSeq = max(maxSeq, rows[i].Seq)
+		}
+	}
+	var planned int64
+	for _, st := range f.stages {
+		planned += st.Requests
+	}
+	if last := len(f.stages) - 1; last >= 0 && maxSeq >= planned {
+		f.stages[last].Requests += maxSeq + 1 - planned
+	}
 }
 
 func partName(kind string, k [2]int) string {

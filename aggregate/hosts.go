@@ -107,12 +107,10 @@ func shardList(missing []int, n int) string {
 }
 
 // stageGap says which hosts' planned requests of stage info are not all in the metrics: hosts
-// whose capture did not finish whole and recorded fewer rows of the stage than their shard
-// planned (shard_planned in their manifest), and shards no directory holds, with the requests
-// they planned (the stage's requests less the other shards'). "" when nothing is missing.
-//
-// A closed-loop stage bounded by a duration plans more rows than it sends (capture stops it at
-// the duration): a host that sent past the stage's planned end did not lose any of it.
+// that recorded fewer whole requests of the stage than their shard planned (shard_planned in
+// their manifest), whatever their status (stageNote), and shards no directory holds, with the
+// requests they planned (the stage's requests less the other shards'). "" when nothing is
+// missing.
 func stageGap(runs []*runDir, info schemas.StageInfo, startNs int64) string {
 	var notes []string
 	var others int64
@@ -122,21 +120,12 @@ func stageGap(runs []*runDir, info schemas.StageInfo, startNs int64) string {
 		if r.shards == 0 {
 			continue
 		}
-		planned, ok := r.manifest.ShardPlanned[info.Index]
 		if r.manifest.ShardPlanned == nil {
 			known = false
 		}
-		others += planned
-		why := r.incomplete()
-		got := r.recorded[info.Index]
-		switch {
-		case why == "":
-		case !ok && r.manifest.ShardPlanned == nil:
-			notes = append(notes, fmt.Sprintf("%s: %s, %d requests recorded, its plan unknown (no shard_planned in its manifest)", r.name(), why, got))
-		case got >= planned:
-		case info.Mode == "closed" && info.DurationNs > 0 && r.lastSentNs >= end:
-		default:
-			notes = append(notes, fmt.Sprintf("%s: %s, %d of its %d planned requests recorded", r.name(), why, got, planned))
+		others += r.manifest.ShardPlanned[info.Index]
+		if note := r.stageNote(info, end); note != "" {
+			notes = append(notes, note)
 		}
 	}
 	n, missing := shardSplit(runs)
@@ -150,6 +139,43 @@ func stageGap(runs []*runDir, info schemas.StageInfo, startNs int64) string {
 		notes = append(notes, fmt.Sprintf("shard %s not captured by any host given: its requests are missing", shardList(missing, n)))
 	}
 	return strings.Join(notes, "; ")
+}
+
+// stageNote says how host r's share of stage info (ending at end) falls short of its plan, and
+// why: its capture did not finish, some requests lack their events, parts are missing, short or
+// damaged, or, with none of these, its manifest says complete while rows are missing. "" when
+// its share is whole.
+//
+// A closed-loop stage bounded by a duration plans more rows than it sends (capture stops it at
+// the duration): a host that sent past the stage's planned end, with nothing lost or damaged,
+// did not lose any of it.
+func (r *runDir) stageNote(info schemas.StageInfo, end int64) string {
+	planned, ok := r.manifest.ShardPlanned[info.Index]
+	got, lost := r.recorded[info.Index], r.lost[info.Index]
+	var why []string
+	if w := r.incomplete(); w != "" {
+		why = append(why, w)
+	}
+	if lost > 0 {
+		why = append(why, fmt.Sprintf("%d requests recorded without all their events", lost))
+	}
+	if d := r.damageNote(); d != "" {
+		why = append(why, "missing or damaged files: "+d)
+	}
+	switch {
+	case !ok && r.manifest.ShardPlanned == nil:
+		if len(why) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%s: %s, %d requests recorded, its plan unknown (no shard_planned in its manifest)", r.name(), strings.Join(why, ", "), got)
+	case got >= planned && lost == 0:
+		return ""
+	case info.Mode == schemas.ModeClosed && info.DurationNs > 0 && r.lastSentNs >= end && lost == 0 && len(r.damage) == 0:
+		return ""
+	case len(why) == 0:
+		why = append(why, "its manifest says complete and no file is damaged, yet rows are missing")
+	}
+	return fmt.Sprintf("%s: %s, %d of its %d planned requests recorded", r.name(), strings.Join(why, ", "), got, planned)
 }
 
 // flagGap records a stage's gap: the load the stage planned was not all sent, so the load

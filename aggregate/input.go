@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -40,8 +41,11 @@ type runDir struct {
 
 	// shard i of shards; shards is 0 when the directory holds no capture (only replay's output)
 	shard, shards int
-	recorded      map[int32]int64 // request rows read, per stage
+	recorded      map[int32]int64 // whole requests read (with all their events), per stage
+	lost          map[int32]int64 // requests read without all their events, per stage
 	lastSentNs    int64           // the latest send time read
+	bounds        bounds          // what its raw rows can hold
+	damage        []string        // "file: why" of each part missing, short or damaged
 }
 
 // warner collects warnings: logged with the file they concern, and errors when strict.
@@ -74,7 +78,7 @@ func openRuns(dirs []string, w *warner) ([]*runDir, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read manifest: %w", err)
 		}
-		r := &runDir{dir: dir, manifest: m, recorded: map[int32]int64{}}
+		r := &runDir{dir: dir, manifest: m, recorded: map[int32]int64{}, lost: map[int32]int64{}}
 		if r.config, err = m.RunConfig(); err != nil {
 			return nil, fmt.Errorf("%s: %w", mpath, err)
 		}
@@ -111,6 +115,10 @@ func openRuns(dirs []string, w *warner) ([]*runDir, error) {
 	}
 	if err := checkShards(runs); err != nil {
 		return nil, err
+	}
+	seqs, now := plannedRequests(reference(runs).manifest), time.Now()
+	for _, r := range runs {
+		r.bounds = runBounds(r, seqs, now)
 	}
 	return runs, nil
 }
@@ -156,7 +164,7 @@ func (r *runDir) listParts(w *warner) error {
 			continue
 		}
 		if _, err := os.Stat(f); err != nil {
-			if err := w.warn(f, "listed in %s but missing", mpath); err != nil {
+			if err := r.damaged(w, f, fmt.Sprintf("listed in %s with %d rows but missing", mpath, e.Rows)); err != nil {
 				return err
 			}
 		}
@@ -172,13 +180,13 @@ func (r *runDir) listParts(w *warner) error {
 			}
 		}
 		if p.requests == "" {
-			if err := w.warn(p.chunks, "has no requests file of the same worker and part; its chunks are skipped"); err != nil {
+			if err := r.damaged(w, p.chunks, "has no requests file of the same worker and part; its chunks are skipped"); err != nil {
 				return err
 			}
 			continue
 		}
 		if p.chunks == "" {
-			if err := w.warn(p.requests, "has no chunks file of the same worker and part; its requests have no events"); err != nil {
+			if err := r.damaged(w, p.requests, "has no chunks file of the same worker and part; its requests lack their events"); err != nil {
 				return err
 			}
 		}

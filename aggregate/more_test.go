@@ -161,6 +161,7 @@ func TestMergeHosts(t *testing.T) {
 	b := handRun()
 	// Host b's requests are other seqs; its times are taken as they are (no clock offset).
 	a.shard, b.shard = "0/2", "1/2"
+	a.stages[0].Requests = 200 // the plan of both hosts (a's manifest is the reference)
 	for k, rows := range b.reqs {
 		for i := range rows {
 			rows[i].Seq += 100

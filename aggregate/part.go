@@ -3,6 +3,7 @@ package aggregate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,62 +19,83 @@ type partReader struct {
 	kinds  map[string]string // interned error kinds
 }
 
-// read loads the part's requests into per-request state, streams its chunks through that state
-// and returns the finished state (valid until the next call; nil when the part is unreadable).
+// read loads the part's requests into per-request state, records their seqs in the ledger,
+// streams its chunks through that state and marks the requests whose events are not all there
+// (lost); it returns the finished state (valid until the next call; nil when the requests file
+// is unreadable or damaged: the whole part counts as missing).
 func (pr *partReader) read(ctx context.Context, p *part) ([]reqState, error) {
 	pr.states = pr.states[:0]
 	clear(pr.index)
 	if ok, err := pr.readRequests(ctx, p); err != nil || !ok {
 		return nil, err
 	}
+	if err := pr.agg.seqs.record(p.requests, pr.states); err != nil {
+		return nil, err
+	}
+	events := false
 	if p.chunks != "" {
-		if err := pr.readChunks(ctx, p); err != nil {
+		var err error
+		if events, err = pr.readChunks(ctx, p); err != nil {
 			return nil, err
 		}
 	}
-	return pr.states, nil
+	return pr.states, pr.reconcile(p, events)
 }
 
-// readRequests reads the part's request rows into pr.states; false when the file is cut short
-// (warned; the part is skipped with its chunks).
+// reconcile marks the part's requests whose events are not all there: all that recorded any
+// when the chunks file is missing or damaged (events false), else those with fewer or more
+// event rows than their row says (a short chunks file); a short file is named as damaged.
+func (pr *partReader) reconcile(p *part, events bool) error {
+	lost := 0
+	for i := range pr.states {
+		s := &pr.states[i]
+		s.lost = s.wantEvents != s.events
+		if !events {
+			s.lost = s.wantEvents > 0
+		}
+		if s.lost {
+			lost++
+		}
+	}
+	if lost == 0 || !events {
+		return nil
+	}
+	return p.run.damaged(pr.agg.w, p.chunks, fmt.Sprintf("%d requests of %s lack some of their events", lost, p.requests))
+}
+
+// readRequests reads the part's request rows into pr.states; false when the file is cut short or
+// damaged (named; the part is skipped with its chunks, its requests missing).
 func (pr *partReader) readRequests(ctx context.Context, p *part) (bool, error) {
 	a := pr.agg
-	if err := checkOpen(p.requests, schemas.KindOf[schemas.RawRequest]()); err != nil {
-		if errors.Is(err, schemas.ErrCorrupt) {
-			return false, a.w.warn(p.requests, "truncated or not Parquet; part skipped with its chunks")
-		}
-		return false, err
-	}
-	dups := 0
+	bnd := p.run.bounds
 	rows, err := forBatches(ctx, p.requests, schemas.KindOf[schemas.RawRequest](), requestCols, func(b *batch) error {
 		c := takeRequestColumns(b)
 		if b.err != nil {
 			return b.err
 		}
 		for i := range b.n {
-			s := pr.request(&c, i, p)
-			if _, dup := pr.index[s.seq]; dup {
-				dups++
+			if bad := bnd.badRequest(&c, i); bad != "" {
+				return corruptRow(p.requests, b.first+int64(i), bad)
 			}
+			s := pr.request(&c, i, p)
 			pr.index[s.seq] = int32(len(pr.states))
 			pr.states = append(pr.states, s)
 		}
 		return nil
 	})
+	if errors.Is(err, schemas.ErrCorrupt) {
+		pr.states = pr.states[:0]
+		return false, p.run.damaged(a.w, p.requests, whyCorrupt(p.requests, err)+"; its chunks are skipped")
+	}
 	if err != nil {
 		return false, err
 	}
-	if dups > 0 {
-		if err := a.w.warn(p.requests, "%d duplicate seq values; the last row of each wins", dups); err != nil {
-			return false, err
-		}
-	}
-	if want := p.run.listedRows(p.requests); want >= 0 && want != rows {
-		if err := a.w.warn(p.requests, "has %d rows; the manifest says %d", rows, want); err != nil {
-			return false, err
-		}
-	}
 	a.requestsRead += rows
+	if want := p.run.listedRows(p.requests); want >= 0 && want != rows {
+		if err := p.run.damaged(a.w, p.requests, fmt.Sprintf("has %d rows; the manifest says %d", rows, want)); err != nil {
+			return false, err
+		}
+	}
 	return true, nil
 }
 
@@ -82,9 +104,10 @@ type requestColumns struct {
 	seq, conv, planned, sent, done, srvQueue, srvPrefill, srvDecode       *array.Int64
 	sentEnd, sendStart, connect, txEnd, connWait, headers                 *array.Int64
 	stage, worker, shard, turn, inTok, status, uPrompt, uOut, port, synRe *array.Int32
-	uReason                                                               *array.Int32
+	uReason, chunks                                                       *array.Int32
 	warmup, capped                                                        *array.Boolean
 	errorKind, text                                                       func(int) string
+	times                                                                 []timeCol // checked against the run's window
 }
 
 var requestCols = []string{
@@ -93,21 +116,24 @@ var requestCols = []string{
 	"usage_completion_tokens", "server_queue_ns", "server_prefill_ns", "server_decode_ns", "output_text",
 	"sent_end_ns", "send_start_ns", "connect_ns", "local_port", "tx_stream_end", "conn_wait_ns", "syn_retrans", "conn_capped",
 	"usage_reasoning_tokens",
-	"headers_ns",
+	"headers_ns", "chunks",
 }
 
 func takeRequestColumns(b *batch) requestColumns {
-	return requestColumns{
+	c := requestColumns{
 		seq: b.i64("seq"), conv: b.i64("conversation"), planned: b.i64("planned_ns"), sent: b.i64("sent_ns"), done: b.i64("done_ns"),
 		srvQueue: b.i64("server_queue_ns"), srvPrefill: b.i64("server_prefill_ns"), srvDecode: b.i64("server_decode_ns"),
 		sentEnd: b.i64("sent_end_ns"), sendStart: b.i64("send_start_ns"), connect: b.i64("connect_ns"),
 		txEnd: b.i64("tx_stream_end"), connWait: b.i64("conn_wait_ns"), headers: b.i64("headers_ns"),
 		stage: b.i32("stage"), worker: b.i32("worker"), shard: b.i32("shard"), turn: b.i32("turn"), inTok: b.i32("input_tokens"),
 		status: b.i32("status"), uPrompt: b.i32("usage_prompt_tokens"), uOut: b.i32("usage_completion_tokens"),
-		port: b.i32("local_port"), synRe: b.i32("syn_retrans"), uReason: b.i32("usage_reasoning_tokens"),
+		port: b.i32("local_port"), synRe: b.i32("syn_retrans"), uReason: b.i32("usage_reasoning_tokens"), chunks: b.i32("chunks"),
 		warmup: b.boolean("warmup"), capped: b.boolean("conn_capped"),
 		errorKind: b.str("error_kind"), text: b.str("output_text"),
 	}
+	c.times = []timeCol{{"planned_ns", c.planned, false}, {"send_start_ns", c.sendStart, true}, {"sent_ns", c.sent, true},
+		{"sent_end_ns", c.sentEnd, false}, {"headers_ns", c.headers, false}, {"done_ns", c.done, false}}
+	return c
 }
 
 // request makes row i's state: its times as its host took them, its send moments (from the tap
@@ -119,7 +145,7 @@ func (pr *partReader) request(c *requestColumns, i int, p *part) reqState {
 		warmup: c.warmup.Value(i), conversation: c.conv.Value(i), turn: c.turn.Value(i),
 		inputSched: c.inTok.Value(i), plannedNs: c.planned.Value(i), sentNs: c.sent.Value(i),
 		status: c.status.Value(i), textTokens: -1, lastIndex: -1, evTokensOK: true,
-		sendStartNs: c.sendStart.Value(i), connectNs: -1, connCapped: c.capped.Value(i),
+		sendStartNs: c.sendStart.Value(i), connectNs: -1, connCapped: c.capped.Value(i), wantEvents: c.chunks.Value(i),
 	}
 	if c.sent.Value(i) == 0 {
 		s.unsent, s.sentNs = true, s.sendStartNs // never written: the timeline uses its start
@@ -180,28 +206,27 @@ type chunkColumns struct {
 	seq, kernel, user, after, rxEnd      *array.Int64
 	index, tokens, cBytes, rBytes, tools *array.Int32
 	quality, kind                        func(int) string
+	times                                []timeCol // checked against the run's window
 }
 
 var chunkCols = []string{"seq", "index", "rx_kernel_ns", "rx_user_ns", "quality", "kind", "tokens", "rx_after_ns", "rx_stream_end",
 	"content_bytes", "reasoning_bytes", "tool_calls"}
 
 func takeChunkColumns(b *batch) chunkColumns {
-	return chunkColumns{
+	c := chunkColumns{
 		seq: b.i64("seq"), kernel: b.i64("rx_kernel_ns"), user: b.i64("rx_user_ns"), after: b.i64("rx_after_ns"), rxEnd: b.i64("rx_stream_end"),
 		index: b.i32("index"), tokens: b.i32("tokens"), quality: b.str("quality"), kind: b.str("kind"),
 		cBytes: b.i32("content_bytes"), rBytes: b.i32("reasoning_bytes"), tools: b.i32("tool_calls"),
 	}
+	c.times = []timeCol{{"rx_user_ns", c.user, false}, {"rx_kernel_ns", c.kernel, false}, {"rx_after_ns", c.after, false}}
+	return c
 }
 
-// readChunks streams the part's events through the state of their requests.
-func (pr *partReader) readChunks(ctx context.Context, p *part) error {
+// readChunks streams the part's events through the state of their requests; false when the
+// file is cut short or damaged (named; its requests lose their events).
+func (pr *partReader) readChunks(ctx context.Context, p *part) (bool, error) {
 	a := pr.agg
-	if err := checkOpen(p.chunks, schemas.KindOf[schemas.RawChunk]()); err != nil {
-		if errors.Is(err, schemas.ErrCorrupt) {
-			return a.w.warn(p.chunks, "truncated or not Parquet; its requests have no events")
-		}
-		return err
-	}
+	bnd := p.run.bounds
 	unknown, disorder := 0, 0
 	rows, err := forBatches(ctx, p.chunks, schemas.KindOf[schemas.RawChunk](), chunkCols, func(b *batch) error {
 		c := takeChunkColumns(b)
@@ -209,6 +234,9 @@ func (pr *partReader) readChunks(ctx context.Context, p *part) error {
 			return b.err
 		}
 		for i := range b.n {
+			if bad := bnd.badChunk(&c, i); bad != "" {
+				return corruptRow(p.chunks, b.first+int64(i), bad)
+			}
 			j, ok := pr.index[c.seq.Value(i)]
 			if !ok {
 				unknown++
@@ -225,24 +253,27 @@ func (pr *partReader) readChunks(ctx context.Context, p *part) error {
 		}
 		return nil
 	})
+	if errors.Is(err, schemas.ErrCorrupt) {
+		return false, p.run.damaged(a.w, p.chunks, whyCorrupt(p.chunks, err)+"; its requests lack their events")
+	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	a.chunksRead += rows
 	if want := p.run.listedRows(p.chunks); want >= 0 && want != rows {
 		if err := a.w.warn(p.chunks, "has %d rows; the manifest says %d", rows, want); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if unknown > 0 {
 		if err := a.w.warn(p.chunks, "%d events belong to no request of %s (a request's events must be in the part of its row); skipped", unknown, p.requests); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if disorder > 0 {
-		return a.w.warn(p.chunks, "%d events out of index order within their request; skipped", disorder)
+		return true, a.w.warn(p.chunks, "%d events out of index order within their request; skipped", disorder)
 	}
-	return nil
+	return true, nil
 }
 
 // event adds event i, in index order, to its request's state s.
@@ -267,6 +298,7 @@ func (pr *partReader) event(s *reqState, c *chunkColumns, i int) {
 			}
 		}
 	}
+	s.events++
 	s.lastEvNs = max(s.lastEvNs, t)
 	if s.hasDone {
 		s.doneNs = t // E: the final event's time
@@ -354,13 +386,4 @@ func (pr *partReader) intern(k string) string {
 	v := strings.Clone(k)
 	pr.kinds[v] = v
 	return v
-}
-
-// checkOpen checks that path opens as a complete file of kind and this schema version.
-func checkOpen(path string, kind schemas.Kind) error {
-	f, err := schemas.OpenKind(path, kind)
-	if err != nil {
-		return err
-	}
-	return f.Close()
 }

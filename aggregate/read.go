@@ -17,14 +17,20 @@ import (
 // batchRows is the Arrow record batch size: with per-request state it bounds aggregate's memory.
 const batchRows = 64 << 10
 
-// forBatches opens path as a Parquet file of kind (version and kind checked by schemas.OpenKind),
-// reads the named columns with pqarrow in record batches and calls f for each batch.
+// forBatches opens path as a Parquet file of kind (version, kind and schema checksum checked by
+// schemas.OpenKind), verifies its pages (Arrow's reader checks no checksum: see
+// schemas.VerifyPages), reads the named columns with pqarrow in record batches and calls f for
+// each batch. A damaged file is an error wrapping schemas.ErrCorrupt before f sees any row.
 func forBatches(ctx context.Context, path string, kind schemas.Kind, names []string, f func(b *batch) error) (rows int64, err error) {
 	sf, err := schemas.OpenKind(path, kind)
 	if err != nil {
 		return 0, err
 	}
+	err = sf.VerifyPages()
 	sf.Close()
+	if err != nil {
+		return 0, err
+	}
 	pf, err := file.OpenParquetFile(path, false)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w: %v", path, schemas.ErrCorrupt, err)
@@ -54,7 +60,7 @@ func forBatches(ctx context.Context, path string, kind schemas.Kind, names []str
 		if err := ctx.Err(); err != nil {
 			return rows, err
 		}
-		b.rec, b.n, b.err = rr.RecordBatch(), int(rr.RecordBatch().NumRows()), nil
+		b.rec, b.n, b.first, b.err = rr.RecordBatch(), int(rr.RecordBatch().NumRows()), rows, nil
 		if err := f(b); err != nil {
 			return rows, err
 		}
@@ -70,10 +76,11 @@ func forBatches(ctx context.Context, path string, kind schemas.Kind, names []str
 // mistyped column is kept in err (naming the file and the column): a reader takes every column
 // it needs, then checks err once before using any.
 type batch struct {
-	path string
-	rec  arrow.RecordBatch
-	n    int
-	err  error
+	path  string
+	rec   arrow.RecordBatch
+	n     int
+	first int64 // the file's row number of the batch's row 0, from 0
+	err   error
 }
 
 func (b *batch) col(name string) arrow.Array {

@@ -55,6 +55,9 @@ type reqState struct {
 	srvPrefill  int64
 	srvDecode   int64
 	hasSrv      bool
+	wantEvents  int32 // the events its row says it received (raw chunks)
+	events      int32 // its events read, in index order
+	lost        bool  // its events are not all there: not a measurement (counted missing)
 
 	// Running state over the request's events, in file (arrival) order.
 	lastIndex  int32

@@ -51,16 +51,8 @@ func loadTap(ctx context.Context, r *runDir, w *warner) (*tapIndex, error) {
 	}
 	var segs []rawSeg
 	for _, p := range paths {
-		if err := checkOpen(p, schemas.KindOf[schemas.RawSegment]()); err != nil {
-			if errors.Is(err, schemas.ErrCorrupt) {
-				if werr := w.warn(p, "truncated or not Parquet; its segments are left out of the tap join"); werr != nil {
-					return nil, werr
-				}
-				continue
-			}
-			return nil, err
-		}
-		if _, err := forBatches(ctx, p, schemas.KindOf[schemas.RawSegment](), segmentCols, func(b *batch) error {
+		n := len(segs)
+		_, err := forBatches(ctx, p, schemas.KindOf[schemas.RawSegment](), segmentCols, func(b *batch) error {
 			ts, dir, port, seq, ln, fl := b.i64("ts_ns"), b.str("dir"), b.i32("local_port"), b.i64("seq"), b.i32("len"), b.i32("flags")
 			if b.err != nil {
 				return b.err
@@ -71,7 +63,15 @@ func loadTap(ctx context.Context, r *runDir, w *warner) (*tapIndex, error) {
 					seq: uint32(seq.Value(i)), len: ln.Value(i), syn: f&2 != 0, ack: f&16 != 0})
 			}
 			return nil
-		}); err != nil {
+		})
+		if errors.Is(err, schemas.ErrCorrupt) {
+			segs = segs[:n]
+			if werr := w.warn(p, "%s; its segments are left out of the tap join", whyCorrupt(p, err)); werr != nil {
+				return nil, werr
+			}
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -48,6 +48,9 @@ func copyRows[T any](path string, add func(T) error) error {
 		return fmt.Errorf("workload.run: %w", err)
 	}
 	defer f.Close()
+	if err := f.VerifyPages(); err != nil {
+		return fmt.Errorf("workload.run: %w", err)
+	}
 	r := parquet.NewGenericReader[T](f.File)
 	defer r.Close()
 	buf := make([]T, 4096)
