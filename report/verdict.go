@@ -11,7 +11,7 @@ import (
 const (
 	Green = "green" // every judged bound within tolerance and the load sent as planned
 	Amber = "amber" // the load was not sent as planned for a server or connection reason, or latencies have wide bounds no client could narrow (events without a lower bound)
-	Red   = "red"   // some stage is client-bound, or the client itself kept the load from being sent as planned
+	Red   = "red"   // some stage is client-bound, the client itself kept the load from being sent as planned, or some of its planned requests are missing from the run's files
 )
 
 // levelRank orders the levels from best to worst.
@@ -33,10 +33,16 @@ func cpuBound(s *schemas.Stage) bool {
 	return !s.LoadDelivered && s.LoadBlame == schemas.BlameClientCPU
 }
 
+// missingData reports whether some of the stage's planned requests are not in its figures: a
+// host's share, a part or a request's events missing or damaged (schemas.Stage.Missing).
+func missingData(s *schemas.Stage) bool {
+	return !s.LoadDelivered && s.LoadBlame == schemas.BlameMissing
+}
+
 // stageLevel is one stage's trust level.
 func stageLevel(s *schemas.Stage) string {
 	switch {
-	case s.ClientBound || clientLate(s):
+	case s.ClientBound || clientLate(s) || missingData(s):
 		return Red
 	case !s.LoadDelivered || unbounded(s):
 		return Amber
@@ -49,7 +55,8 @@ func stageLevel(s *schemas.Stage) string {
 func unbounded(s *schemas.Stage) bool { return !s.ClientBound && s.ClientBoundReason != "" }
 
 // Trust says in one sentence whether the figures of a run's stages can be trusted: level is
-// red when a stage is client-bound or the client kept its load from being sent as planned,
+// red when a stage is client-bound, the client kept its load from being sent as planned, or
+// planned requests are missing from its figures (a host, a part, events: load_blame missing),
 // amber when only the server or the connections did, else green. The sentence names the
 // stages and reasons behind a non-green level, then quotes the widest client uncertainty and
 // the worst p99 lateness against the schedule.
@@ -70,7 +77,10 @@ func Trust(stages []schemas.Stage) (level, sentence string) {
 		if unbounded(s) {
 			why = append(why, fmt.Sprintf("stage %s's latencies have wide bounds (%s)", stageTitle(s.Stage, s.Name), s.ClientBoundReason))
 		}
-		if !s.LoadDelivered {
+		switch {
+		case missingData(s):
+			why = append(why, fmt.Sprintf("stage %s lacks data: its figures leave out requests it planned (%s)", stageTitle(s.Stage, s.Name), orNone(s.Missing)))
+		case !s.LoadDelivered:
 			why = append(why, fmt.Sprintf("stage %s did not get its planned load (%s)", stageTitle(s.Stage, s.Name), orNone(s.LoadReason)))
 		}
 	}

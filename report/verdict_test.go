@@ -51,6 +51,12 @@ func noLowerBound(s *schemas.Stage) {
 	s.ClientBoundReason, s.UnboundedShare, s.UncertaintyNs, s.UncertaintyFigure = unboundedWhy, 0.12, 2_200_000, "itl p99"
 }
 
+const missingWhy = "runs/x: 40 requests recorded without all their events, missing or damaged files: runs/x/raw/chunks-w01-0000.parquet: corrupt parquet file, 120 of its 160 planned requests recorded"
+
+func dataMissing(s *schemas.Stage) {
+	s.LoadDelivered, s.LoadBlame, s.Missing, s.LoadReason = false, schemas.BlameMissing, missingWhy, "part of the planned load is missing: "+missingWhy
+}
+
 func clientBound(s *schemas.Stage) {
 	s.ClientBound, s.ClientBoundReason, s.UncertaintyNs, s.UncertaintyFigure = true, boundWhy, 2_200_000, "itl p99"
 }
@@ -71,6 +77,8 @@ func TestTrust(t *testing.T) {
 			`stage 1 "b" is client-bound (` + boundWhy + `); client uncertainty up to 2.20ms (itl p99 of stage 1 "b"); load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
 		{"red: the client was late", verdictStages(late(clientWhy)), Red,
 			`stage 1 "b" did not get its planned load (` + clientWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage 1 "b").`},
+		{"red: data missing", verdictStages(dataMissing), Red,
+			`stage 1 "b" lacks data: its figures leave out requests it planned (` + missingWhy + "); " + trusted + `; p99 lateness up to 300µs (stage 0 "a").`},
 		{"red over amber", append(verdictStages(late(serverWhy)), stageC(clientBound)), Red,
 			`stage 1 "b" did not get its planned load (` + serverWhy + `); stage 2 "c" is client-bound (` + boundWhy +
 				`); client uncertainty up to 2.20ms (itl p99 of stage 2 "c"); p99 lateness up to 6.30ms (stage 1 "b").`},
@@ -141,8 +149,8 @@ func TestFmtBound(t *testing.T) {
 }
 
 // TestHostsInQualityTable: a stage whose hosts read different clocks shows their uncertainty
-// next to its rate; a stage missing a host's share is amber (latencies trusted, load not as
-// planned) with the host named, and the profile carries both.
+// next to its rate; a stage missing a host's share is red (its figures leave out planned
+// requests) with the host named, and the profile carries both.
 func TestHostsInQualityTable(t *testing.T) {
 	const gap = "shard 2/3 not captured by any host given: its 80 planned requests are missing"
 	st := verdictStages(func(s *schemas.Stage) {
@@ -162,8 +170,8 @@ func TestHostsInQualityTable(t *testing.T) {
 	if got := rows[1].Cells[rateCol]; strings.Contains(got, "clocks") {
 		t.Errorf("stage 1 rate cell %q; want no clock note on one clock", got)
 	}
-	if q := rp.Stages[1].Quality; q.Trust != Amber || q.Missing != gap || !strings.Contains(rows[1].Cells[whyCol], gap) {
-		t.Errorf("stage 1: trust %q, missing %q, why cell %q; want amber and the gap named", q.Trust, q.Missing, rows[1].Cells[whyCol])
+	if q := rp.Stages[1].Quality; q.Trust != Red || q.Missing != gap || !strings.Contains(rows[1].Cells[whyCol], gap) {
+		t.Errorf("stage 1: trust %q, missing %q, why cell %q; want red and the gap named", q.Trust, q.Missing, rows[1].Cells[whyCol])
 	}
 	if q := rp.Stages[0].Quality; q.ClockUncertaintyNs != 1_500_000 {
 		t.Errorf("stage 0 profile clock_uncertainty_ns %d; want 1500000", q.ClockUncertaintyNs)
