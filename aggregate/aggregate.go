@@ -170,6 +170,33 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	return &Summary{RunID: runs[0].manifest.RunID, Out: out, Requests: a.requestsRead, Chunks: a.chunksRead, Stages: rows, SaturationStage: sat, Warnings: w.list, Outages: a.outages}, nil
 }
 
+// RecordFailure records a failed aggregate step, with its error, in the manifest of cfg's
+// output directory when that manifest is of the run aggregated (OUT is the run, or a merged
+// run written before), so the run says why it has no fresh metrics; the run's status, which
+// says how its capture ended, is left as it is. It returns why it could not.
+func RecordFailure(cfg Config, started time.Time, stepErr error) error {
+	if len(cfg.Runs) == 0 {
+		return nil
+	}
+	run, err := schemas.ReadManifest(filepath.Join(cfg.Runs[0], schemas.ManifestName))
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(cmp.Or(cfg.Out, cfg.Runs[0]), schemas.ManifestName)
+	m, err := schemas.ReadManifest(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // a fresh OUT: no run there to record it in
+	}
+	if err != nil {
+		return err
+	}
+	if m.RunID != run.RunID {
+		return fmt.Errorf("%s is run %q, not %q: the failure is not recorded there", path, m.RunID, run.RunID)
+	}
+	m.Steps = append(m.Steps, schemas.Step{Name: "aggregate", Args: cfg.Args, Started: started, Ended: time.Now(), Status: schemas.StatusFailed, Error: stepErr.Error()})
+	return m.Write(path)
+}
+
 // newAggregator makes the aggregator of runs: the first run's SLO, bias and tokenizer, and one
 // accumulator per planned stage (spilling into spill).
 func newAggregator(cfg Config, runs []*runDir, spill string, w *warner, log *slog.Logger) (*aggregator, error) {

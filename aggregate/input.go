@@ -136,17 +136,70 @@ func sameStages(a, b []schemas.StageInfo) bool {
 }
 
 // listParts finds raw/requests-wNN-PPPP.parquet and raw/chunks-wNN-PPPP.parquet, pairs them and
-// compares them with the manifest's file list.
+// compares them with the manifest's file list: a part on disk it does not list is warned about;
+// one it lists that is not on disk, or half a part, is damage (its requests count as missing).
 func (r *runDir) listParts(w *warner) error {
 	reqKind, chunkKind := schemas.KindOf[schemas.RawRequest](), schemas.KindOf[schemas.RawChunk]()
+	listed := map[string]bool{}
+	for _, f := range r.manifest.Files {
+		listed[filepath.Join(r.dir, f.Path)] = true
+	}
+	mpath := filepath.Join(r.dir, schemas.ManifestName)
+	for _, p := range r.findParts() {
+		for _, f := range []string{p.requests, p.chunks} {
+			if f != "" && len(listed) > 0 && !listed[f] {
+				if err := w.warn(f, "not listed in %s (part of an unfinished capture?)", mpath); err != nil {
+					return err
+				}
+			}
+		}
+		var err error
+		switch {
+		case p.requests == "" && !listed[p.path(reqKind)]:
+			err = r.damaged(w, p.chunks, "has no requests file of the same worker and part; its chunks are skipped")
+		case p.chunks == "" && !listed[p.path(chunkKind)]:
+			err = r.damaged(w, p.requests, "has no chunks file of the same worker and part; its requests lack their events and count as missing")
+		}
+		if err != nil {
+			return err
+		}
+		if p.requests != "" {
+			r.parts = append(r.parts, p)
+		}
+	}
+	for _, e := range r.manifest.Files {
+		f := filepath.Join(r.dir, e.Path)
+		if e.Kind != reqKind.Name && e.Kind != chunkKind.Name {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			if err := r.damaged(w, f, fmt.Sprintf("listed in %s with %d rows but missing", schemas.ManifestName, e.Rows)); err != nil {
+				return err
+			}
+		}
+	}
+	if len(r.parts) == 0 && r.shards > 0 {
+		if err := w.warn(filepath.Join(r.dir, "raw"), "no raw request parts"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findParts returns the parts on disk, each with its requests and chunks files where they are,
+// by worker and part number.
+func (r *runDir) findParts() []*part {
+	reqKind := schemas.KindOf[schemas.RawRequest]()
 	byKey := map[[2]int]*part{}
-	for _, path := range append(reqKind.Glob(r.dir), chunkKind.Glob(r.dir)...) {
+	var parts []*part
+	for _, path := range append(reqKind.Glob(r.dir), schemas.KindOf[schemas.RawChunk]().Glob(r.dir)...) {
 		rel, _ := filepath.Rel(r.dir, path) // path is below r.dir: Glob found it there
 		k, wk, pn, _ := schemas.ParsePartPath(rel)
 		p := byKey[[2]int{wk, pn}]
 		if p == nil {
 			p = &part{run: r, worker: wk, num: pn}
 			byKey[[2]int{wk, pn}] = p
+			parts = append(parts, p)
 		}
 		if k.Name == reqKind.Name {
 			p.requests = path
@@ -154,57 +207,19 @@ func (r *runDir) listParts(w *warner) error {
 			p.chunks = path
 		}
 	}
-	listed := map[string]schemas.FileEntry{}
-	for _, f := range r.manifest.Files {
-		listed[filepath.Join(r.dir, f.Path)] = f
-	}
-	mpath := filepath.Join(r.dir, schemas.ManifestName)
-	for f, e := range listed {
-		if e.Kind != reqKind.Name && e.Kind != chunkKind.Name {
-			continue
-		}
-		if _, err := os.Stat(f); err != nil {
-			if err := r.damaged(w, f, fmt.Sprintf("listed in %s with %d rows but missing", mpath, e.Rows)); err != nil {
-				return err
-			}
-		}
-	}
-	for _, p := range byKey {
-		for _, f := range []string{p.requests, p.chunks} {
-			if f != "" && len(listed) > 0 {
-				if _, ok := listed[f]; !ok {
-					if err := w.warn(f, "not listed in %s (part of an unfinished capture?)", mpath); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		if p.requests == "" {
-			if err := r.damaged(w, p.chunks, "has no requests file of the same worker and part; its chunks are skipped"); err != nil {
-				return err
-			}
-			continue
-		}
-		if p.chunks == "" {
-			if err := r.damaged(w, p.requests, "has no chunks file of the same worker and part; its requests lack their events"); err != nil {
-				return err
-			}
-		}
-		r.parts = append(r.parts, p)
-	}
-	sort.Slice(r.parts, func(i, j int) bool {
-		a, b := r.parts[i], r.parts[j]
+	sort.Slice(parts, func(i, j int) bool {
+		a, b := parts[i], parts[j]
 		if a.worker != b.worker {
 			return a.worker < b.worker
 		}
 		return a.num < b.num
 	})
-	if len(r.parts) == 0 && r.shards > 0 {
-		if err := w.warn(filepath.Join(r.dir, "raw"), "no raw request parts"); err != nil {
-			return err
-		}
-	}
-	return nil
+	return parts
+}
+
+// path is the path of the part's file of kind k.
+func (p *part) path(k schemas.Kind) string {
+	return filepath.Join(p.run.dir, filepath.FromSlash(k.PartPath(p.worker, p.num)))
 }
 
 // listedRows returns the row count the manifest records for path, or -1.

@@ -190,10 +190,15 @@ func (l *ledger) record(file string, states []reqState) error {
 }
 
 // damaged records that file of the run is missing, short or damaged (why), so its requests
-// count as missing, and warns (with Strict: fails).
+// count as missing, and warns (with Strict: fails). The stage notes name it relative to the
+// run directory, which they name first.
 func (r *runDir) damaged(w *warner, file, why string) error {
-	r.damage = append(r.damage, file+": "+why)
-	return w.warn(file, "%s; its requests count as missing", why)
+	rel, err := filepath.Rel(r.dir, file)
+	if err != nil {
+		rel = file
+	}
+	r.damage = append(r.damage, filepath.ToSlash(rel)+": "+why)
+	return w.warn(file, "%s", why)
 }
 
 // damageNote names the run's damaged files, at most maxNamed of them; "" when none.
@@ -223,7 +228,7 @@ func nothingRead(runs []*runDir) error {
 		}
 		switch {
 		case len(r.damage) > 0:
-			why = append(why, r.damageNote())
+			why = append(why, r.dir+": "+r.damageNote())
 		case r.shards > 0 && r.manifest.Status == schemas.StatusComplete && plannedOf(r) > 0:
 			why = append(why, fmt.Sprintf("%s: no raw request part, though its capture is complete with %d requests planned", filepath.Join(r.dir, "raw"), plannedOf(r)))
 		}

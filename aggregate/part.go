@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -60,7 +61,7 @@ func (pr *partReader) reconcile(p *part, events bool) error {
 	if lost == 0 || !events {
 		return nil
 	}
-	return p.run.damaged(pr.agg.w, p.chunks, fmt.Sprintf("%d requests of %s lack some of their events", lost, p.requests))
+	return p.run.damaged(pr.agg.w, p.chunks, fmt.Sprintf("%d requests of %s lack some of their events and count as missing", lost, filepath.Base(p.requests)))
 }
 
 // readRequests reads the part's request rows into pr.states; false when the file is cut short or
@@ -85,7 +86,7 @@ func (pr *partReader) readRequests(ctx context.Context, p *part) (bool, error) {
 	})
 	if errors.Is(err, schemas.ErrCorrupt) {
 		pr.states = pr.states[:0]
-		return false, p.run.damaged(a.w, p.requests, whyCorrupt(p.requests, err)+"; its chunks are skipped")
+		return false, p.run.damaged(a.w, p.requests, whyCorrupt(p.requests, err)+"; the part's requests count as missing")
 	}
 	if err != nil {
 		return false, err
@@ -254,7 +255,7 @@ func (pr *partReader) readChunks(ctx context.Context, p *part) (bool, error) {
 		return nil
 	})
 	if errors.Is(err, schemas.ErrCorrupt) {
-		return false, p.run.damaged(a.w, p.chunks, whyCorrupt(p.chunks, err)+"; its requests lack their events")
+		return false, p.run.damaged(a.w, p.chunks, whyCorrupt(p.chunks, err)+"; its requests lack their events and count as missing")
 	}
 	if err != nil {
 		return false, err

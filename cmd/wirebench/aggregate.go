@@ -30,11 +30,16 @@ func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	defer lock.Release()
-	sum, err := aggregate.Run(ctx, aggregate.Config{
+	cfg := aggregate.Config{
 		Runs: c.Runs, Out: c.Out, Force: c.Force, Strict: c.Strict, IncludeWarmup: c.IncludeWarmup,
 		Decomposition: c.Decomposition, ClockTolerance: c.ClockTolerance, Args: os.Args[1:],
-	}, log)
+	}
+	started := time.Now()
+	sum, err := aggregate.Run(ctx, cfg, log)
 	if err != nil {
+		if rerr := aggregate.RecordFailure(cfg, started, err); rerr != nil {
+			log.Warn("the manifest does not record the failed aggregate step", "err", rerr)
+		}
 		lock.RemoveIfCreated()
 		return err
 	}
