@@ -67,6 +67,7 @@ type aggregator struct {
 	outs         *outageScan
 	outages      []schemas.Outage // found after pass 1, counted in pass 2
 	seqs         *ledger          // which file recorded each seq
+	manifestPath string           // the reference host's manifest: named by warnings about stages
 }
 
 // stageOf returns the accumulator of stage idx, making one (with a warning) for a stage the
@@ -200,10 +201,12 @@ func RecordFailure(cfg Config, started time.Time, stepErr error) error {
 // newAggregator makes the aggregator of runs: the first run's SLO, bias and tokenizer, and one
 // accumulator per planned stage (spilling into spill).
 func newAggregator(cfg Config, runs []*runDir, spill string, w *warner, log *slog.Logger) (*aggregator, error) {
-	m0 := reference(runs).manifest
+	ref := reference(runs)
+	m0 := ref.manifest
 	bias := runs[0].config.Bias.WithDefaults()
 	a := &aggregator{cfg: cfg, log: log, w: w, slo: runs[0].config.SLO, bias: bias, allow: int64(bias.StampAllowance),
-		startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill, outs: newOutageScan(m0.StartNs), seqs: newLedger(plannedRequests(m0))}
+		startNs: m0.StartNs, stages: map[int32]*stageAcc{}, spill: spill, outs: newOutageScan(m0.StartNs), seqs: newLedger(plannedRequests(m0)),
+		manifestPath: filepath.Join(ref.dir, schemas.ManifestName)}
 	var err error
 	if a.tok, err = tokenizer.Load(runs[0].config.Tokenizer); err != nil {
 		if werr := w.warn(filepath.Join(runs[0].dir, schemas.ManifestName), "tokenizer: %v; output tokens without usage are counted as content events", err); werr != nil {
@@ -372,7 +375,9 @@ func (a *aggregator) stageRows(runs []*runDir, workers map[int32][]workerStats, 
 		if err != nil {
 			return nil, nil, -1, err
 		}
-		flagGap(&st, stageGap(runs, acc.info, a.startNs))
+		if err := a.flagGap(&st, stageGap(runs, acc.info, a.startNs)); err != nil {
+			return nil, nil, -1, err
+		}
 		st.ClockUncertaintyNs = stageClock(runs, i)
 		rows = append(rows, st)
 		accs = append(accs, acc)

@@ -178,19 +178,20 @@ func (r *runDir) stageNote(info schemas.StageInfo, end int64) string {
 	return fmt.Sprintf("%s: %s, %d of its %d planned requests recorded", r.name(), strings.Join(why, ", "), got, planned)
 }
 
-// flagGap records a stage's gap: the load the stage planned was not all sent, so the load
-// verdict fails whatever the sends that were made say, blamed on the gap (the server saw only
-// part of the load), which comes first among its reasons.
-func flagGap(st *schemas.Stage, gap string) {
+// flagGap records a stage's gap: some of the requests the stage planned are not in its figures,
+// so the load verdict fails whatever the sends that were made say, blamed on the gap, which
+// comes first among its reasons; it warns (with Strict: fails).
+func (a *aggregator) flagGap(st *schemas.Stage, gap string) error {
 	st.Missing = gap
 	if gap == "" {
-		return
+		return nil
 	}
 	reason := "part of the planned load is missing: " + gap
 	if st.LoadReason != "" {
 		reason += "; " + st.LoadReason
 	}
 	st.LoadDelivered, st.LoadReason, st.LoadBlame = false, reason, schemas.BlameMissing
+	return a.w.warn(a.manifestPath, "stage %d %q: %s", st.Stage, st.Name, reason)
 }
 
 // mergedMissing is the merged manifest's missing list: each host's own missing entries, hosts

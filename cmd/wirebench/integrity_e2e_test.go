@@ -231,9 +231,12 @@ func TestAggregateOnDamagedRun(t *testing.T) {
 		dir := damagedCopy(t, run)
 		cut(t, filepath.Join(dir, victim.Path))
 		aggregateDamaged(t, dir).checkMissing(t, whole, integrityPlanned-victim.Rows, victim.Path)
+	})
 
-		before, _ := os.ReadFile(filepath.Join(dir, "metrics", "stages.parquet"))
-		checkRefused(t, dir, before, aggregateDamaged(t, dir, "--strict"), victim.Path)
+	t.Run("strict fails and says so", func(t *testing.T) {
+		dir := damagedCopy(t, run)
+		cut(t, filepath.Join(dir, victim.Path))
+		checkRefused(t, dir, good, aggregateDamaged(t, dir, "--strict"), victim.Path)
 	})
 
 	t.Run("two listed parts deleted", func(t *testing.T) {
