@@ -25,7 +25,7 @@ type Config struct {
 	Runs          []string // run directories: one run, or the hosts of one distributed run (same run id)
 	Out           string   // directory that receives metrics/ and the manifest step; default Runs[0]
 	Force         bool     // let Out replace another run it holds (checkOut) once the inputs are read and checked
-	Strict        bool     // turn warnings (missing part, manifest disagreement, dead worker) into errors
+	Strict        bool     // turn warnings (missing, short or damaged part, lost events, manifest disagreement, dead worker) into errors
 	IncludeWarmup bool     // count warmup requests and stages in the stage metrics
 	// Decomposition is the source of queue/prefill/decode: auto (or empty: server, else
 	// histograms, else fit, per request), or one of server, histograms, fit forced for every
