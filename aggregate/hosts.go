@@ -195,10 +195,14 @@ func (a *aggregator) flagGap(st *schemas.Stage, gap string) error {
 }
 
 // mergedMissing is the merged manifest's missing list: each host's own missing entries, hosts
-// that never captured or did not finish, and shards no directory holds.
+// that never captured or did not finish, the files aggregate found missing or damaged, and
+// shards no directory holds.
 func mergedMissing(runs []*runDir) []string {
 	var out []string
 	for _, r := range runs {
+		for _, d := range r.damage {
+			out = append(out, fmt.Sprintf("host %s: %s", r.name(), d))
+		}
 		why := r.incomplete()
 		if why == "" {
 			continue

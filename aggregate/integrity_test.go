@@ -132,3 +132,22 @@ func checkReconciled(t *testing.T, dir string, st schemas.Stage, requests int, m
 		t.Errorf("stage delivered %v, blame %q, reason %q; want not delivered, blamed on missing, the gap in the reason", st.LoadDelivered, st.LoadBlame, st.LoadReason)
 	}
 }
+
+// TestMergedManifestNamesDamage: a merged run's manifest lists the files found missing or
+// damaged, by host.
+func TestMergedManifestNamesDamage(t *testing.T) {
+	dir := reconcileRun().write(t, t.TempDir())
+	truncate(t, filepath.Join(dir, "raw", "chunks-w01-0000.parquet"))
+	out := t.TempDir()
+	if _, err := Run(context.Background(), Config{Runs: []string{dir}, Out: out}, quietLog()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := schemas.ReadManifest(filepath.Join(out, schemas.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "host " + dir + ": raw/chunks-w01-0000.parquet: corrupt parquet file"
+	if !strings.Contains(strings.Join(m.Missing, "\n"), want) {
+		t.Errorf("merged manifest missing %q; want %q", m.Missing, want)
+	}
+}

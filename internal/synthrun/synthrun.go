@@ -87,14 +87,18 @@ func Write(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
+	// Seqs interleave hosts and workers, whose Poisson streams differ in length: the stage plans
+	// seqs 0 to the highest, each host the requests it wrote (shard_planned).
+	var plan int64
 	for _, h := range hosts {
+		plan = max(plan, h.maxSeq+1)
 		res.Requests += h.requests
 		res.Chunks += h.chunks
 		res.Bytes += h.bytes
 		res.Dirs = append(res.Dirs, h.dir)
 	}
 	for _, h := range hosts {
-		if err := h.manifest(res.Requests).Write(filepath.Join(h.dir, schemas.ManifestName)); err != nil {
+		if err := h.manifest(plan).Write(filepath.Join(h.dir, schemas.ManifestName)); err != nil {
 			return nil, err
 		}
 	}
@@ -109,6 +113,7 @@ type host struct {
 	files    []schemas.FileEntry
 	workers  []schemas.Worker
 	requests int64
+	maxSeq   int64 // the highest seq written
 	chunks   int64
 	bytes    int64
 }
@@ -153,6 +158,7 @@ func (h *host) writeWorker(w int) error {
 		}
 		seq := (k*int64(c.Workers)+int64(w))*int64(c.Hosts) + int64(h.shard)
 		n := p.request(rng, seq, planned)
+		h.maxSeq = max(h.maxSeq, seq)
 		if len(p.rb) >= batchRows {
 			if err := p.flush(); err != nil {
 				return err
@@ -294,7 +300,7 @@ func (h *host) manifest(planned int64) *schemas.Manifest {
 		CPUs: c.Workers, ClockSource: "CLOCK_REALTIME", Created: created, StartNs: StartNs, Shard: fmt.Sprintf("%d/%d", h.shard, c.Hosts),
 		Clock: &schemas.Clock{Source: "adjtimex", Synchronized: true, State: "TIME_OK", MaxErrorNs: ClockMaxErrorNs, EstErrorNs: ClockMaxErrorNs / 10,
 			BootID: fmt.Sprintf("synthetic-boot-%02d", h.shard), ReadAt: ended},
-		Config: cfg, Status: schemas.StatusComplete, Files: h.files,
+		Config: cfg, Status: schemas.StatusComplete, Files: h.files, ShardPlanned: map[int32]int64{0: h.requests},
 		Stages: []schemas.StageInfo{{Index: 0, Name: name, Mode: "open", Arrival: "poisson", Rate: c.Rate * float64(c.Hosts),
 			DurationNs: int64(c.Duration), Requests: planned}},
 		Steps: []schemas.Step{{Name: "replay", Started: created, Ended: created, Status: schemas.StatusComplete},
