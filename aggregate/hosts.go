@@ -256,6 +256,9 @@ func hostEntries(runs []*runDir) []schemas.Host {
 		for _, n := range r.recorded {
 			h.Requests += n
 		}
+		for _, n := range r.lost {
+			h.Requests += n
+		}
 		out[i] = h
 	}
 	return out
