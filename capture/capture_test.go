@@ -439,24 +439,41 @@ func TestResolveRejectsBadStopFidelity(t *testing.T) {
 }
 
 func TestResolveTimeouts(t *testing.T) {
-	rc := &schemas.Config{Target: schemas.Target{URL: "http://127.0.0.1:9"}}
-	cfg := Config{}
-	if err := resolve(&cfg, rc); err != nil {
-		t.Fatal(err)
+	d := func(v time.Duration) *time.Duration { return &v }
+	sd := func(v time.Duration) *schemas.Duration { x := schemas.Duration(v); return &x }
+	type got struct{ timeout, ttft, gap, connect, watchdog time.Duration }
+	for _, tt := range []struct {
+		name   string
+		target schemas.Target
+		cfg    Config
+		want   got
+	}{
+		// Nothing set: every default.
+		{"defaults", schemas.Target{}, Config{},
+			got{DefaultTimeout, DefaultTTFTTimeout, DefaultGapTimeout, DefaultConnectTimeout, DefaultWatchdog}},
+		// The config's values, a flag winning over one of them.
+		{"config and flag", schemas.Target{Timeout: sd(time.Minute), TTFTTimeout: schemas.Duration(5 * time.Second), GapTimeout: schemas.Duration(2 * time.Second), ConnectTimeout: schemas.Duration(3 * time.Second)},
+			Config{GapTimeout: 300 * time.Millisecond, Watchdog: 4 * time.Second},
+			got{time.Minute, 5 * time.Second, 300 * time.Millisecond, 3 * time.Second, 4 * time.Second}},
+		// timeout: 0 in the config is none, not the default.
+		{"config timeout 0 = none", schemas.Target{Timeout: sd(0)}, Config{},
+			got{0, DefaultTTFTTimeout, DefaultGapTimeout, DefaultConnectTimeout, DefaultWatchdog}},
+		// --timeout 0 is none whatever the config says.
+		{"flag timeout 0 = none", schemas.Target{Timeout: sd(time.Minute)}, Config{Timeout: d(0)},
+			got{0, DefaultTTFTTimeout, DefaultGapTimeout, DefaultConnectTimeout, DefaultWatchdog}},
+	} {
+		tt.target.URL = "http://127.0.0.1:9"
+		cfg := tt.cfg
+		if err := resolve(&cfg, &schemas.Config{Target: tt.target}); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if g := (got{*cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout, cfg.ConnectTimeout, cfg.Watchdog}); g != tt.want {
+			t.Errorf("%s: resolve = %+v; want %+v", tt.name, g, tt.want)
+		}
 	}
-	if cfg.Timeout != 0 || cfg.TTFTTimeout != DefaultTTFTTimeout || cfg.GapTimeout != DefaultGapTimeout {
-		t.Errorf("defaults: timeout %v ttft %v gap %v; want none, %v, %v", cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout, DefaultTTFTTimeout, DefaultGapTimeout)
-	}
-	rc.Target.Timeout, rc.Target.TTFTTimeout, rc.Target.GapTimeout = schemas.Duration(time.Minute), schemas.Duration(5*time.Second), schemas.Duration(2*time.Second)
-	cfg = Config{GapTimeout: 300 * time.Millisecond} // the flag wins over the config
-	if err := resolve(&cfg, rc); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Timeout != time.Minute || cfg.TTFTTimeout != 5*time.Second || cfg.GapTimeout != 300*time.Millisecond {
-		t.Errorf("config and flag: timeout %v ttft %v gap %v; want 1m, 5s, 300ms", cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout)
-	}
-	cfg = Config{TTFTTimeout: -time.Second}
-	if err := resolve(&cfg, rc); err == nil {
-		t.Error("resolve(TTFTTimeout -1s) = nil; want an error")
+	for _, cfg := range []Config{{TTFTTimeout: -time.Second}, {Timeout: d(-time.Second)}, {ConnectTimeout: -time.Second}} {
+		if err := resolve(&cfg, &schemas.Config{Target: schemas.Target{URL: "http://127.0.0.1:9"}}); err == nil {
+			t.Errorf("resolve(%+v) = nil; want an error", cfg)
+		}
 	}
 }

@@ -9,26 +9,33 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirebench/wirebench/capture/wire"
 	"github.com/wirebench/wirebench/schemas"
 )
 
 // Config is one capture of a run directory. Zero values take the manifest's config
 // (schemas.Config.Capture and .Target), then the defaults below.
 type Config struct {
-	Run          string        // run directory holding manifest.json and schedule/
-	Workers      int           // worker processes; 0 = capture.workers, else the CPUs this process may use
-	Shard        int           // this host's shard index, 0 <= Shard < Shards
-	Shards       int           // number of hosts sharing the schedule; 0 or 1 = one host
-	StartAt      time.Time     // common start time (multi-host runs); zero = a little after every worker is ready
-	Target       string        // base URL overriding target.url
-	MaxInflight  int           // per worker; 0 = capture.max_inflight (0 = unlimited)
-	MaxConns     int           // connections per worker; 0 = capture.max_connections (0 = what the open-files limit allows)
-	Connections  int           // warm connections per worker; 0 = capture.connections, else DefaultConnections
-	KeepText     bool          // store generated text in raw requests (or capture.keep_text)
-	DrainTimeout time.Duration // wait for in-flight requests after the first interrupt; 0 = capture.drain_timeout, else DefaultDrainTimeout
-	Timeout      time.Duration // per whole request; 0 = target.timeout (0 = none)
-	TTFTTimeout  time.Duration // no response body byte this long after the send: ttft_timeout; 0 = target.ttft_timeout, else DefaultTTFTTimeout
-	GapTimeout   time.Duration // no byte this long once the body has begun: gap_timeout; 0 = target.gap_timeout, else DefaultGapTimeout
+	Run          string         // run directory holding manifest.json and schedule/
+	Workers      int            // worker processes; 0 = capture.workers, else the CPUs this process may use
+	Shard        int            // this host's shard index, 0 <= Shard < Shards
+	Shards       int            // number of hosts sharing the schedule; 0 or 1 = one host
+	StartAt      time.Time      // common start time (multi-host runs); zero = a little after every worker is ready
+	Target       string         // base URL overriding target.url
+	MaxInflight  int            // per worker; 0 = capture.max_inflight (0 = unlimited)
+	MaxConns     int            // connections per worker; 0 = capture.max_connections (0 = what the open-files limit allows)
+	Connections  int            // warm connections per worker; 0 = capture.connections, else DefaultConnections
+	KeepText     bool           // store generated text in raw requests (or capture.keep_text)
+	DrainTimeout time.Duration  // wait for in-flight requests after the first interrupt; 0 = capture.drain_timeout, else DefaultDrainTimeout
+	Timeout      *time.Duration // per whole request; nil = target.timeout, else DefaultTimeout; 0 = none
+	TTFTTimeout  time.Duration  // no response body byte this long after the send: ttft_timeout; 0 = target.ttft_timeout, else DefaultTTFTTimeout
+	GapTimeout   time.Duration  // no byte this long once the headers or body have begun: gap_timeout; 0 = target.gap_timeout, else DefaultGapTimeout
+	// ConnectTimeout bounds each dial (TCP connect and TLS handshake; error kind connect); 0 =
+	// target.connect_timeout, else DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// Watchdog fails the run when a worker that has not finished sends no message for this long
+	// (stopped, hung): the worker is killed and named; 0 = DefaultWatchdog.
+	Watchdog     time.Duration
 	PartRows     int           // roll parts after this many chunk rows; 0 = capture.part_rows, else DefaultPartRows
 	PartInterval time.Duration // ... or after this long; 0 = capture.part_interval, else DefaultPartInterval
 	GOMAXPROCS   int           // per worker; 0 = DefaultGOMAXPROCS
@@ -80,7 +87,17 @@ const (
 	// what an overload run measures; ten minutes is past any queue worth measuring, and bounds
 	// a request the server accepted and forgot. (A non-streaming body comes whole: there it
 	// bounds the whole generation.)
-	DefaultTTFTTimeout  = 10 * time.Minute
+	DefaultTTFTTimeout = 10 * time.Minute
+	// DefaultTimeout bounds a whole request: past any generation worth measuring (32,768 tokens
+	// at 20 tokens/s take 27 minutes), it ends one that a server keeps alive with a byte now and
+	// then, which no other timeout cuts.
+	DefaultTimeout = 30 * time.Minute
+	// DefaultConnectTimeout bounds a dial: three SYN retransmissions (1 s, 3 s and 7 s after the
+	// first SYN) and a TLS handshake fit.
+	DefaultConnectTimeout = wire.DefaultConnectTimeout
+	// DefaultWatchdog: a worker reports its progress every second while it runs; 30 s of silence
+	// is a worker stopped (SIGSTOP, a debugger) or hung, not a slow one.
+	DefaultWatchdog     = 30 * time.Second
 	DefaultPartRows     = 500_000
 	DefaultPartInterval = 10 * time.Second
 	// DefaultGOMAXPROCS is 4 for a worker pinned to one CPU: the pacer's locked thread gives up
@@ -98,6 +115,8 @@ var (
 	ErrTargetDown = errors.New("target failed every request of the first second")
 	// ErrWorkerDied: a worker process ended abnormally; the others went on.
 	ErrWorkerDied = errors.New("worker died")
+	// ErrWorkerStuck: a worker sent nothing for Config.Watchdog; it was killed, the others went on.
+	ErrWorkerStuck = errors.New("worker stuck")
 	// ErrInterrupted: the capture was stopped by an interrupt; finished parts are kept.
 	ErrInterrupted = errors.New("capture interrupted")
 )

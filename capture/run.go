@@ -153,7 +153,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		}
 		wc := worker.Config{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
 			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, Headers: rc.Target.Headers, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
-			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
+			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: *cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
+			ConnectTimeout: cfg.ConnectTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
 			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode}
 		if err := c.start(exe, wc); err != nil {
 			c.stopAll()
@@ -237,15 +238,31 @@ func resolve(cfg *Config, rc *schemas.Config) error {
 	cfg.PartRows = pick(cfg.PartRows, co.PartRows, DefaultPartRows)
 	cfg.GOMAXPROCS = pick(cfg.GOMAXPROCS, 0, DefaultGOMAXPROCS)
 	cfg.DrainTimeout = pickD(cfg.DrainTimeout, co.DrainTimeout.D(), DefaultDrainTimeout)
-	cfg.Timeout = pickD(cfg.Timeout, rc.Target.Timeout.D(), 0)
+	cfg.Timeout = requestTimeout(cfg.Timeout, rc.Target.Timeout)
 	cfg.TTFTTimeout = pickD(cfg.TTFTTimeout, rc.Target.TTFTTimeout.D(), DefaultTTFTTimeout)
 	cfg.GapTimeout = pickD(cfg.GapTimeout, rc.Target.GapTimeout.D(), DefaultGapTimeout)
-	if cfg.Timeout < 0 || cfg.TTFTTimeout < 0 || cfg.GapTimeout < 0 {
-		return fmt.Errorf("timeouts must be >= 0 (timeout %v, ttft-timeout %v, gap-timeout %v)", cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout)
+	cfg.ConnectTimeout = pickD(cfg.ConnectTimeout, rc.Target.ConnectTimeout.D(), DefaultConnectTimeout)
+	cfg.Watchdog = pickD(cfg.Watchdog, 0, DefaultWatchdog)
+	if *cfg.Timeout < 0 || cfg.TTFTTimeout < 0 || cfg.GapTimeout < 0 || cfg.ConnectTimeout < 0 || cfg.Watchdog < 0 {
+		return fmt.Errorf("timeouts must be >= 0 (timeout %v, ttft-timeout %v, gap-timeout %v, connect-timeout %v, watchdog %v)",
+			*cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout, cfg.ConnectTimeout, cfg.Watchdog)
 	}
 	cfg.PartInterval = pickD(cfg.PartInterval, co.PartInterval.D(), DefaultPartInterval)
 	cfg.KeepText = cfg.KeepText || co.KeepText
 	return nil
+}
+
+// requestTimeout is the whole-request timeout: the flag, else target.timeout, else
+// DefaultTimeout; 0 = none.
+func requestTimeout(flag *time.Duration, conf *schemas.Duration) *time.Duration {
+	d := DefaultTimeout
+	switch {
+	case flag != nil:
+		d = *flag
+	case conf != nil:
+		d = conf.D()
+	}
+	return &d
 }
 
 // plannedPerStage counts this host's planned requests per stage.
@@ -285,6 +302,10 @@ type workerProc struct {
 	done  *worker.Message
 	exit  *workerExit
 	last  *worker.Progress
+
+	planned int64     // requests it owns (its ready message)
+	lastMsg time.Time // its latest message since the start, for the watchdog
+	stuck   string    // why the watchdog killed it; empty when it did not
 }
 
 type coord struct {
@@ -384,16 +405,27 @@ func (c *coord) stopAll() {
 
 func (c *coord) waitAll() {
 	for range c.procs {
-		e := <-c.exits
-		c.procs[e.worker].exit = &e
+		c.exited(<-c.exits)
 	}
+}
+
+// exited records a worker's exit.
+func (c *coord) exited(e workerExit) {
+	p := c.procs[e.worker]
+	if p.stuck != "" {
+		e.status = "stuck: killed by the watchdog (" + e.status + ")"
+	}
+	p.exit = &e
 }
 
 func (c *coord) handle(wm workerMsg) {
 	p := c.procs[wm.worker]
+	if !p.lastMsg.IsZero() {
+		p.heard(time.Now())
+	}
 	switch m := wm.msg; m.Type {
 	case "ready":
-		p.ready = true
+		p.ready, p.planned = true, m.Planned
 		if m.Warn != "" {
 			c.log.Warn("worker warm-up", "worker", wm.worker, "msg", m.Warn)
 		}
@@ -427,7 +459,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 				ready++
 			}
 		case e := <-c.exits:
-			c.procs[e.worker].exit = &e
+			c.exited(e)
 			c.stopAll()
 			c.drainExits()
 			return fmt.Errorf("worker %d ended before it was ready (%s); see its log above", e.worker, e.status)
@@ -458,6 +490,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 	}
 	for _, p := range c.procs {
 		c.control(p, worker.Control{StartNs: c.startNs})
+		p.heard(time.Now())
 	}
 	c.log.Info("capture starting", "workers", len(c.procs), "start", start.Format(time.RFC3339Nano), "planned", c.total, "target", c.cfg.Target)
 
@@ -492,7 +525,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 			}
 		case e := <-c.exits:
 			alive--
-			c.procs[e.worker].exit = &e
+			c.exited(e)
 			if !e.ok {
 				c.log.Error("worker died; the others go on", "worker", e.worker, "cpu", c.procs[e.worker].cfg.CPU, "exit", e.status)
 			}
@@ -502,6 +535,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 			c.log.Warn("stopping: workers drain their in-flight requests", "drain_timeout", c.cfg.DrainTimeout)
 			c.stopAll()
 		case now := <-tick.C:
+			c.watch(now)
 			if !c.cfg.Quiet {
 				tr.render(now.UnixNano())
 			}
@@ -619,8 +653,7 @@ func (c *coord) checkFirstSecond() bool {
 func (c *coord) drainExits() {
 	for _, p := range c.procs {
 		if p.exit == nil {
-			e := <-c.exits
-			c.procs[e.worker].exit = &e
+			c.exited(<-c.exits)
 		}
 	}
 	c.readersWG.Wait()
@@ -664,9 +697,29 @@ func (c *coord) result() error {
 			c.m.AddFile(schemas.EntryOf[schemas.ServerMetric](int64(len(c.server))))
 		}
 	}
-	var dead []string
+	dead, stuck := c.lost()
+	switch {
+	case c.failure != nil:
+		return c.failure
+	case ferr != nil:
+		return ferr
+	case stuck:
+		return fmt.Errorf("%w: %s; the other workers finished and every finished part is kept", ErrWorkerStuck, strings.Join(dead, ", "))
+	case len(dead) > 0:
+		return fmt.Errorf("%w: %s; the other workers finished and every finished part is kept", ErrWorkerDied, strings.Join(dead, ", "))
+	case c.interrupted:
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// lost names the workers that died or were killed stuck, and reports whether one was stuck.
+func (c *coord) lost() (dead []string, stuck bool) {
 	for _, p := range c.procs {
-		if p.exit != nil && !p.exit.ok {
+		switch {
+		case p.stuck != "":
+			dead, stuck = append(dead, p.stuck), true
+		case p.exit != nil && !p.exit.ok:
 			why := p.exit.status
 			if p.done != nil && p.done.Error != "" {
 				why += ": " + p.done.Error
@@ -674,17 +727,7 @@ func (c *coord) result() error {
 			dead = append(dead, fmt.Sprintf("worker %d (%s)", p.cfg.Worker, why))
 		}
 	}
-	switch {
-	case c.failure != nil:
-		return c.failure
-	case ferr != nil:
-		return ferr
-	case len(dead) > 0:
-		return fmt.Errorf("%w: %s; the other workers finished and every finished part is kept", ErrWorkerDied, strings.Join(dead, ", "))
-	case c.interrupted:
-		return ErrInterrupted
-	}
-	return nil
+	return dead, stuck
 }
 
 // finish records the outcome in the manifest (written by Run's deferred call).

@@ -414,8 +414,11 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 	default:
 		v.errf("target.max_tokens", "%q: want workload or none", t.MaxTokens)
 	}
-	if t.Timeout < 0 {
-		v.errf("target.timeout", "must be >= 0")
+	if t.Timeout != nil && *t.Timeout < 0 {
+		v.errf("target.timeout", "must be >= 0 (0 = none)")
+	}
+	if t.ConnectTimeout < 0 {
+		v.errf("target.connect_timeout", "must be >= 0")
 	}
 	if t.TTFTTimeout < 0 {
 		v.errf("target.ttft_timeout", "must be >= 0")

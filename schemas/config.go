@@ -35,15 +35,19 @@ type Target struct {
 	Headers   map[string]string `yaml:"headers" json:"headers,omitempty"` // extra request headers
 	APIKeyEnv string            `yaml:"api_key_env" json:"api_key_env,omitempty"`
 	IgnoreEOS bool              `yaml:"ignore_eos" json:"ignore_eos,omitempty"`
-	// Timeout bounds each whole request; 0 = none (a long generation can take many minutes).
-	// TTFTTimeout ends a request whose response body has not begun this long after its send
-	// (error kind ttft_timeout; 0 = 10m), GapTimeout one whose body has begun and then had no
-	// byte for this long (gap_timeout; 0 = 60s): a stalled stream cannot hang the benchmark.
-	// A cut request keeps its partial chunks and counts as a goodput miss; its connection is
-	// closed. To turn TTFTTimeout or GapTimeout off, give a long value (e.g. 24h).
-	Timeout     Duration `yaml:"timeout" json:"timeout,omitempty"`
-	TTFTTimeout Duration `yaml:"ttft_timeout" json:"ttft_timeout,omitempty"`
-	GapTimeout  Duration `yaml:"gap_timeout" json:"gap_timeout,omitempty"`
+	// Timeout bounds each whole request (error kind timeout); absent = 30m, 0 = none (a long
+	// generation can take many minutes). TTFTTimeout ends a request whose response body has not
+	// begun this long after its send, however far its headers have come (error kind
+	// ttft_timeout; 0 = 10m), GapTimeout one whose headers or body have begun and then had no
+	// byte for this long (gap_timeout; 0 = 60s): a stalled or dripping answer cannot hang the
+	// benchmark. A cut request keeps its partial chunks and counts as a goodput miss; its
+	// connection is closed. To turn TTFTTimeout or GapTimeout off, give a long value (e.g. 24h).
+	// ConnectTimeout bounds each dial, TCP connect and TLS handshake (error kind connect; 0 =
+	// 10s); the SYN retransmissions are bounded to match (TCP_SYNCNT).
+	Timeout        *Duration `yaml:"timeout" json:"timeout,omitempty"`
+	TTFTTimeout    Duration  `yaml:"ttft_timeout" json:"ttft_timeout,omitempty"`
+	GapTimeout     Duration  `yaml:"gap_timeout" json:"gap_timeout,omitempty"`
+	ConnectTimeout Duration  `yaml:"connect_timeout" json:"connect_timeout,omitempty"`
 	// MaxTokens is the max_tokens policy: "workload" (default) sends each request's planned
 	// output length (schedule max_tokens) as max_tokens; "none" sends no max_tokens, so the
 	// server decides when to stop (the planned length stays in the schedule for reference).

@@ -54,6 +54,10 @@ type ClientConfig struct {
 	// late.
 	TTFTTimeout time.Duration
 	GapTimeout  time.Duration
+	// ConnectTimeout bounds each dial: the TCP connect (its SYN retransmissions are bounded to
+	// match with TCP_SYNCNT, see synRetries) and, on https, the TLS handshake. A request whose
+	// dial fails is recorded as connect. 0 = DefaultConnectTimeout.
+	ConnectTimeout time.Duration
 }
 
 // DefaultClientConfig returns the configuration capture starts from: 64 connections, no
@@ -84,11 +88,14 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 64
 	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
 	c := &Client{cfg: cfg, hold: func() {}, closed: make(chan struct{}), sessions: tls.NewLRUClientSessionCache(0)}
 	if cfg.Timestamps {
 		c.hold = holdTimestamps()
 	}
-	c.dialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	c.dialer = &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second, Control: synCountControl(synRetries(cfg.ConnectTimeout))}
 	return c
 }
 

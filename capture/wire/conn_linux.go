@@ -44,6 +44,7 @@ func newConn(nc net.Conn, stamp, track bool, st *counters) *Conn {
 	}
 	c.sys.rc = rc
 	c.sys.fn = c.sys.recv
+	capRetransmit(rc)
 	if stamp {
 		var serr error
 		err = rc.Control(func(fd uintptr) {

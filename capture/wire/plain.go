@@ -299,7 +299,7 @@ func (c *Client) dialSend(ep *endpoint, cl *call) {
 // dialInto dials a connection (already counted in p.open) and makes it idle in p; it reports
 // the dial's error, or nil, on done.
 func (c *Client) dialInto(p *plainPool, done chan<- error) {
-	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { // the client's Close ends the dial
 		select {
@@ -332,9 +332,6 @@ func (c *Client) dialInto(p *plainPool, done chan<- error) {
 // conn_wait_ns). A server that accepts in 50 µs allows 32 / 50 µs = 640,000 dials a second.
 const maxDialing = 32
 
-// dialTimeout bounds a dial on the send path: long enough for three SYN retransmissions.
-const dialTimeout = 20 * time.Second
-
 // dialWithin dials a new connection to p if that keeps p within MaxConns; it returns nil, nil
 // when p is at its cap.
 func (c *Client) dialWithin(ctx context.Context, p *plainPool) (*plainConn, error) {
@@ -350,8 +347,11 @@ func (c *Client) dialWithin(ctx context.Context, p *plainPool) (*plainConn, erro
 }
 
 // dialPlain opens a connection, starts its reader and registers it with the watchdog; the caller
-// has counted it in p.open (dialWithin).
+// has counted it in p.open (dialWithin). ConnectTimeout bounds the TCP connect and the TLS
+// handshake together.
 func (c *Client) dialPlain(ctx context.Context, p *plainPool) (*plainConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	defer cancel()
 	t0 := time.Now()
 	nc, err := c.dialer.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
@@ -832,21 +832,21 @@ func (c *Client) watch() {
 	}
 }
 
-// cut returns why cl, in flight on conn, is past its TTFTTimeout (no body byte yet) or its
-// GapTimeout (the body or the headers have begun and no byte has arrived since), or nil.
+// cut returns why cl, in flight on conn, is past its GapTimeout (the body or the headers have
+// begun and no byte has arrived since) or its TTFTTimeout (no body byte yet, however far the
+// headers have come: headers dripped a byte at a time are cut too), or nil.
 func (cl *call) cut(conn *Conn, now int64) *cutError {
 	if cl.ttftAt == 0 && cl.gap == 0 {
 		return nil
 	}
-	if conn.bodyResp.Load() >= cl.resp || conn.headOpen.Load() == cl.resp {
-		// The body began, or the server stalls inside the response's headers: either way it
-		// has begun to answer, and a silence is a gap.
+	body := conn.bodyResp.Load() >= cl.resp
+	if body || conn.headOpen.Load() == cl.resp {
+		// The server has begun to answer: a silence is a gap.
 		if q := now - conn.lastRead.Load(); cl.gap != 0 && q > cl.gap {
 			return &cutError{kind: schemas.ErrGapTimeout, limit: time.Duration(cl.gap), quiet: time.Duration(q)}
 		}
-		return nil
 	}
-	if cl.ttftAt != 0 && now > cl.ttftAt {
+	if !body && cl.ttftAt != 0 && now > cl.ttftAt {
 		return &cutError{kind: schemas.ErrTTFTTimeout, limit: time.Duration(cl.ttft), quiet: time.Duration(now - (cl.ttftAt - cl.ttft))}
 	}
 	return nil
@@ -899,9 +899,7 @@ func (c *Client) topUp(p *plainPool, n int) {
 			return
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		pc, err := c.dialWithin(ctx, p)
-		cancel()
+		pc, err := c.dialWithin(context.Background(), p)
 		if pc == nil || err != nil {
 			return
 		}

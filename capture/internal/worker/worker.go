@@ -52,9 +52,11 @@ type Config struct {
 	Timeout      time.Duration `json:"timeout"`      // per request; 0 = none
 	TTFTTimeout  time.Duration `json:"ttft_timeout"` // 0 = none
 	GapTimeout   time.Duration `json:"gap_timeout"`  // 0 = none
-	PartRows     int           `json:"part_rows"`
-	PartInterval time.Duration `json:"part_interval"`
-	Args         []string      `json:"args"`
+	// ConnectTimeout bounds each dial; 0 = wire.DefaultConnectTimeout.
+	ConnectTimeout time.Duration `json:"connect_timeout"`
+	PartRows       int           `json:"part_rows"`
+	PartInterval   time.Duration `json:"part_interval"`
+	Args           []string      `json:"args"`
 	// NoKernelTimestamps and StampAfterDecode: see Config.
 	NoKernelTimestamps bool `json:"no_kernel_timestamps,omitempty"`
 	StampAfterDecode   bool `json:"stamp_after_decode,omitempty"`
@@ -213,9 +215,9 @@ func (w *worker) newClient() *wire.Client {
 	}
 	maxConns := ConnCap(cfg.MaxConns, cfg.MaxInflight, OpenFilesLimit())
 	w.log.Info("connections", "max_connections", maxConns, "open_files_limit", OpenFilesLimit())
-	w.log.Info("timeouts", "timeout", cfg.Timeout, "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout)
+	w.log.Info("timeouts", "timeout", cfg.Timeout, "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout, "connect_timeout", cfg.ConnectTimeout)
 	return wire.NewClient(wire.ClientConfig{API: w.api, MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
-		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, TLS: w.tls,
+		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, ConnectTimeout: cfg.ConnectTimeout, TLS: w.tls,
 		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
 }
 
