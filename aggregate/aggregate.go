@@ -140,13 +140,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if replace {
-		if err := replaceOut(out, log); err != nil {
-			return nil, err
-		}
-	}
-	// Pass 2: fill the decomposition, write requests.parquet, add the decomposition dists.
-	n, err := a.pass2(ctx, pass1, schemas.FileOf[schemas.MetricRequest](out), prod, dp)
+	// Pass 2: fill the decomposition, write requests.parquet (in spill until the end, so an
+	// interrupt leaves the earlier metrics whole), add the decomposition dists.
+	pass2 := filepath.Join(spill, "requests.parquet")
+	n, err := a.pass2(ctx, pass1, pass2, prod, dp)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +151,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	rows, ts, sat, err := a.stageRows(runs, workers, &done)
 	if err != nil {
 		return nil, err
+	}
+	// The last point an interrupt stops at: from here the run in out is replaced.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if replace {
+		if err := replaceOut(out, log); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Rename(pass2, schemas.FileOf[schemas.MetricRequest](out)); err != nil {
+		return nil, fmt.Errorf("aggregate: %w", err)
 	}
 	if err := schemas.WriteFile(schemas.FileOf[schemas.Stage](out), rows, prod); err != nil {
 		return nil, err

@@ -113,6 +113,7 @@ func newStageStats() *stageStats {
 // the plan and compressing the two files use separate cores; in dry-run mode its writers are
 // nil and rows are only counted.
 type output struct {
+	ctx     context.Context // stops planning (Ctrl-C, SIGTERM); nil = never
 	reqW    *schemas.Writer[schemas.ScheduleRequest]
 	promptW *schemas.Writer[schemas.Prompt]
 	reqA    *asyncWriter[schemas.ScheduleRequest]
@@ -143,6 +144,9 @@ func (o *output) start() {
 }
 
 func (o *output) addRequest(r schemas.ScheduleRequest) error {
+	if err := o.cancelled(o.nReq); err != nil {
+		return err
+	}
 	st := o.stats[r.Stage]
 	st.requests++
 	st.in.RecordValue(int64(r.InputTokens))
@@ -177,6 +181,9 @@ func (o *output) addPromptImages(text, messagesJSON, images string, tokens int) 
 
 // addPromptRow stores a prompt row as is (replaying an earlier run keeps its ids).
 func (o *output) addPromptRow(p schemas.Prompt) error {
+	if err := o.cancelled(o.nPrompt); err != nil {
+		return err
+	}
 	o.nPrompt++
 	if o.keep {
 		o.kept = append(o.kept, p)
@@ -205,6 +212,15 @@ func (o *output) finish() error {
 	}
 	o.prompts, o.reqs = nil, nil
 	return err
+}
+
+// cancelled returns ctx's error (Ctrl-C, SIGTERM) once every batchRows rows (n rows so far), so
+// a plan of millions of rows stops within a batch.
+func (o *output) cancelled(n int64) error {
+	if o.ctx == nil || n%batchRows != 0 {
+		return nil
+	}
+	return o.ctx.Err()
 }
 
 // errWriterFailed stops planning when a writer goroutine has failed; finish returns its error.

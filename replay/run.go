@@ -103,7 +103,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		return fmt.Errorf("tokenizer: %w", err)
 	}
 
-	o := &output{}
+	o := &output{ctx: ctx}
 	var schedDir string
 	var createdOut bool
 	if !opts.DryRun {

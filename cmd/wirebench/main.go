@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -57,11 +58,13 @@ func main() {
 	log := newLogger(cli.LogLevel, cli.LogFormat)
 
 	ctx, cancel := context.WithCancel(context.Background())
+	var interrupted atomic.Bool
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		sig := <-sigs // SIGTERM is the first Ctrl-C too (Kubernetes, systemd, timeout(1))
 		log.Warn("interrupt: stopping and draining; interrupt again to exit at once", "signal", sig.String())
+		interrupted.Store(true)
 		cancel()
 		<-sigs
 		log.Error("second interrupt: exiting now")
@@ -76,8 +79,11 @@ func main() {
 	if err != nil {
 		code := 1
 		var ee *exitError
-		if errors.As(err, &ee) {
+		switch {
+		case errors.As(err, &ee):
 			code = ee.code
+		case interrupted.Load():
+			code = 130 // the command stopped at the interrupt (every command watches ctx)
 		}
 		fmt.Fprintf(stderr, "wirebench %s: %v\n", kctx.Command(), err)
 		os.Exit(code)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/synthrun"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -97,4 +99,78 @@ func TestSecondSIGTERMExitsAtOnce(t *testing.T) {
 		t.Errorf("manifest (err %v) status %q missing %q; want running, saying what may be missing", err, m.Status, m.Missing)
 	}
 	checkFinalFiles(t, run)
+}
+
+// TestSIGTERMStopsReplay: SIGTERM to `replay` planning millions of requests stops it at once
+// (before, it was logged and ignored until the plan was written): exit 130, and the run
+// directory it created is gone, no schedule or temporary file left.
+func TestSIGTERMStopsReplay(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "big.yaml")
+	yaml := "target: {url: http://127.0.0.1:9, api: completions, model: sim}\n" +
+		"load: {stages: [{rate: 20000, duration: 600s, arrival: poisson}]}\n" +
+		"workload: {synthetic: {input: {kind: fixed, value: 64}, output: {kind: fixed, value: 16}}}\n" +
+		"tokenizer: whitespace\n"
+	if err := os.WriteFile(config, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	cmd, _, stderr := startWirebench(t, "replay", config, "-o", run)
+	time.Sleep(1500 * time.Millisecond) // 12 million requests take longer than this to plan
+	stopAndExpect130(t, cmd, stderr, 5*time.Second)
+	if _, err := os.Stat(run); !os.IsNotExist(err) {
+		ents, _ := os.ReadDir(filepath.Join(run, "schedule"))
+		t.Errorf("%s left behind (%v, schedule holds %d files); want it removed", run, err, len(ents))
+	}
+}
+
+// TestSIGTERMStopsAggregate: SIGTERM to `aggregate` while it reads a large run stops it
+// within a batch: exit 130, no metrics file half-replaced, no temporary file or spill left.
+func TestSIGTERMStopsAggregate(t *testing.T) {
+	res, err := synthrun.Write(synthrun.Config{Dir: t.TempDir(), Hosts: 1, Workers: 2, Rate: 2000, Duration: time.Minute, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := res.Dirs[0]
+	cmd := exec.Command(binary, "aggregate", run)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "aggregate: reading parts"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("aggregate did not start reading in 30s:\n%s", stderr.String())
+		}
+	}
+	stopAndExpect130(t, cmd, &stderr, 10*time.Second)
+	ents, err := os.ReadDir(filepath.Join(run, "metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("metrics/%s left by the interrupted aggregate; want nothing", e.Name())
+	}
+}
+
+// stopAndExpect130 sends SIGTERM to cmd and checks that it exits with status 130 within limit.
+func stopAndExpect130(t *testing.T, cmd *exec.Cmd, stderr fmt.Stringer, limit time.Duration) {
+	t.Helper()
+	t0 := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%v still running %v after SIGTERM; stderr:\n%s", cmd.Args[1:2], limit, stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("%v after SIGTERM: %v after %v; want exit status 130\n%s", cmd.Args[1:2], err, time.Since(t0).Round(time.Millisecond), stderr.String())
+	}
 }
