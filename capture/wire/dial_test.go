@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -137,4 +138,45 @@ func TestWaitForConnectionTimesOut(t *testing.T) {
 		t.Errorf("B: error kind %q (%s) after %v; want %q soon after its 300 ms timeout", b.Req.ErrorKind, b.Req.ErrorMessage, took, schemas.ErrTimeout)
 	}
 	<-aDone
+}
+
+// A dial whose SYNs go unanswered (the server's accept queue full) fails as connect after
+// ConnectTimeout, not after the kernel's SYN retries (over two minutes).
+func TestDialBoundedByConnectTimeout(t *testing.T) {
+	ln := &gateListener{Listener: listenBacklog(t, 0), closed: make(chan struct{}), first: true} // accepts nothing
+	defer ln.Close()
+	for range 3 { // fill the accept queue: later SYNs are dropped
+		if conn, err := net.DialTimeout("tcp", ln.Addr().String(), 100*time.Millisecond); err == nil {
+			defer conn.Close()
+		}
+	}
+	const limit = 1500 * time.Millisecond
+	c := NewClient(ClientConfig{MaxConns: 4, ConnectTimeout: limit})
+	defer c.Close()
+	res, doneAt := sendTimed(c, "http://"+ln.Addr().String()+"/v1/completions")
+	if res.Req.ErrorKind != schemas.ErrConnect {
+		t.Fatalf("error %q (%s); want %s", res.Req.ErrorKind, res.Req.ErrorMessage, schemas.ErrConnect)
+	}
+	if d := time.Duration(doneAt - res.Req.SendStartNs); d < limit || d > limit+time.Second {
+		t.Errorf("dial failed %v after the send began; want soon after the %v connect timeout", d, limit)
+	}
+}
+
+func TestSynRetries(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want int
+	}{
+		{time.Second, 1},       // the first retransmission (at 1 s) comes too late: keep one anyway
+		{2 * time.Second, 1},   // 1 s fits, 3 s does not
+		{10 * time.Second, 3},  // 1, 3, 7 s
+		{15 * time.Second, 3},  // 15 s is not before 15 s
+		{time.Minute, 5},       // 1, 3, 7, 15, 31 s
+		{1000 * time.Hour, 21}, // 2^22 - 1 s passes 1000 h
+		{math.MaxInt64, 30},    // bounded, without overflow
+	} {
+		if got := synRetries(tt.d); got != tt.want {
+			t.Errorf("synRetries(%v) = %d; want %d", tt.d, got, tt.want)
+		}
+	}
 }

@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/hostile"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -127,4 +129,51 @@ func TestGapTimeoutSparesSlowStream(t *testing.T) {
 	defer c.Close()
 	res, _ := sendTimed(c, srv.URL+"/v1/completions")
 	mustOK(t, "slow stream", res, 8)
+}
+
+// dripped begins a 200 and then sends its headers one byte every 50 ms (for up to 5 s).
+var dripped = hostile.Case{Name: "dripped headers", Hold: true, Respond: func(w io.Writer) {
+	if _, err := io.WriteString(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"); err != nil {
+		return
+	}
+	for range 100 {
+		time.Sleep(50 * time.Millisecond)
+		if _, err := io.WriteString(w, "X"); err != nil {
+			return
+		}
+	}
+}}
+
+// Headers dripped a byte at a time never leave a gap of GapTimeout, but the body never begins:
+// TTFTTimeout cuts them, on the plain path as through net/http.
+func TestTTFTTimeoutCutsDrippedHeaders(t *testing.T) {
+	tcfg, pem, err := hostile.SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	for _, tlsOn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "tls"}[tlsOn], func(t *testing.T) {
+			scfg := tcfg
+			if !tlsOn {
+				scfg = nil
+			}
+			srv, err := hostile.Start([]hostile.Case{dripped}, scfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			const limit = 300 * time.Millisecond
+			c := NewClient(ClientConfig{MaxConns: 4, TTFTTimeout: limit, GapTimeout: 200 * time.Millisecond, TLS: &tls.Config{RootCAs: roots}})
+			defer c.Close()
+			res, doneAt := sendTimed(c, srv.URL+"/case/"+dripped.Name)
+			if res.Req.ErrorKind != schemas.ErrTTFTTimeout {
+				t.Fatalf("error %q (%s); want %s", res.Req.ErrorKind, res.Req.ErrorMessage, schemas.ErrTTFTTimeout)
+			}
+			if d := time.Duration(doneAt - res.Req.SendStartNs); d < limit || d > 2*time.Second {
+				t.Errorf("ended %v after the send began; want soon after %v", d, limit)
+			}
+		})
+	}
 }
