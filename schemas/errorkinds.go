@@ -31,9 +31,9 @@ type ErrorKindDoc struct {
 
 // ErrorKinds documents every error kind, in the order SCHEMAS.md lists them.
 var ErrorKinds = []ErrorKindDoc{
-	{ErrConnect, "no connection: the dial was refused, timed out (20 s) or failed otherwise, or the TLS handshake failed; also a request whose connection was closed before any byte of it was written. `status` 0, no chunks"},
-	{ErrTimeout, "`target.timeout` (`--timeout`) expired after the send began; chunks received so far are kept"},
-	{ErrTTFTTimeout, "no byte of the response body within `target.ttft_timeout` (`--ttft-timeout`, default 10m) of the send; on https also response headers that began and never ended"},
+	{ErrConnect, "no connection: the dial was refused, timed out (`target.connect_timeout`, `--connect-timeout`, default 10s) or failed otherwise, or the TLS handshake failed; also a request whose connection was closed before any byte of it was written. `status` 0, no chunks"},
+	{ErrTimeout, "`target.timeout` (`--timeout`, default 30m; 0 = none) expired after the send began; chunks received so far are kept"},
+	{ErrTTFTTimeout, "no byte of the response body within `target.ttft_timeout` (`--ttft-timeout`, default 10m) of the send, however far the response headers had come (headers dripped a byte at a time; on https also headers that began and never ended)"},
 	{ErrGapTimeout, "the body (on plain http also the response headers) began, then no byte arrived for `target.gap_timeout` (`--gap-timeout`, default 60s); chunks received so far are kept"},
 	{ErrHTTPStatus, "a status other than 200; `error_message` holds the status line and up to 4 KiB of the body"},
 	{ErrReset, "the connection was reset or closed before the response ended, including inside the chunked framing; chunks received so far are kept"},
