@@ -13,8 +13,9 @@ const DefaultConnectTimeout = 10 * time.Second
 // the server has room. The kernel retransmits it after 0.2 s, 0.6 s, 1.4 s, 3 s, ..., doubling
 // up to 120 s, so a request can wait a minute after the server has room: the wait measures
 // the client's backoff, not the server. Capped at 1 s (the kernel's lowest), the request goes
-// in within a second of the server's having room. Retransmissions on a healthy network are
-// unaffected (their timeouts are far below 1 s).
+// in within a second of the server's having room. A retransmission timeout reaches 1 s only
+// after repeated losses or on a path with round trips near a second; there the cap makes the
+// client retransmit sooner, never later.
 const maxRTO = time.Second
 
 // synRetries is the TCP_SYNCNT that fits d: the kernel retransmits an unanswered SYN 1 s, 3 s,
