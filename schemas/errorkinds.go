@@ -33,8 +33,8 @@ type ErrorKindDoc struct {
 var ErrorKinds = []ErrorKindDoc{
 	{ErrConnect, "no connection: the dial was refused, timed out (`target.connect_timeout`, `--connect-timeout`, default 10s) or failed otherwise, or the TLS handshake failed; also a request whose connection was closed before any byte of it was written. `status` 0, no chunks"},
 	{ErrTimeout, "`target.timeout` (`--timeout`, default 30m; 0 = none) expired after the send began; chunks received so far are kept"},
-	{ErrTTFTTimeout, "no byte of the response body within `target.ttft_timeout` (`--ttft-timeout`, default 10m) of the send, however far the response headers had come (headers dripped a byte at a time; on https also headers that began and never ended)"},
-	{ErrGapTimeout, "the body (on plain http also the response headers) began, then no byte arrived for `target.gap_timeout` (`--gap-timeout`, default 60s); chunks received so far are kept"},
+	{ErrTTFTTimeout, "no byte of the response body within `target.ttft_timeout` (`--ttft-timeout`, default 10m) of the send, however far the response headers had come (headers dripped a byte at a time)"},
+	{ErrGapTimeout, "the response headers or body began, then no byte arrived for `target.gap_timeout` (`--gap-timeout`, default 60s); chunks received so far are kept"},
 	{ErrHTTPStatus, "a status other than 200; `error_message` holds the status line and up to 4 KiB of the body"},
 	{ErrReset, "the connection was reset or closed before the response ended, including inside the chunked framing; chunks received so far are kept"},
 	{ErrMalformedStream, "the response is not HTTP/1.1 or its body not an OpenAI SSE stream or JSON: a bad status line or chunk size, an event whose JSON does not parse, a 200 whose body holds no SSE event (an HTML error page), a non-streaming body that is not JSON"},
