@@ -18,6 +18,17 @@ const DefaultConnectTimeout = 10 * time.Second
 // client retransmit sooner, never later.
 const maxRTO = time.Second
 
+// giveUp is how long the kernel retransmits unacknowledged data before it gives a connection up
+// (ETIMEDOUT) after retries retransmissions (tcp_retries2) with its default timeouts, from
+// 200 ms doubling to 120 s: for 15, 0.2 s × (2^10 - 1) + 6 × 120 s = 924.6 s.
+func giveUp(retries int) time.Duration {
+	const base, top, doublings = 200 * time.Millisecond, 120 * time.Second, 9 // 0.2 s × 2^9 < 120 s
+	if retries <= doublings {
+		return time.Duration(2<<retries-1) * base
+	}
+	return time.Duration(2<<doublings-1)*base + time.Duration(retries-doublings)*top
+}
+
 // synRetries is the TCP_SYNCNT that fits d: the kernel retransmits an unanswered SYN 1 s, 3 s,
 // 7 s, ... (2^k - 1 s) after the first, so the k-th retransmission is useful only when
 // 2^k - 1 s < d. At least 1, at most 30 (the kernel allows 127).

@@ -180,3 +180,19 @@ func TestSynRetries(t *testing.T) {
 		}
 	}
 }
+
+func TestGiveUp(t *testing.T) {
+	for _, tt := range []struct {
+		retries int
+		want    time.Duration
+	}{
+		{15, 924600 * time.Millisecond}, // the kernel's default tcp_retries2: about 15 minutes
+		{8, 102200 * time.Millisecond},  // a common tuning: 0.2 s × (2^9 - 1)
+		{9, 204600 * time.Millisecond},  // the last doubling
+		{10, 324600 * time.Millisecond}, // then 120 s each
+	} {
+		if got := giveUp(tt.retries); got != tt.want {
+			t.Errorf("giveUp(%d) = %v; want %v", tt.retries, got, tt.want)
+		}
+	}
+}
