@@ -203,7 +203,11 @@ func RecordFailure(cfg Config, started time.Time, stepErr error) error {
 	if m.RunID != run.RunID {
 		return fmt.Errorf("%s is run %q, not %q: the failure is not recorded there", path, m.RunID, run.RunID)
 	}
-	m.Steps = append(m.Steps, schemas.Step{Name: "aggregate", Args: cfg.Args, Started: started, Ended: time.Now(), Status: schemas.StatusFailed, Error: stepErr.Error()})
+	status := schemas.StatusFailed
+	if errors.Is(stepErr, context.Canceled) {
+		status = schemas.StatusInterrupted // Ctrl-C, SIGTERM: nothing of it was written
+	}
+	m.Steps = append(m.Steps, schemas.Step{Name: "aggregate", Args: cfg.Args, Started: started, Ended: time.Now(), Status: status, Error: stepErr.Error()})
 	return m.Write(path)
 }
 

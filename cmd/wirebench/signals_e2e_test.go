@@ -125,7 +125,8 @@ func TestSIGTERMStopsReplay(t *testing.T) {
 }
 
 // TestSIGTERMStopsAggregate: SIGTERM to `aggregate` while it reads a large run stops it
-// within a batch: exit 130, no metrics file half-replaced, no temporary file or spill left.
+// within a batch: exit 130, no metrics file half-replaced, no temporary file or spill left, the
+// step recorded as interrupted.
 func TestSIGTERMStopsAggregate(t *testing.T) {
 	res, err := synthrun.Write(synthrun.Config{Dir: t.TempDir(), Hosts: 1, Workers: 2, Rate: 2000, Duration: time.Minute, Seed: 1})
 	if err != nil {
@@ -151,6 +152,13 @@ func TestSIGTERMStopsAggregate(t *testing.T) {
 	}
 	for _, e := range ents {
 		t.Errorf("metrics/%s left by the interrupted aggregate; want nothing", e.Name())
+	}
+	m, err := schemas.ReadManifest(filepath.Join(run, schemas.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Steps[len(m.Steps)-1]; st.Name != "aggregate" || st.Status != schemas.StatusInterrupted {
+		t.Errorf("last step %s %s (%s); want the aggregate step recorded as interrupted", st.Name, st.Status, st.Error)
 	}
 }
 
