@@ -122,6 +122,15 @@ func (c *Client) Stats() (reads, bytes int64) {
 	return c.stats.reads.Load(), c.stats.bytes.Load()
 }
 
+// Opened returns how many connections the client has opened (dialled and connected) so far.
+func (c *Client) Opened() int64 { return c.stats.opened.Load() }
+
+// TakeOpenPeak returns the most connections open at once since the last call (or since the
+// client was made), and starts the next peak from those open now.
+func (c *Client) TakeOpenPeak() int64 {
+	return c.stats.peak.Swap(c.stats.open.Load())
+}
+
 // Close closes idle connections and releases the client's hold on kernel timestamping.
 func (c *Client) Close() {
 	c.once.Do(func() {

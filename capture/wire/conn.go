@@ -79,16 +79,30 @@ type Conn struct {
 	lastRead atomic.Int64
 	bodyResp atomic.Int64
 	headOpen atomic.Int64
+
+	closed atomic.Bool // counted out of the client's open connections
 }
 
 // wrap makes the Conn of a dialed connection; track runs the framing tracker.
 func wrap(nc net.Conn, track bool, st *counters) *Conn {
 	c := &Conn{Conn: nc, track: track, stats: st}
+	st.opened.Add(1)
+	n := st.open.Add(1)
+	for p := st.peak.Load(); n > p && !st.peak.CompareAndSwap(p, n); p = st.peak.Load() {
+	}
 	c.fr.TrackRuns = track
 	if a, ok := nc.LocalAddr().(*net.TCPAddr); ok {
 		c.port = uint16(a.Port)
 	}
 	return c
+}
+
+// Close closes the connection and counts it out of the client's open connections.
+func (c *Conn) Close() error {
+	if !c.closed.Swap(true) {
+		c.stats.open.Add(-1)
+	}
+	return c.Conn.Close()
 }
 
 // LocalPort returns the connection's local TCP port (0 when not TCP).
@@ -114,6 +128,9 @@ func (c *Conn) streamEnd(resp, end int64) (int64, bool) {
 
 type counters struct {
 	reads, bytes atomic.Int64
+	// Connections: opened so far, open now, and the most open at once since the last
+	// Client.TakeOpenPeak.
+	opened, open, peak atomic.Int64
 }
 
 // Read reads from the socket with its timestamps and records the read; under TLS it returns

@@ -73,42 +73,114 @@ type endpoint struct {
 	pool *plainPool
 }
 
-// plainPool holds the connections to one address and scheme.
+// plainPool holds the connections to one address and scheme, and the requests waiting for one.
+//
+// Idle connections are reused most recently used first: the ones a server is least likely to
+// have closed for idleness, and an idle pool that stays small (the rest go unused, and a server
+// that closes idle connections closes those). A request that finds none idle waits in a FIFO
+// queue and a dial starts while fewer dials are in flight than requests wait (Client.dialFor).
+// A connection that goes idle, or a dial that succeeds, is handed to the oldest waiting request,
+// which is written at once on the goroutine that handed it over: no waiter polls, lateness among
+// waiters stays in planned order, and a dial never outlives the need that started it by more
+// than its own connection (it then stays idle for the next request).
 type plainPool struct {
+	c       *Client
 	addr    string
 	tls     *tls.Config  // https; nil for http
 	topping atomic.Bool  // a top-up of idle connections is running
 	open    atomic.Int32 // connections open or being dialed
-	dialing atomic.Int32 // dials in flight on the send path (at most maxDialing)
+	dialing atomic.Int32 // dials in flight for waiting requests (at most maxDialing)
+	nwait   atomic.Int32 // waiting.len(), readable without imu
 	imu     sync.Mutex
-	idle    []*plainConn  // idle connections, most recently used last; guarded by imu
-	avail   chan struct{} // a connection went idle or closed: a sender waiting at the cap retries
+	idle    []*plainConn // idle connections, most recently used last; guarded by imu
+	waiting waitQueue    // requests waiting for a connection, oldest first; guarded by imu
 	mu      sync.Mutex
 	conns   map[*plainConn]struct{} // every open connection, for the watchdog and Close
 }
 
-// get takes the most recently used idle connection (the one a server is least likely to have
-// closed for idleness), or returns nil.
+// waiter is a request waiting for a connection.
+type waiter struct {
+	ep *endpoint
+	cl *call
+	t0 int64 // when it began to wait (unix ns)
+}
+
+// waitQueue is a FIFO of waiters.
+type waitQueue struct {
+	q    []*waiter
+	head int
+}
+
+func (w *waitQueue) len() int { return len(w.q) - w.head }
+
+func (w *waitQueue) push(x *waiter) {
+	if w.head > 0 && w.head*2 >= len(w.q) { // reclaim the popped half
+		n := copy(w.q, w.q[w.head:])
+		clear(w.q[n:])
+		w.q, w.head = w.q[:n], 0
+	}
+	w.q = append(w.q, x)
+}
+
+func (w *waitQueue) peek() *waiter { return w.q[w.head] }
+
+func (w *waitQueue) pop() *waiter {
+	x := w.q[w.head]
+	w.q[w.head] = nil
+	w.head++
+	return x
+}
+
+// pushFront puts x back at the head.
+func (w *waitQueue) pushFront(x *waiter) {
+	if w.head > 0 {
+		w.head--
+		w.q[w.head] = x
+		return
+	}
+	w.q = append([]*waiter{x}, w.q...)
+}
+
+// get takes the most recently used idle connection, or returns nil.
 func (p *plainPool) get() *plainConn {
 	p.imu.Lock()
+	defer p.imu.Unlock()
+	return p.popIdle()
+}
+
+// popIdle takes the most recently used idle connection, or returns nil; imu is held.
+func (p *plainPool) popIdle() *plainConn {
 	n := len(p.idle)
 	if n == 0 {
-		p.imu.Unlock()
 		return nil
 	}
 	pc := p.idle[n-1]
 	p.idle[n-1] = nil
 	p.idle = p.idle[:n-1]
-	p.imu.Unlock()
 	return pc
 }
 
-// put makes pc idle.
+// put hands pc to the oldest waiting request, which is written on pc at once, or makes it idle
+// when none waits.
 func (p *plainPool) put(pc *plainConn) {
 	p.imu.Lock()
-	p.idle = append(p.idle, pc)
+	if p.waiting.len() == 0 {
+		p.idle = append(p.idle, pc)
+		p.imu.Unlock()
+		return
+	}
+	w := p.waiting.pop()
+	p.nwait.Add(-1)
 	p.imu.Unlock()
-	p.signal()
+	w.cl.res.Req.ConnWaitNs = w.cl.res.st.int64p(slotConnWait, time.Now().UnixNano()-w.t0)
+	if pc.send(w.ep, w.cl, pc.taken()) {
+		return
+	}
+	// pc was found dead (and closed, which starts a dial for the waiters): w stays first.
+	p.imu.Lock()
+	p.waiting.pushFront(w)
+	p.nwait.Add(1)
+	p.imu.Unlock()
 }
 
 // idleCount returns the number of idle connections.
@@ -116,13 +188,6 @@ func (p *plainPool) idleCount() int {
 	p.imu.Lock()
 	defer p.imu.Unlock()
 	return len(p.idle)
-}
-
-func (p *plainPool) signal() {
-	select {
-	case p.avail <- struct{}{}:
-	default:
-	}
 }
 
 // plainConn is one keep-alive connection of the plain path.
@@ -182,7 +247,7 @@ func (c *Client) endpointFor(rawURL string) (*endpoint, error) {
 	e.addr = net.JoinHostPort(u.Hostname(), port)
 	p, ok := c.pools.Load(u.Scheme + "://" + e.addr)
 	if !ok {
-		np := &plainPool{addr: e.addr, avail: make(chan struct{}, 1), conns: map[*plainConn]struct{}{}}
+		np := &plainPool{c: c, addr: e.addr, conns: map[*plainConn]struct{}{}}
 		if u.Scheme == "https" {
 			np.tls = c.tlsConfig(u.Hostname())
 		}
@@ -219,86 +284,126 @@ func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*R
 		cl.ttft = int64(c.cfg.TTFTTimeout)
 	}
 	cl.gap = int64(c.cfg.GapTimeout)
-	for pc := ep.pool.get(); pc != nil; pc = ep.pool.get() {
+	c.sendOrWait(ep, cl)
+}
+
+// sendOrWait writes cl on the most recently used idle connection, or queues it for the next
+// connection to be handed over (plainPool.put) and starts a dial when fewer are in flight than
+// requests wait. A request that waits is finished by whoever hands it a connection, by a failed
+// dial (connect), or by the watchdog (its timeout, ttft_timeout or context).
+func (c *Client) sendOrWait(ep *endpoint, cl *call) {
+	p := ep.pool
+	for {
+		p.imu.Lock()
+		pc := p.popIdle()
+		if pc == nil {
+			if p.open.Load() >= int32(c.cfg.MaxConns) && int(p.dialing.Load()) <= p.waiting.len() {
+				cl.res.Req.ConnCapped = true // no dial can start for it: it waits at the cap
+			}
+			p.waiting.push(&waiter{ep: ep, cl: cl, t0: time.Now().UnixNano()})
+			p.nwait.Add(1)
+			p.imu.Unlock()
+			c.dialFor(p)
+			return
+		}
+		p.imu.Unlock()
 		if pc.send(ep, cl, pc.taken()) {
 			return
 		}
 		// found dead before any byte went out: try the next
 	}
-	go c.dialSend(ep, cl)
 }
 
-// dialSend sends cl on the first connection to become available: an idle one, or the one it
-// dials. The dial runs on its own goroutine and puts its connection into the pool, so when a
-// connection goes idle first (the server answered another request) cl takes that one and the
-// slower dial serves a later request, as net/http does: a dial never holds up a send that could
-// have had a connection. A server whose accept queue overflows answers a SYN only on a
-// retransmission (1 s, 3 s, 7 s later); those waits are recorded per request (conn_wait_ns, and
-// connect_ns and syn_retrans of a fresh connection). At MaxConns, or with maxDialing dials in
-// flight, cl waits for a connection without dialing (at MaxConns: conn_capped).
-func (c *Client) dialSend(ep *endpoint, cl *call) {
-	p := ep.pool
-	t0 := time.Now()
-	var dialErr chan error // this call's own dial, when it started one
+// dialFor starts dials while fewer are in flight than requests wait, within maxDialing and
+// MaxConns. A server whose accept queue overflows answers a SYN only on a retransmission (1 s,
+// 3 s, 7 s later); the waits are recorded per request (conn_wait_ns, and connect_ns and
+// syn_retrans of a fresh connection), and a connection that goes idle meanwhile is handed over
+// first: a dial never holds up a send that could have had a connection.
+func (c *Client) dialFor(p *plainPool) {
 	for {
-		if pc := p.get(); pc != nil {
-			cl.res.Req.ConnWaitNs = cl.res.st.int64p(slotConnWait, time.Since(t0).Nanoseconds())
-			if pc.send(ep, cl, pc.taken()) {
-				return
-			}
-			continue
-		}
-		if dialErr == nil && p.dialing.Load() < maxDialing {
-			if p.open.Add(1) <= int32(c.cfg.MaxConns) {
-				dialErr = make(chan error, 1)
-				p.dialing.Add(1)
-				go c.dialInto(p, dialErr)
-			} else {
-				p.open.Add(-1)
-				cl.res.Req.ConnCapped = true
-			}
-		}
-		// Wait for a connection to go idle, or this call's dial to end. A signal can be taken
-		// by another waiter, so look again now and then.
-		t := time.NewTimer(watchTick)
-		select {
-		case <-p.avail:
-		case err := <-dialErr:
-			if err != nil {
-				c.fail(cl.ctx, cl.res, schemas.ErrConnect, err)
-				if cl.ctx.Err() != nil {
-					cl.res.Req.ErrorKind = schemas.ErrCancelled
-				}
-				t.Stop()
-				cl.done(cl.res)
-				return
-			}
-			dialErr = nil // its connection is in the pool; without one next time round, dial again
-		case <-t.C:
-			now := time.Now().UnixNano()
-			if cl.deadline != 0 && now > cl.deadline {
-				c.fail(cl.ctx, cl.res, schemas.ErrTimeout, fmt.Errorf("no connection within the request timeout (waited %v)", time.Since(t0).Round(time.Millisecond)))
-				cl.done(cl.res)
-				return
-			}
-			if cl.ttftAt != 0 && now > cl.ttftAt {
-				c.fail(cl.ctx, cl.res, schemas.ErrTTFTTimeout, fmt.Errorf("no connection within ttft_timeout %v", c.cfg.TTFTTimeout))
-				cl.done(cl.res)
-				return
-			}
-		case <-cl.ctx.Done():
-			t.Stop()
-			c.fail(cl.ctx, cl.res, schemas.ErrCancelled, cl.ctx.Err())
-			cl.done(cl.res)
+		d := p.dialing.Load()
+		if d >= maxDialing || d >= p.nwait.Load() {
 			return
 		}
-		t.Stop()
+		if p.open.Add(1) > int32(c.cfg.MaxConns) {
+			p.open.Add(-1)
+			return
+		}
+		if !p.dialing.CompareAndSwap(d, d+1) {
+			p.open.Add(-1)
+			continue
+		}
+		go c.dialInto(p)
 	}
 }
 
-// dialInto dials a connection (already counted in p.open) and makes it idle in p; it reports
-// the dial's error, or nil, on done.
-func (c *Client) dialInto(p *plainPool, done chan<- error) {
+// failOldest ends the oldest waiting request with the error of a dial that failed.
+func (c *Client) failOldest(p *plainPool, err error) {
+	p.imu.Lock()
+	if p.waiting.len() == 0 {
+		p.imu.Unlock()
+		return
+	}
+	w := p.waiting.pop()
+	p.nwait.Add(-1)
+	p.imu.Unlock()
+	cl := w.cl
+	c.fail(cl.ctx, cl.res, schemas.ErrConnect, err)
+	if cl.ctx.Err() != nil {
+		cl.res.Req.ErrorKind = schemas.ErrCancelled
+	}
+	cl.done(cl.res)
+}
+
+// expireWaiters ends the waiting requests whose context is done or that had no connection
+// within their timeout or ttft_timeout, from the oldest on up to the first that may wait on
+// (deadlines come in the order requests began to wait).
+func (c *Client) expireWaiters(p *plainPool, now int64) {
+	if p.nwait.Load() == 0 {
+		return
+	}
+	type ended struct {
+		w    *waiter
+		kind string
+		err  error
+	}
+	var out []ended
+	p.imu.Lock()
+	for p.waiting.len() > 0 {
+		w := p.waiting.peek()
+		kind, err := w.expired(now, c.cfg.TTFTTimeout)
+		if err == nil {
+			break
+		}
+		out = append(out, ended{p.waiting.pop(), kind, err})
+		p.nwait.Add(-1)
+	}
+	p.imu.Unlock()
+	for _, e := range out {
+		c.fail(e.w.cl.ctx, e.w.cl.res, e.kind, e.err)
+		e.w.cl.done(e.w.cl.res)
+	}
+}
+
+// expired says why w must stop waiting at now (unix ns), or returns a nil error.
+func (w *waiter) expired(now int64, ttft time.Duration) (string, error) {
+	cl := w.cl
+	waited := time.Duration(now - w.t0).Round(time.Millisecond)
+	switch {
+	case cl.ctx.Err() != nil:
+		return schemas.ErrCancelled, cl.ctx.Err()
+	case cl.deadline != 0 && now > cl.deadline:
+		return schemas.ErrTimeout, fmt.Errorf("no connection within the request timeout (waited %v)", waited)
+	case cl.ttftAt != 0 && now > cl.ttftAt:
+		return schemas.ErrTTFTTimeout, fmt.Errorf("no connection within ttft_timeout %v", ttft)
+	}
+	return "", nil
+}
+
+// dialInto dials a connection for the waiting requests (already counted in p.open and
+// p.dialing) and hands it to the oldest (plainPool.put); a failed dial ends the oldest with its
+// error (connect). Either way it starts the next dial if requests still wait.
+func (c *Client) dialInto(p *plainPool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { // the client's Close ends the dial
@@ -310,19 +415,27 @@ func (c *Client) dialInto(p *plainPool, done chan<- error) {
 	}()
 	pc, err := c.dialPlain(ctx, p)
 	p.dialing.Add(-1)
-	if err != nil {
+	switch {
+	case err != nil:
 		p.open.Add(-1)
-		p.signal() // a dial slot is free
-		done <- err
-		return
-	}
-	select {
-	case <-c.closed:
+		c.failOldest(p, err)
+	case c.isClosed():
 		pc.close() // the client closed while the dial went on
+		return
 	default:
 		p.put(pc)
 	}
-	done <- nil
+	c.dialFor(p)
+}
+
+// isClosed reports whether Close has been called.
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // maxDialing bounds the dials in flight per target and worker. It binds only when connects are
@@ -366,7 +479,7 @@ func (c *Client) dialPlain(ctx context.Context, p *plainPool) (*plainConn, error
 		connectNs: time.Since(t0).Nanoseconds(), synRetrans: synRetransmits(rc)}
 	if p.tls != nil {
 		if pc.tlsNs, pc.resumed, pc.wtotal, err = startTLS(ctx, pc.c, p.tls); err != nil {
-			nc.Close()
+			pc.c.Close() // counted out of the open connections
 			return nil, err
 		}
 	}
@@ -769,17 +882,21 @@ func (pc *plainConn) close() {
 	pc.dead.Store(true)
 	pc.c.Close()
 	pc.pool.mu.Lock()
-	if _, ok := pc.pool.conns[pc]; ok {
+	_, ok := pc.pool.conns[pc]
+	if ok {
 		delete(pc.pool.conns, pc)
 		pc.pool.open.Add(-1)
-		pc.pool.signal()
 	}
 	pc.pool.mu.Unlock()
+	if ok && pc.pool.c != nil {
+		pc.pool.c.dialFor(pc.pool) // a request waiting at the cap may dial now
+	}
 }
 
 // watch ends requests past their timeout or whose context is done, by giving their connection
-// a read deadline in the past; the reader then fails the request. It also tops up idle
-// connections to MinIdle. It runs until Close.
+// a read deadline in the past (the reader then fails the request), or, while they wait for a
+// connection, at once (expireWaiters). It also tops up idle connections to MinIdle. It runs
+// until Close.
 func (c *Client) watch() {
 	t := time.NewTicker(watchTick)
 	defer t.Stop()
@@ -799,6 +916,7 @@ func (c *Client) watch() {
 				conns = append(conns, pc)
 			}
 			p.mu.Unlock()
+			c.expireWaiters(p, now)
 			if want := c.cfg.MinIdle - p.idleCount(); want > 0 && p.topping.CompareAndSwap(false, true) {
 				go c.topUp(p, want)
 			}
@@ -920,6 +1038,17 @@ func (c *Client) closePlain() {
 		p.mu.Unlock()
 		for _, pc := range conns {
 			pc.c.Close() // its reader forgets it
+		}
+		p.imu.Lock()
+		var waiting []*waiter
+		for p.waiting.len() > 0 {
+			waiting = append(waiting, p.waiting.pop())
+		}
+		p.nwait.Store(0)
+		p.imu.Unlock()
+		for _, w := range waiting {
+			c.fail(w.cl.ctx, w.cl.res, schemas.ErrCancelled, errors.New("the client closed while the request waited for a connection"))
+			w.cl.done(w.cl.res)
 		}
 		return true
 	})

@@ -307,7 +307,7 @@ func TestPlainEarlyResponseStopsTheWrite(t *testing.T) {
 }
 
 func TestPlainPoolIsLIFO(t *testing.T) {
-	p := &plainPool{avail: make(chan struct{}, 1)}
+	p := &plainPool{}
 	a, b := &plainConn{}, &plainConn{}
 	p.put(a)
 	p.put(b)
@@ -350,5 +350,81 @@ func TestPlainMalformedResponse(t *testing.T) {
 	}
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Errorf("Do took %v; want the bad status line to end the request at once", d)
+	}
+}
+
+// TestConnectionCounters checks Opened and TakeOpenPeak: three requests at once open three
+// connections, all open at the peak; with the server closing each connection, sequential
+// requests open one each and never have two open at once.
+func TestConnectionCounters(t *testing.T) {
+	slow, _ := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond)
+		rawSSE(okSSE)(w, r)
+	}), nil)
+	c := NewClient(ClientConfig{MaxConns: 8, Timestamps: true})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	results := make([]Result, 3)
+	done := make(chan struct{}, len(results))
+	for i := range results {
+		c.Send(ctx, &Request{URL: slow.URL + "/v1/completions", Body: []byte(`{}`)}, &results[i], func(*Result) { done <- struct{}{} })
+	}
+	for range results {
+		<-done
+	}
+	if o, p := c.Opened(), c.TakeOpenPeak(); o != 3 || p != 3 {
+		t.Errorf("3 concurrent requests: Opened %d, TakeOpenPeak %d; want 3, 3", o, p)
+	}
+	if p := c.TakeOpenPeak(); p != 3 {
+		t.Errorf("TakeOpenPeak again = %d; want the 3 still open (idle)", p)
+	}
+
+	closing, _ := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		rawSSE(okSSE)(w, r)
+	}), nil)
+	c2 := NewClient(ClientConfig{MaxConns: 8, Timestamps: true})
+	defer c2.Close()
+	for i := range 3 {
+		var res Result
+		c2.Do(ctx, &Request{URL: closing.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+		mustOK(t, fmt.Sprint("request ", i), &res, 3)
+	}
+	if o, p := c2.Opened(), c2.TakeOpenPeak(); o != 3 || p != 1 {
+		t.Errorf("3 sequential requests, each connection closed by the server: Opened %d, TakeOpenPeak %d; want 3, 1", o, p)
+	}
+}
+
+// TestWaitersTakeConnectionsInOrder: requests that find no idle connection wait in the order
+// they were sent, and each connection that goes idle goes to the oldest: at the connection cap
+// (one), five requests are written and answered in the order they were sent.
+func TestWaitersTakeConnectionsInOrder(t *testing.T) {
+	srv, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		rawSSE(okSSE)(w, r)
+	}), nil)
+	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	results := make([]Result, 5)
+	order := make(chan int, len(results))
+	for i := range results {
+		c.Send(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &results[i], func(*Result) { order <- i })
+	}
+	for want := range results {
+		if got := <-order; got != want {
+			t.Errorf("request %d ended in place %d; want the order they were sent in", got, want)
+		}
+	}
+	for i := range results {
+		mustOK(t, fmt.Sprint("request ", i), &results[i], 3)
+		if i > 0 && results[i].Req.SentNs < results[i-1].Req.SentNs {
+			t.Errorf("request %d written at %d, before request %d (%d)", i, results[i].Req.SentNs, i-1, results[i-1].Req.SentNs)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections; want 1", n)
 	}
 }
