@@ -388,6 +388,8 @@ func (a *aggregator) stageRows(runs []*runDir, workers map[int32][]workerStats, 
 		if err != nil {
 			return nil, nil, -1, err
 		}
+		setFootprint(&st, runs, workers[i])
+		acc.judgeLoad(&st)
 		if err := a.flagGap(&st, stageGap(runs, acc.info, a.startNs)); err != nil {
 			return nil, nil, -1, err
 		}
@@ -492,7 +494,8 @@ func readWorkers(runs []*runDir, w *warner) (map[int32][]workerStats, error) {
 			if x.WallNs > 0 {
 				rho = float64(x.CPUUserNs+x.CPUSysNs) / float64(x.WallNs)
 			}
-			out[x.Stage] = append(out[x.Stage], workerStats{shard: x.Shard, worker: x.Worker, rho: rho, gcNs: x.GCPauseNs})
+			out[x.Stage] = append(out[x.Stage], workerStats{shard: x.Shard, worker: x.Worker, rho: rho, gcNs: x.GCPauseNs,
+				inflightPeak: int64(x.InflightPeak), connsOpened: x.ConnsOpened, connsPeak: int64(x.ConnsPeak), connsWarm: int64(x.ConnsWarm)})
 		}
 	}
 	for _, ws := range out {

@@ -249,7 +249,7 @@ func mergedStatus(runs []*runDir) string {
 func hostEntries(runs []*runDir) []schemas.Host {
 	out := make([]schemas.Host, len(runs))
 	for i, r := range runs {
-		h := schemas.Host{Dir: r.dir, Host: r.manifest.Host, Status: r.manifest.Status, Clock: r.manifest.Clock}
+		h := schemas.Host{Dir: r.dir, Host: r.manifest.Host, Status: r.manifest.Status, Clock: r.manifest.Clock, Colocation: r.manifest.Colocation}
 		if r.shards > 0 {
 			h.Shard = r.shardName()
 		}
@@ -274,6 +274,9 @@ func mergeManifest(m *schemas.Manifest, runs []*runDir, clockNs int64) {
 	m.Shard, m.ShardPlanned, m.Workers = "", nil, nil
 	// The clock is each host's own (hosts[].clock); the merged run has none of its own.
 	m.Clock = nil
+	if len(runs) > 1 { // so are its place and its CPU use (hosts[].colocation, each host's manifest)
+		m.Colocation, m.StageUsage = nil, nil
+	}
 	var names []string
 	for _, r := range runs {
 		if !slices.Contains(names, r.manifest.Host) {

@@ -224,9 +224,14 @@ type workerStats struct {
 	shard, worker int32
 	rho           float64
 	gcNs          int64
+	inflightPeak  int64
+	connsOpened   int64
+	connsPeak     int64
+	connsWarm     int64
 }
 
-// row computes the stage's row of metrics/stages.parquet.
+// row computes the stage's row of metrics/stages.parquet, all but the footprint and the load
+// verdict (stageRows adds them: the verdict needs the footprint).
 func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bias) (schemas.Stage, error) {
 	st := schemas.Stage{
 		Stage: a.info.Index, Name: a.info.Name, Mode: a.info.Mode, TargetRate: a.info.Rate,
@@ -307,7 +312,6 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	st.SynRetrans, st.ConnCapped = a.synRetrans, a.connCapped
 	a.planned(&st)
 	judgeLatency(&st, bias)
-	a.judgeLoad(&st)
 	return st, nil
 }
 

@@ -140,10 +140,14 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 // blame says who waited: the client when most of the lateness came before the worker began
 // the request (its pacer or CPU) or was spent at its own connection cap; the server when most
 // of it was waiting for a connection otherwise (the server accepted new connections too slowly,
-// or answered too slowly to free the open ones).
+// or answered too slowly to free the open ones); the machine when the pacer or the send waited
+// for a CPU of a saturated machine the client took little of (machineBusy: the stage's
+// footprint columns are set before).
 func (a *stageAcc) blame(st *schemas.Stage) (who, why string) {
 	share := func(ns int64) float64 { return 100 * float64(ns) / float64(max(a.lateNs, 1)) }
 	switch {
+	case st.LateShareClient >= schemas.ClientLateShare && machineBusy(st):
+		return schemas.BlameMachine, machineBlame(st, fmt.Sprintf("%.0f%% of the lateness was before the worker began the request (its pacer waiting for a CPU)", 100*st.LateShareClient))
 	case st.LateShareClient >= schemas.ClientLateShare:
 		why = fmt.Sprintf("the client: %.0f%% of the lateness was before the worker began the request (pacer and CPU)", 100*st.LateShareClient)
 		if st.WorkerRhoMax <= schemas.AdviceRho {
@@ -157,6 +161,8 @@ func (a *stageAcc) blame(st *schemas.Stage) (who, why string) {
 			share(a.connLateNs), fmtMs(st.Connect.P99), st.Connect.Count, st.SynRetrans)
 	case a.connLateNs*2 >= a.lateNs:
 		return schemas.BlameServerBusy, fmt.Sprintf("the server: %.0f%% of the lateness was waiting for a connection while every open one carried an unanswered request", share(a.connLateNs))
+	case machineBusy(st):
+		return schemas.BlameMachine, machineBlame(st, fmt.Sprintf("%.0f%% of the lateness came after a connection was ready (the sending goroutine waiting for a CPU)", share(a.lateNs-a.pacerLateNs-a.connLateNs-a.capLateNs)))
 	default:
 		return schemas.BlameSend, fmt.Sprintf("%.0f%% of the lateness came after a connection was ready: the sending goroutine waiting for a CPU (the client's or a busy shared machine's), or the write", share(a.lateNs-a.pacerLateNs-a.connLateNs-a.capLateNs))
 	}

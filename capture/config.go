@@ -6,10 +6,10 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/wirebench/wirebench/capture/wire"
+	"github.com/wirebench/wirebench/internal/cpuset"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -122,24 +122,7 @@ var (
 )
 
 // ParseCPUs parses a CPU list such as "0,2-3" (the kernel's cpulist format, as taskset -c).
-func ParseCPUs(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		a, b, rng := strings.Cut(strings.TrimSpace(f), "-")
-		lo, err := strconv.Atoi(a)
-		hi := lo
-		if err == nil && rng {
-			hi, err = strconv.Atoi(b)
-		}
-		if err != nil || lo < 0 || hi < lo {
-			return nil, fmt.Errorf("invalid CPU list %q: want CPU numbers and ranges, e.g. 0,2-3", s)
-		}
-		for c := lo; c <= hi; c++ {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
+func ParseCPUs(s string) ([]int, error) { return cpuset.ParseList(s) }
 
 // ParseStartAt parses an RFC 3339 time or a unix time in nanoseconds.
 func ParseStartAt(s string) (time.Time, error) {

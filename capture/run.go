@@ -69,6 +69,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if len(cfg.CPUs) > 0 {
 		cpus, usable = cfg.CPUs, min(usable, len(cfg.CPUs))
 	}
+	pl := locate(ctx, cfg.Target, log)
+	cpus = pl.applyColocated(&cfg, cpus, usable)
 	if cfg.Workers == 0 {
 		cfg.Workers = usable
 	}
@@ -99,6 +101,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if h, err := os.Hostname(); err == nil {
 		m.Host = h
 	}
+	m.Colocation = pl.col
+	m.StageUsage = nil
 	m.Missing = []string{"capture did not finish (the coordinator stopped while status was running): parts not listed in files, raw/workers.parquet and raw/server-metrics.parquet may be absent"}
 	// Room for the last manifest writes when the disk fills up; deleted after them.
 	release, err := schemas.Reserve(cfg.Run)
@@ -113,7 +117,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	c := &coord{cfg: cfg, log: log, m: m, mpath: mpath, msgs: make(chan workerMsg, 256), exits: make(chan workerExit, cfg.Workers)}
 	// The tap starts before any worker dials (its join needs each connection's handshake) and
 	// stops after the last worker has exited.
-	rec, tapStatus, err := startTap(cfg, log)
+	rec, tapStatus, err := startTap(cfg, pl.local, log)
 	if err != nil {
 		return err
 	}
@@ -144,6 +148,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if cfg.KeepAwake {
 		if a := keepAwake(exe, pinned, log); a != nil {
 			defer a.stop()
+			c.spinPID = a.pid()
 		}
 	}
 	for i := range cfg.Workers {
@@ -152,7 +157,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			cpu = pinned[i]
 		}
 		wc := worker.Config{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
-			GOMAXPROCS: cfg.GOMAXPROCS, Target: cfg.Target, Headers: rc.Target.Headers, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
+			GOMAXPROCS: cfg.GOMAXPROCS, PacerNice: pl.pacerNice, Target: cfg.Target, Headers: rc.Target.Headers, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
 			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: *cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
 			ConnectTimeout: cfg.ConnectTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
 			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode}
@@ -323,6 +328,7 @@ type coord struct {
 	server  []schemas.ServerMetric
 	startNs int64
 
+	spinPID     int // the keep-awake process, 0 = none
 	interrupted bool
 	stopped     bool
 	failure     error
@@ -488,6 +494,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 		c.drainExits()
 		return err
 	}
+	usage := startUsage(c.m.Stages, c.startNs, c.spinPID)
 	for _, p := range c.procs {
 		c.control(p, worker.Control{StartNs: c.startNs})
 		p.heard(time.Now())
@@ -547,6 +554,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 			}
 		}
 	}
+	c.m.StageUsage = usage.finish()
 	// Messages sent just before a worker's exit are still queued.
 	c.readersWG.Wait()
 	for len(c.msgs) > 0 {

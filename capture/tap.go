@@ -8,8 +8,11 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wirebench/wirebench/capture/tap"
 	"github.com/wirebench/wirebench/schemas"
@@ -35,6 +38,7 @@ type tapRecorder struct {
 	producer schemas.Producer
 	maxRows  int64
 	log      *slog.Logger
+	low      bool // run the recorder's thread at recorderNice
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -48,8 +52,10 @@ type tapRecorder struct {
 }
 
 // startTap opens the packet tap for cfg's target as cfg.Tap says. With auto, a tap that cannot
-// run here is off, and the returned status says why; with on, that is an error.
-func startTap(cfg Config, log *slog.Logger) (*tapRecorder, *schemas.TapStatus, error) {
+// run here is off, and the returned status says why; with on, that is an error. Beside the
+// server (local) the tap listens on the loopback interface only, so no other interface's
+// packets run its filter, and its recorder runs at recorderNice.
+func startTap(cfg Config, local bool, log *slog.Logger) (*tapRecorder, *schemas.TapStatus, error) {
 	mode := cfg.Tap
 	if mode == "" {
 		mode = TapAuto
@@ -66,6 +72,11 @@ func startTap(cfg Config, log *slog.Logger) (*tapRecorder, *schemas.TapStatus, e
 	if err == nil {
 		t, err = tap.Open(ap)
 	}
+	if err == nil && local {
+		if berr := t.BindInterface(loopback()); berr != nil {
+			log.Warn("packet tap: cannot bind to the loopback interface; it sees every interface", "err", berr)
+		}
+	}
 	if err != nil {
 		if mode == TapOn {
 			return nil, nil, fmt.Errorf("--tap on: %w", err)
@@ -74,13 +85,24 @@ func startTap(cfg Config, log *slog.Logger) (*tapRecorder, *schemas.TapStatus, e
 		return nil, &schemas.TapStatus{Reason: "off: " + err.Error()}, nil
 	}
 	r := &tapRecorder{t: t, run: cfg.Run, producer: schemas.Producer{Command: "capture", Args: cfg.Args},
-		maxRows: int64(cfg.PartRows), log: log, stop: make(chan struct{})}
+		maxRows: int64(cfg.PartRows), log: log, stop: make(chan struct{}), low: local}
 	r.status = schemas.TapStatus{On: true, Reason: "recording the TCP segments to and from " + ap.String()}
 	log.Info("packet tap on", "target", ap.String())
 	st := r.status // the manifest's copy: the recorder goroutine updates its own until finish
 	r.done.Add(1)
 	go r.loop()
 	return r, &st, nil
+}
+
+// loopback returns the name of this host's loopback interface ("lo" when none is flagged).
+func loopback() string {
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagLoopback != 0 {
+			return ifc.Name
+		}
+	}
+	return "lo"
 }
 
 // tapTarget resolves the target URL to the IPv4 address and port the tap filters on.
@@ -106,6 +128,10 @@ func tapTarget(target string) (netip.AddrPort, error) {
 
 func (r *tapRecorder) loop() {
 	defer r.done.Done()
+	if r.low {
+		runtime.LockOSThread() // the thread dies with the goroutine: its nice value goes with it
+		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), recorderNice)
+	}
 	var buf []tap.Segment
 	for {
 		select {

@@ -129,7 +129,8 @@ func signed(ns int64) string {
 }
 
 // advice says why a stage's figures need care, with the verdicts' reasons: client-bound (the
-// client's measurement error is wider than the tolerance) or the load not sent as planned.
+// client's measurement error is wider than the tolerance), the load not sent as planned, or the
+// server disturbed by a client on its machine.
 // Only where the load verdict blames the client's CPU does it say how many workers or hosts
 // would fix it. It is empty for a stage whose figures can be trusted.
 func advice(s *schemas.Stage, cpus int) string {
@@ -147,6 +148,12 @@ func advice(s *schemas.Stage, cpus int) string {
 			fmt.Fprintf(&b, "Stage %s did not get its planned load (%s).", stageTitle(s.Stage, s.Name), orNone(s.LoadReason))
 		}
 		b.WriteString(clientAdvice(s, cpus))
+	}
+	if s.ServerDisturbed {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "Stage %s: the server was disturbed (%s). The client shared the server's machine and took CPU it needed: measure from another machine, or with fewer workers (--workers, --cpus), and compare.", stageTitle(s.Stage, s.Name), orNone(s.ServerDisturbedReason))
 	}
 	return b.String()
 }

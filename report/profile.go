@@ -110,6 +110,10 @@ func stageProfile(s *schemas.Stage, cpus int) schemas.ProfileStage {
 			LoadDelivered: s.LoadDelivered, LoadReason: s.LoadReason, LoadBlame: s.LoadBlame, LateShareClient: s.LateShareClient,
 			Missing: s.Missing, ClockUncertaintyNs: s.ClockUncertaintyNs,
 			WorkersForRhoHalf: s.WorkersForRhoHalf, Advice: advice(s, cpus),
+			Footprint: schemas.ProfileFootprint{TargetLocal: s.TargetLocal, ClientCPUs: s.ClientCPUs, MachineCPUs: s.MachineCPUs,
+				MachineBusy: s.MachineBusy, ServerDisturbed: s.ServerDisturbed, ServerDisturbedReason: s.ServerDisturbedReason,
+				InflightPeak: s.InflightPeak, ConnectionsOpened: s.ConnectionsOpened, ConnectionsPeak: s.ConnectionsPeak,
+				ConnectionsWarm: s.ConnectionsWarm, ConnectionSpiral: s.ConnectionSpiral},
 		},
 	}
 	if s.ErrorsByKind != "" {

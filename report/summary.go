@@ -90,5 +90,11 @@ func stageNotes(s *schemas.Stage) string {
 	if !s.LoadDelivered {
 		notes = append(notes, "LOAD NOT DELIVERED")
 	}
+	if s.ServerDisturbed {
+		notes = append(notes, "SERVER DISTURBED")
+	}
+	if s.ConnectionSpiral {
+		notes = append(notes, "CONNECTION SPIRAL")
+	}
 	return strings.Join(notes, " ")
 }

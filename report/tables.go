@@ -25,7 +25,8 @@ func stagesCSV(p schemas.Profile) ([]byte, error) {
 	}
 	head = append(head, "trust", "planned_rate", "rate_fidelity", "uncertainty_ns", "uncertainty_figure", "client_bound",
 		"client_bound_reason", "load_delivered", "load_reason", "late_share_client", "exact_share", "worker_rho_max",
-		"workers", "gc_pause_ns", "workers_for_rho_half")
+		"workers", "gc_pause_ns", "workers_for_rho_half", "target_local", "client_cpus", "machine_cpus", "machine_busy",
+		"server_disturbed", "inflight_peak", "connections_opened", "connections_peak", "connection_spiral")
 	if err := w.Write(head); err != nil {
 		return nil, fmt.Errorf("write stages.csv: %w", err)
 	}
@@ -47,6 +48,10 @@ func stagesCSV(p schemas.Profile) ([]byte, error) {
 				strconv.FormatBool(q.ClientBound), q.ClientBoundReason, strconv.FormatBool(q.LoadDelivered), q.LoadReason,
 				f(q.LateShareClient), f(q.ExactShare), f(q.WorkerRhoMax), i64(int64(q.Workers)), i64(q.GCPauseNs),
 				i64(int64(q.WorkersForRhoHalf)))
+			fp := q.Footprint
+			row = append(row, strconv.FormatBool(fp.TargetLocal), f(fp.ClientCPUs), i64(int64(fp.MachineCPUs)), f(fp.MachineBusy),
+				strconv.FormatBool(fp.ServerDisturbed), i64(fp.InflightPeak), i64(fp.ConnectionsOpened), i64(fp.ConnectionsPeak),
+				strconv.FormatBool(fp.ConnectionSpiral))
 			if err := w.Write(row); err != nil {
 				return nil, fmt.Errorf("write stages.csv: %w", err)
 			}
@@ -144,8 +149,8 @@ func stageTable(r schemas.ProfileRun) table {
 // failed verdicts (the one column that wraps, so the table fits the page).
 func qualityTable(r schemas.ProfileRun) table {
 	t := table{Head: []string{"stage", "client-bound", "uncertainty", "load sent as planned", "lateness p99",
-		"rate: achieved / planned", "client's share of lateness", "exact timestamps", "workers (ρ max)", "GC pause", "why"},
-		Wrap: map[int]bool{10: true}}
+		"rate: achieved / planned", "client's share of lateness", "exact timestamps", "workers (ρ max)", "GC pause", "footprint", "why"},
+		Wrap: map[int]bool{10: true, 11: true}}
 	for _, s := range r.Stages {
 		q := s.Quality
 		unc := "-"
@@ -163,14 +168,34 @@ func qualityTable(r schemas.ProfileRun) table {
 		if !q.LoadDelivered {
 			why = append(why, "load: "+orNone(q.LoadReason))
 		}
+		fp := q.Footprint
+		if fp.ServerDisturbed {
+			why = append(why, "server disturbed: "+orNone(fp.ServerDisturbedReason))
+		}
+		if fp.ConnectionSpiral {
+			why = append(why, "connection spiral")
+		}
 		t.Rows = append(t.Rows, tableRow{Level: q.Trust, Cells: []string{
 			stageTitle(s.Stage, s.Name), yesNo(q.ClientBound, "YES", "no"), unc, yesNo(!q.LoadDelivered, "NO", "yes"),
 			p99(s.Latency["send_lag_ns"]), rate,
 			fmtPct(q.LateShareClient), fmtPct(q.ExactShare), fmt.Sprintf("%d (%.2f)", q.Workers, q.WorkerRhoMax),
-			fmtDur(q.GCPauseNs), strings.Join(why, "; "),
+			fmtDur(q.GCPauseNs), footprintCell(fp), strings.Join(why, "; "),
 		}})
 	}
 	return t
+}
+
+// footprintCell says what the client took: its CPUs of the machine's and how busy the machine
+// was (co-located marked), and the connections it opened and had open at most.
+func footprintCell(fp schemas.ProfileFootprint) string {
+	cpu := fmt.Sprintf("%.2f CPUs", fp.ClientCPUs)
+	if fp.MachineCPUs > 0 {
+		cpu = fmt.Sprintf("%.2f of %d CPUs, machine %s busy", fp.ClientCPUs, fp.MachineCPUs, fmtPct(fp.MachineBusy))
+	}
+	if fp.TargetLocal {
+		cpu += " (server co-located)"
+	}
+	return fmt.Sprintf("%s; %d connections opened, %d open at most", cpu, fp.ConnectionsOpened, fp.ConnectionsPeak)
 }
 
 // yesNo is the cell of a verdict: the word for a failed one, else the word for a passed one.

@@ -9,8 +9,8 @@ import (
 
 // Trust levels: can a run's figures be trusted?
 const (
-	Green = "green" // every judged bound within tolerance and the load sent as planned
-	Amber = "amber" // the load was not sent as planned for a server or connection reason, or latencies have wide bounds no client could narrow (events without a lower bound)
+	Green = "green" // every judged bound within tolerance, the load sent as planned, the server undisturbed
+	Amber = "amber" // the load was not sent as planned for a server, connection or shared-machine reason, latencies have wide bounds no client could narrow (events without a lower bound), or the client disturbed a server it shared the machine with
 	Red   = "red"   // some stage is client-bound, the client itself kept the load from being sent as planned, or some of its planned requests are missing from the run's files
 )
 
@@ -44,7 +44,7 @@ func stageLevel(s *schemas.Stage) string {
 	switch {
 	case s.ClientBound || clientLate(s) || missingData(s):
 		return Red
-	case !s.LoadDelivered || unbounded(s):
+	case !s.LoadDelivered || unbounded(s) || s.ServerDisturbed || s.ConnectionSpiral:
 		return Amber
 	}
 	return Green
@@ -54,12 +54,28 @@ func stageLevel(s *schemas.Stage) string {
 // lower bound, not because of the client (schemas.Stage.ClientBoundReason).
 func unbounded(s *schemas.Stage) bool { return !s.ClientBound && s.ClientBoundReason != "" }
 
+// footprintClauses say, for the trust sentence, where the client disturbed the server: by its
+// CPU on a machine they shared (server_disturbed), or by opening far more connections than its
+// requests in flight needed (connection_spiral).
+func footprintClauses(s *schemas.Stage) []string {
+	var why []string
+	if s.ServerDisturbed {
+		why = append(why, fmt.Sprintf("server disturbed in stage %s (%s)", stageTitle(s.Stage, s.Name), orNone(s.ServerDisturbedReason)))
+	}
+	if s.ConnectionSpiral {
+		why = append(why, fmt.Sprintf("stage %s opened %d connections for at most %d requests in flight and %d warm (a connection spiral: slow answers left none idle and each dial added work for the server; or the server closed its connections)",
+			stageTitle(s.Stage, s.Name), s.ConnectionsOpened, s.InflightPeak, s.ConnectionsWarm))
+	}
+	return why
+}
+
 // Trust says in one sentence whether the figures of a run's stages can be trusted: level is
 // red when a stage is client-bound, the client kept its load from being sent as planned, or
 // planned requests are missing from its figures (a host, a part, events: load_blame missing),
-// amber when only the server or the connections did, else green. The sentence names the
-// stages and reasons behind a non-green level, then quotes the widest client uncertainty and
-// the worst p99 lateness against the schedule.
+// amber when only the server, the connections or a shared machine did, or when the client
+// disturbed the server (its CPU on their shared machine, a connection spiral), else green. The
+// sentence names the stages and reasons behind a non-green level, then quotes the widest client
+// uncertainty and the worst p99 lateness against the schedule.
 func Trust(stages []schemas.Stage) (level, sentence string) {
 	if len(stages) == 0 {
 		return Amber, "no measured stage: nothing to judge."
@@ -83,6 +99,7 @@ func Trust(stages []schemas.Stage) (level, sentence string) {
 		case !s.LoadDelivered:
 			why = append(why, fmt.Sprintf("stage %s did not get its planned load (%s)", stageTitle(s.Stage, s.Name), orNone(s.LoadReason)))
 		}
+		why = append(why, footprintClauses(s)...)
 	}
 	why = append(why, uncertaintyClause(stages), latenessClause(stages))
 	return level, strings.Join(why, "; ") + "."

@@ -163,7 +163,7 @@ func TestHostsInQualityTable(t *testing.T) {
 		rp.Stages = append(rp.Stages, stageProfile(&st[i], 2))
 	}
 	rows := qualityTable(rp).Rows
-	const rateCol, whyCol = 5, 10
+	const rateCol, whyCol = 5, 11
 	if got := rows[0].Cells[rateCol]; !strings.Contains(got, "hosts' clocks ±1.50ms") {
 		t.Errorf("stage 0 rate cell %q; want the hosts' clock uncertainty ±1.50ms", got)
 	}

@@ -50,6 +50,42 @@ type Manifest struct {
 	Hosts              []Host          `json:"hosts,omitempty" doc:"the host directories a merged run was aggregated from"`
 	ClockUncertaintyNs int64           `json:"clock_uncertainty_ns,omitempty" doc:"how far apart the hosts' clocks may be: the sum of the two largest max errors among hosts on different clocks (0 on one clock)"`
 	Outages            []Outage        `json:"outages,omitempty" doc:"spans when the target could not be reached, as aggregate finds them in the requests' outcomes (rewritten by every aggregate)"`
+	Colocation         *Colocation     `json:"colocation,omitempty" doc:"capture: whether the target shares this host with the client, and what capture did about it"`
+	StageUsage         []StageUsage    `json:"stage_usage,omitempty" doc:"capture: per stage, this host's CPU use (/proc/stat) and the coordinator's, read at the stage's boundaries; aggregate adds the workers' (raw/workers.parquet) to judge the client's footprint"`
+}
+
+// Colocation is what capture found of the target's place. The rule: a target is co-located
+// when an address its host name resolves to is a loopback address or an address of one of this
+// host's network interfaces; the server then gets only the CPU the client leaves, so capture
+// runs gentler defaults (see the README's operator notes) and aggregate judges whether the
+// client disturbed it (schemas.Stage.ServerDisturbed).
+type Colocation struct {
+	TargetLocal bool           `json:"target_local" doc:"the target's address is this host's (loopback, or an address of one of its interfaces): client and server share the machine"`
+	Address     string         `json:"address,omitempty" doc:"the target address (ip:port) that decided"`
+	Rule        string         `json:"rule" doc:"why, in words (or why it could not be told)"`
+	Server      *ServerProcess `json:"server,omitempty" doc:"the process listening on the target's port, when one could be found (best effort: another user's or another namespace's process is not)"`
+	Defaults    []string       `json:"defaults,omitempty" doc:"what capture's defaults did because the target is co-located (each an explicit flag would override)"`
+}
+
+// ServerProcess is the process found listening on a co-located target's port.
+type ServerProcess struct {
+	PID      int    `json:"pid" doc:"its process id"`
+	Command  string `json:"command" doc:"its command name"`
+	CPUs     string `json:"cpus" doc:"its CPU affinity, in the kernel's list format (0-3)"`
+	CPUCount int    `json:"cpu_count" doc:"CPUs in that affinity"`
+	Nice     int    `json:"nice" doc:"its nice value"`
+}
+
+// StageUsage is one host's CPU use over one stage, read by the capture coordinator when the
+// stage began and when the next one began (the last: when the capture ended).
+type StageUsage struct {
+	Stage            int32 `json:"stage" doc:"stage index"`
+	WallNs           int64 `json:"wall_ns" doc:"length of the window"`
+	MachineCPUs      int32 `json:"machine_cpus" doc:"the host's online CPUs (/proc/stat)"`
+	MachineBusyNs    int64 `json:"machine_busy_ns" doc:"CPU time the host's CPUs were busy in the window, summed over CPUs: user + nice + system + irq + softirq + steal of /proc/stat, less the keep-awake spinners' time (idle_spin_ns)"`
+	MachineTotalNs   int64 `json:"machine_total_ns" doc:"all CPU time of the window, summed over CPUs (busy + idle + iowait): busy / total is the machine's busy share"`
+	CoordinatorCPUNs int64 `json:"coordinator_cpu_ns" doc:"user + system CPU time of the capture coordinator (the packet tap's recorder included) in the window; the workers' is in raw/workers.parquet"`
+	IdleSpinNs       int64 `json:"idle_spin_ns,omitempty" doc:"CPU time of the --keep-awake spinners (SCHED_IDLE: they give way to any other thread, so it is counted as idle)"`
 }
 
 // Clock is what the kernel says of its CLOCK_REALTIME discipline (adjtimex(2), read only), so
@@ -74,6 +110,8 @@ type Host struct {
 	Status   string `json:"status" doc:"its manifest's status"`
 	Requests int64  `json:"requests" doc:"raw request rows aggregate read from it"`
 	Clock    *Clock `json:"clock,omitempty" doc:"its clock discipline"`
+	// Colocation is the host's own: each capture host judges its distance to the target.
+	Colocation *Colocation `json:"colocation,omitempty" doc:"whether the target shared this host (its manifest's colocation)"`
 }
 
 // ParseShard parses a shard "i/n" (0 <= i < n).

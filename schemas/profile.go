@@ -85,27 +85,44 @@ type ProfileBreakdown struct {
 // ProfileQuality holds the stage's two verdicts (latency uncertainty, load delivered), its
 // trust level and the diagnostics behind them (the stages.parquet columns of the same names).
 type ProfileQuality struct {
-	Trust              string  `json:"trust" doc:"green, amber or red"`
-	PlannedRate        float64 `json:"planned_rate" doc:"the schedule's own rate"`
-	RateFidelity       float64 `json:"rate_fidelity" doc:"achieved / planned"`
-	SendLagP99Ns       int64   `json:"send_lag_p99_ns" doc:"lateness S − P, p99"`
-	ReadLagP99Ns       int64   `json:"read_lag_p99_ns" doc:"read lag, p99"`
-	ExactShare         float64 `json:"exact_share" doc:"share of events with exact timestamps"`
-	WorkerRhoMax       float64 `json:"worker_rho_max" doc:"highest worker utilisation"`
-	Workers            int32   `json:"workers" doc:"worker processes"`
-	GCPauseNs          int64   `json:"gc_pause_ns" doc:"workers' GC pause total"`
-	UncertaintyNs      int64   `json:"uncertainty_ns" doc:"widest p50/p90/p99 bound of the judged latencies"`
-	UncertaintyFigure  string  `json:"uncertainty_figure,omitempty" doc:"the figure with that bound"`
-	ClientBound        bool    `json:"client_bound" doc:"the latency verdict failed"`
-	ClientBoundReason  string  `json:"client_bound_reason,omitempty" doc:"why"`
-	LoadDelivered      bool    `json:"load_delivered" doc:"the load verdict passed"`
-	LoadReason         string  `json:"load_reason,omitempty" doc:"why not"`
-	LoadBlame          string  `json:"load_blame,omitempty" doc:"who waited (client_cpu, client, client_cap, server_accept, server_busy, send, missing)"`
-	Missing            string  `json:"missing,omitempty" doc:"hosts' planned requests not recorded"`
-	ClockUncertaintyNs int64   `json:"clock_uncertainty_ns,omitempty" doc:"how far the hosts' clocks may be apart: the stage's window and rates are uncertain by it (latencies are not)"`
-	LateShareClient    float64 `json:"late_share_client" doc:"the client's share of the lateness"`
-	WorkersForRhoHalf  int32   `json:"workers_for_rho_half" doc:"workers that would bring utilisation under TargetRho"`
-	Advice             string  `json:"advice,omitempty" doc:"what to change, only when the client's CPU is the cause"`
+	Trust              string           `json:"trust" doc:"green, amber or red"`
+	PlannedRate        float64          `json:"planned_rate" doc:"the schedule's own rate"`
+	RateFidelity       float64          `json:"rate_fidelity" doc:"achieved / planned"`
+	SendLagP99Ns       int64            `json:"send_lag_p99_ns" doc:"lateness S − P, p99"`
+	ReadLagP99Ns       int64            `json:"read_lag_p99_ns" doc:"read lag, p99"`
+	ExactShare         float64          `json:"exact_share" doc:"share of events with exact timestamps"`
+	WorkerRhoMax       float64          `json:"worker_rho_max" doc:"highest worker utilisation"`
+	Workers            int32            `json:"workers" doc:"worker processes"`
+	GCPauseNs          int64            `json:"gc_pause_ns" doc:"workers' GC pause total"`
+	UncertaintyNs      int64            `json:"uncertainty_ns" doc:"widest p50/p90/p99 bound of the judged latencies"`
+	UncertaintyFigure  string           `json:"uncertainty_figure,omitempty" doc:"the figure with that bound"`
+	ClientBound        bool             `json:"client_bound" doc:"the latency verdict failed"`
+	ClientBoundReason  string           `json:"client_bound_reason,omitempty" doc:"why"`
+	LoadDelivered      bool             `json:"load_delivered" doc:"the load verdict passed"`
+	LoadReason         string           `json:"load_reason,omitempty" doc:"why not"`
+	LoadBlame          string           `json:"load_blame,omitempty" doc:"who waited (client_cpu, client, client_cap, server_accept, server_busy, send, missing)"`
+	Missing            string           `json:"missing,omitempty" doc:"hosts' planned requests not recorded"`
+	ClockUncertaintyNs int64            `json:"clock_uncertainty_ns,omitempty" doc:"how far the hosts' clocks may be apart: the stage's window and rates are uncertain by it (latencies are not)"`
+	LateShareClient    float64          `json:"late_share_client" doc:"the client's share of the lateness"`
+	WorkersForRhoHalf  int32            `json:"workers_for_rho_half" doc:"workers that would bring utilisation under TargetRho"`
+	Advice             string           `json:"advice,omitempty" doc:"what to change, only when the client's CPU is the cause"`
+	Footprint          ProfileFootprint `json:"footprint" doc:"what the client took of the machine and of the server's connections (the stages.parquet columns of the same names)"`
+}
+
+// ProfileFootprint is the client's footprint in one stage: its CPU on a machine it may share
+// with the server, the footprint verdict, and the connections it opened.
+type ProfileFootprint struct {
+	TargetLocal           bool    `json:"target_local" doc:"the target shared the capture host"`
+	ClientCPUs            float64 `json:"client_cpus" doc:"CPUs the client used (workers and coordinator)"`
+	MachineCPUs           int32   `json:"machine_cpus" doc:"the host's CPUs; 0 when unknown"`
+	MachineBusy           float64 `json:"machine_busy" doc:"share of the host's CPU time busy over the stage"`
+	ServerDisturbed       bool    `json:"server_disturbed" doc:"the footprint verdict: co-located, machine saturated, client over DisturbShare of the CPUs"`
+	ServerDisturbedReason string  `json:"server_disturbed_reason,omitempty" doc:"its figures"`
+	InflightPeak          int64   `json:"inflight_peak" doc:"most requests in flight (sum over workers)"`
+	ConnectionsOpened     int64   `json:"connections_opened" doc:"connections opened in the stage"`
+	ConnectionsPeak       int64   `json:"connections_peak" doc:"most connections open at once (sum over workers)"`
+	ConnectionsWarm       int64   `json:"connections_warm" doc:"the workers' warm pools"`
+	ConnectionSpiral      bool    `json:"connection_spiral" doc:"far more connections opened than the requests in flight needed"`
 }
 
 // ProfileComparison is run B (Runs[Run]) against the baseline A (Runs[0]), stage by stage

@@ -139,6 +139,9 @@ type Worker struct {
 	BytesRead     int64 `parquet:"read_bytes" doc:"bytes read from sockets in the stage"`
 	InflightPeak  int32 `parquet:"inflight_peak" doc:"most requests in flight at once"`
 	InflightWaits int64 `parquet:"inflight_waits" doc:"sends delayed by the in-flight cap"`
+	ConnsOpened   int64 `parquet:"conns_opened" doc:"connections the worker opened in the stage (dialled and connected: for waiting requests, spare ones, or after the server closed one)"`
+	ConnsPeak     int32 `parquet:"conns_peak" doc:"most connections the worker had open at once in the stage"`
+	ConnsWarm     int32 `parquet:"conns_warm" doc:"connections the worker warms before the start and keeps half of spare (capture --connections)"`
 }
 
 // ServerMetric is one row of raw/server-metrics.parquet: one sample of the target's Prometheus

@@ -20,6 +20,14 @@ const (
 	// worker's utilisation is above AdviceRho; the advice sizes the workers for TargetRho.
 	AdviceRho = 0.7
 	TargetRho = 0.5
+	// MachineSaturated and DisturbShare make the footprint verdict (server_disturbed) and the
+	// machine blame: a machine at least 90% busy over a stage had no CPU to spare, so what one
+	// process used another waited for. A co-located client that took more than a quarter of the
+	// machine's CPUs then took them from the server (on 2 CPUs, half a CPU: more than the
+	// co-located default of one worker needs at a load it keeps up with); a client that took
+	// less, and was late, was kept waiting by the others.
+	MachineSaturated = 0.9
+	DisturbShare     = 0.25
 )
 
 // AchievedRate is the rate n sends made between the first (firstNs) and the last (lastNs):

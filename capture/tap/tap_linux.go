@@ -3,6 +3,7 @@ package tap
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"sync/atomic"
 	"unsafe"
@@ -133,6 +134,20 @@ func filter(target netip.AddrPort) ([]unix.SockFilter, error) {
 		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 	}
 	return out, nil
+}
+
+// BindInterface makes the tap see only the packets of the named interface: the kernel then runs
+// its filter on no other interface's traffic. A target on this host is reached over the
+// loopback interface, whatever its address.
+func (t *Tap) BindInterface(name string) error {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return fmt.Errorf("tap: interface %s: %w", name, err)
+	}
+	if err := unix.Bind(t.fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifc.Index}); err != nil {
+		return fmt.Errorf("tap: bind to %s: %w", name, err)
+	}
+	return nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

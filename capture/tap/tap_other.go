@@ -19,3 +19,4 @@ func Open(target netip.AddrPort) (*Tap, error) {
 func (t *Tap) Read(buf []Segment, timeoutMs int) ([]Segment, error) { return buf, nil }
 func (t *Tap) Stats() (Stats, error)                                { return Stats{}, nil }
 func (t *Tap) Close() error                                         { return nil }
+func (t *Tap) BindInterface(name string) error                      { return nil }

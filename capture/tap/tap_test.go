@@ -125,3 +125,50 @@ func bytesOf(segs []Segment, port uint16, dir uint8) (n uint32) {
 	}
 	return n
 }
+
+// TestTapBoundToLoopback binds the tap to the loopback interface (what capture does for a
+// co-located target) and still sees the conversation; an interface that does not exist is an
+// error.
+func TestTapBoundToLoopback(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tp, err := Open(netip.MustParseAddrPort(ln.Addr().String()))
+	if errors.Is(err, ErrUnsupported) {
+		t.Skipf("no packet tap here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	if err := tp.BindInterface("no-such-interface0"); err == nil {
+		t.Errorf("BindInterface(no-such-interface0): no error")
+	}
+	if err := tp.BindInterface("lo"); err != nil {
+		t.Fatalf("BindInterface(lo): %v", err)
+	}
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Write([]byte("answer"))
+			c.Close()
+		}
+	}()
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := uint16(c.LocalAddr().(*net.TCPAddr).Port)
+	io.ReadAll(c)
+	c.Close()
+	var segs []Segment
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && rx(segs, local) < 6; {
+		if segs, err = tp.Read(segs, 50); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rx(segs, local); n != 6 {
+		t.Errorf("bound to lo: %d payload bytes received on port %d; want 6", n, local)
+	}
+}

@@ -46,9 +46,9 @@ func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error {
 	level, sentence := report.Trust(sum.Stages)
 	fmt.Printf("trust %s: %s\n", level, sentence)
 	for _, s := range sum.Stages {
-		fmt.Printf("stage %d %s: %d requests, %d ok, %.1f req/s, ttft p50 %s, p99 %s, output %.0f tok/s%s\n",
+		fmt.Printf("stage %d %s: %d requests, %d ok, %.1f req/s, ttft p50 %s, p99 %s, output %.0f tok/s, %d connections opened (%d open at most)%s\n",
 			s.Stage, s.Name, s.Requests, s.Completed, s.CompletionRate, msBound(s.TTFT.P50, s.TTFT.P50Lo, s.TTFT.P50Hi),
-			msBound(s.TTFT.P99, s.TTFT.P99Lo, s.TTFT.P99Hi), s.OutputTPS, stageMarks(&s))
+			msBound(s.TTFT.P99, s.TTFT.P99Lo, s.TTFT.P99Hi), s.OutputTPS, s.ConnectionsOpened, s.ConnectionsPeak, stageMarks(&s))
 	}
 	return nil
 }
@@ -69,6 +69,12 @@ func stageMarks(s *schemas.Stage) string {
 	}
 	if !s.LoadDelivered {
 		mark += " LOAD NOT DELIVERED (" + s.LoadReason + ")"
+	}
+	if s.ServerDisturbed {
+		mark += " SERVER DISTURBED (" + s.ServerDisturbedReason + ")"
+	}
+	if s.ConnectionSpiral {
+		mark += fmt.Sprintf(" CONNECTION SPIRAL (%d opened for at most %d in flight, %d warm)", s.ConnectionsOpened, s.InflightPeak, s.ConnectionsWarm)
 	}
 	if s.ClockUncertaintyNs > 0 {
 		mark += fmt.Sprintf(" (hosts' clocks ±%v: rates and windows)", time.Duration(s.ClockUncertaintyNs))

@@ -102,3 +102,23 @@ func PinTasks(pid, cpu int) error {
 	}
 	return nil
 }
+
+// ParseList parses the kernel's CPU list format ("0,2-3", as taskset -c and Cpus_allowed_list).
+func ParseList(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		a, b, rng := strings.Cut(strings.TrimSpace(f), "-")
+		lo, err := strconv.Atoi(a)
+		hi := lo
+		if err == nil && rng {
+			hi, err = strconv.Atoi(b)
+		}
+		if err != nil || lo < 0 || hi < lo {
+			return nil, fmt.Errorf("invalid CPU list %q: want CPU numbers and ranges, e.g. 0,2-3", s)
+		}
+		for c := lo; c <= hi; c++ {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

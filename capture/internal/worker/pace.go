@@ -15,31 +15,36 @@ import (
 // and the write.
 //
 // On a busy CPU a woken thread can still wait behind others for milliseconds, so the pacer thread
-// asks for nice -20 and a 0.1 ms scheduler slice (EEVDF lets a task with a shorter slice preempt
-// on wake-up). That needs CAP_SYS_NICE; without it the thread keeps its priority and the worker
-// says so. Real-time scheduling (SCHED_FIFO) is not used: the Go runtime's spin-waits (stack
-// scans, stop-the-world) on a real-time thread can starve the thread they wait for, and a trial
+// asks for a 0.1 ms scheduler slice (EEVDF lets a task with a shorter slice preempt on wake-up)
+// and, when the server is on another machine, nice -20 (the coordinator chooses: beside the
+// server the pacer is not raised above the server's priority, see capture's colocated.go). A
+// raise needs CAP_SYS_NICE; without it the thread keeps its priority and the worker says so.
+// Real-time scheduling (SCHED_FIFO) is not used: the Go runtime's spin-waits (stack scans,
+// stop-the-world) on a real-time thread can starve the thread they wait for, and a trial
 // stalled sends for a whole second.
 
-// pacerNice and pacerSlice are what lockPacerThread asks for.
-const (
-	pacerNice  = -20
-	pacerSlice = 100 * time.Microsecond
-)
+// pacerSlice is the scheduler slice lockPacerThread asks for.
+const pacerSlice = 100 * time.Microsecond
 
-// lockPacerThread must be called on the pacer goroutine before sleepUntil. It returns a warning
-// when the thread's priority could not be raised.
-func lockPacerThread() (warn string) {
+// lockPacerThread must be called on the pacer goroutine before sleepUntil. It asks for nice
+// (when that is a higher priority than the thread's own; a lower one is never taken) and
+// pacerSlice, and returns a warning when the priority could not be raised.
+func lockPacerThread(nice int) (warn string) {
 	runtime.LockOSThread()
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0) // ns; best effort
-	attr := unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: pacerNice, Runtime: uint64(pacerSlice)}
+	own := int32(0)
+	if cur, err := unix.SchedGetAttr(0, 0); err == nil {
+		own = cur.Nice
+	}
+	raise := int32(nice) < own
+	attr := unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: min(int32(nice), own), Runtime: uint64(pacerSlice)}
 	err := unix.SchedSetAttr(0, &attr, 0)
 	if err == unix.EINVAL { // a kernel without custom slices: the nice value alone
 		attr.Runtime = 0
 		err = unix.SchedSetAttr(0, &attr, 0)
 	}
-	if err != nil {
-		return fmt.Sprintf("pacer thread priority not raised (nice %d: %v; needs CAP_SYS_NICE): send lag may be higher on a busy machine", pacerNice, err)
+	if err != nil && raise {
+		return fmt.Sprintf("pacer thread priority not raised (nice %d: %v; needs CAP_SYS_NICE): send lag may be higher on a busy machine", nice, err)
 	}
 	return ""
 }

@@ -43,7 +43,8 @@ type Config struct {
 	Shards       int           `json:"shards"`
 	CPU          int           `json:"cpu"` // -1: not pinned
 	GOMAXPROCS   int           `json:"gomaxprocs"`
-	Target       string        `json:"target"` // base URL
+	PacerNice    int           `json:"pacer_nice"` // the pacer thread's nice value; never lowered below the process's own
+	Target       string        `json:"target"`     // base URL
 	MaxInflight  int           `json:"max_inflight"`
 	MaxConns     int           `json:"max_connections"` // 0: only the open-files limit
 	Connections  int           `json:"connections"`
@@ -445,7 +446,7 @@ func (w *worker) buildLoop() {
 // pace sends every root at its planned time and the chained requests the timed heap holds, on a
 // locked OS thread, until everything owned is sent or skipped, or a stop.
 func (w *worker) pace(ctx context.Context) {
-	if warn := lockPacerThread(); warn != "" && w.cfg.Worker == 0 {
+	if warn := lockPacerThread(w.cfg.PacerNice); warn != "" && w.cfg.Worker == 0 {
 		w.log.Warn(warn) // the same for every worker: said once
 	}
 	defer runtime.UnlockOSThread()
@@ -636,7 +637,7 @@ func (h *timedHeap) Pop() any {
 
 // usage is a snapshot of the process's resource counters.
 type usage struct {
-	wall, user, sys, gcPause, maxRSS, reads, bytes int64
+	wall, user, sys, gcPause, maxRSS, reads, bytes, opened int64
 }
 
 var gcSamples = []metrics.Sample{{Name: "/sched/pauses/total/gc:seconds"}, {Name: "/memory/classes/heap/objects:bytes"}}
@@ -671,6 +672,7 @@ func (w *worker) usage() (u usage, heapBytes int64) {
 	}
 	if w.client != nil {
 		u.reads, u.bytes = w.client.Stats()
+		u.opened = w.client.Opened()
 	}
 	return u, heapBytes
 }
@@ -813,6 +815,10 @@ func (c *stageClock) closeStage(w *worker, now usage) {
 		HeapPeakBytes: c.heapPeak, MaxRSSBytes: now.maxRSS, Requests: w.sent[c.cur].Load(),
 		Reads: now.reads - b.reads, BytesRead: now.bytes - b.bytes,
 		InflightPeak: int32(w.peak.Swap(w.inflight.Load())), InflightWaits: w.waits[c.cur].Load(),
+		ConnsOpened: now.opened - b.opened, ConnsWarm: int32(w.cfg.Connections),
+	}
+	if w.client != nil {
+		row.ConnsPeak = int32(w.client.TakeOpenPeak())
 	}
 	w.out.send(Message{Type: "worker", Worker: w.cfg.Worker, Row: &row})
 }

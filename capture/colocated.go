@@ -1,0 +1,113 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wirebench/wirebench/internal/colocate"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// A server on the client's machine gets only the CPU the client leaves: a client that takes it
+// reports a server slower than it is. When the target is co-located (colocate's rule: a loopback
+// address or one of this host's), capture's defaults leave the server its CPUs:
+//
+//   - workers on at most half the CPUs this process may use, never fewer than one
+//     (colocatedWorkers), pinned to CPUs the server is not confined to first, else the last ones
+//     (the first CPUs take most of the interrupts); --workers, capture.workers or --cpus override;
+//   - the pacer thread's priority not raised above the server's (nice −20 away from it);
+//   - the packet tap bound to the loopback interface (traffic to the host's own addresses runs
+//     over it), its kernel filter on the target's address and port as always, and its recorder
+//     thread at nice 10.
+//
+// Away from the server the defaults stand: a worker per usable CPU, the pacer at nice −20.
+
+// pacerNiceAway is the pacer thread's nice value when the server is on another machine.
+const pacerNiceAway = -20
+
+// recorderNice is the packet tap recorder thread's nice value when co-located.
+const recorderNice = 10
+
+// colocatedWorkers is the default worker count beside the server: half of usable, at least one.
+func colocatedWorkers(usable int) int { return max(1, usable/2) }
+
+// placement is what capture decided from the target's place.
+type placement struct {
+	col       *schemas.Colocation
+	local     bool
+	pacerNice int
+	serverCPU []int // the server's affinity; nil when unknown
+}
+
+// locate finds where the target is and, when it shares this host, the process serving it.
+func locate(ctx context.Context, target string, log *slog.Logger) placement {
+	pl := placement{pacerNice: pacerNiceAway}
+	p, err := colocate.Locate(ctx, target)
+	if err != nil {
+		pl.col = &schemas.Colocation{Rule: "unknown: " + err.Error()}
+		log.Warn("cannot tell whether the target shares this host; taking it as remote", "err", err)
+		return pl
+	}
+	pl.col = &schemas.Colocation{TargetLocal: p.Local, Address: p.Addr.String(), Rule: p.Rule}
+	if !p.Local {
+		return pl
+	}
+	pl.local, pl.pacerNice = true, 0
+	if proc := colocate.Listener(p.Addr); proc != nil {
+		pl.col.Server = &schemas.ServerProcess{PID: proc.PID, Command: proc.Comm, CPUs: cpuList(proc.CPUs), CPUCount: len(proc.CPUs), Nice: proc.Nice}
+		pl.serverCPU = proc.CPUs
+		pl.pacerNice = min(0, proc.Nice) // never above the server's
+	}
+	return pl
+}
+
+// pickCPUs returns n of the allowed CPUs for co-located workers: first those outside the
+// server's affinity, then from the end of the list.
+func pickCPUs(allowed []int, n int, server []int) []int {
+	var out []int
+	for i := len(allowed) - 1; i >= 0 && len(out) < n; i-- {
+		if !slices.Contains(server, allowed[i]) {
+			out = append(out, allowed[i])
+		}
+	}
+	for i := len(allowed) - 1; i >= 0 && len(out) < n; i-- {
+		if !slices.Contains(out, allowed[i]) {
+			out = append(out, allowed[i])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// applyColocated sets the co-located defaults on cfg when the target shares this host and the
+// worker count and CPUs were not given: it returns the CPUs to pin to and notes what it did.
+func (pl *placement) applyColocated(cfg *Config, cpus []int, usable int) []int {
+	if !pl.local {
+		return cpus
+	}
+	if cfg.Workers == 0 && len(cfg.CPUs) == 0 {
+		cfg.Workers = colocatedWorkers(usable)
+		if !cfg.NoPin {
+			cpus = pickCPUs(cpus, cfg.Workers, pl.serverCPU)
+		}
+		pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("%d worker(s) of %d usable CPUs, on CPUs %s (--workers or --cpus override)", cfg.Workers, usable, cpuList(cpus)))
+	}
+	pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("pacer thread at nice %d, not above the server's", pl.pacerNice))
+	if cfg.Tap != TapOff {
+		pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("packet tap on the loopback interface only, its recorder at nice %d", recorderNice))
+	}
+	return cpus
+}
+
+// cpuList formats CPUs as a comma-separated list.
+func cpuList(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
+}
