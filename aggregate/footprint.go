@@ -77,8 +77,8 @@ func setFootprint(st *schemas.Stage, runs []*runDir, workers []workerStats) {
 	st.TargetLocal, st.ClientCPUs, st.MachineCPUs, st.MachineBusy = best.local, best.clientCPUs, best.cpus, best.busy
 	if best.known && best.local && best.busy >= schemas.MachineSaturated && best.share() > schemas.DisturbShare {
 		st.ServerDisturbed = true
-		st.ServerDisturbedReason = fmt.Sprintf("wirebench used %.2f of %d CPUs while the machine was %.0f%% busy (over %.0f%% of its CPUs with the machine over %.0f%%): the server's latency may include that competition",
-			best.clientCPUs, best.cpus, 100*best.busy, 100*schemas.DisturbShare, 100*schemas.MachineSaturated)
+		st.ServerDisturbedReason = fmt.Sprintf("wirebench used %.2f of %d CPUs while the machine was %.0f%% busy; the server's latency may include that competition",
+			best.clientCPUs, best.cpus, 100*best.busy)
 	}
 	for _, w := range workers {
 		st.InflightPeak += w.inflightPeak

@@ -697,8 +697,15 @@ func (w *worker) writeLoop() error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	clk.advance(w)
+	// Stages begin on time, not at the next tick: each workers.parquet row covers its stage's
+	// window, as the coordinator's stage_usage does.
+	next := time.NewTimer(clk.untilNext(w))
+	defer next.Stop()
 	for {
 		select {
+		case <-next.C:
+			clk.advance(w)
+			next.Reset(clk.untilNext(w))
 		case res, ok := <-w.results:
 			if !ok {
 				clk.advance(w)
@@ -800,6 +807,14 @@ func (c *stageClock) advance(w *worker) {
 		c.cur = c.order[c.next].Index
 		c.next++
 	}
+}
+
+// untilNext is the time until the next stage begins (an hour when no stage is left).
+func (c *stageClock) untilNext(w *worker) time.Duration {
+	if c.next >= len(c.order) {
+		return time.Hour
+	}
+	return max(time.Until(time.Unix(0, w.startNs+c.order[c.next].OffsetNs)), 0)
 }
 
 // closeStage sends the running stage's workers.parquet row, measured up to now.
