@@ -18,7 +18,8 @@ import (
 //     client_cpus > DisturbShare × machine_cpus (schemas.Stage);
 //   - and the reverse: a load not delivered because the pacer or the send waited for a CPU, on
 //     a saturated machine the client took little of (client_cpus <= DisturbShare ×
-//     machine_cpus), is blamed on the machine, not the client (blame).
+//     machine_cpus), or because requests waited for connections from a server on the same
+//     saturated machine, is blamed on the machine, not the client or the server (blame).
 
 // hostFootprint is one host's footprint in one stage.
 type hostFootprint struct {
@@ -96,8 +97,14 @@ func machineBusy(st *schemas.Stage) bool {
 		st.ClientCPUs <= schemas.DisturbShare*float64(st.MachineCPUs)
 }
 
+// sharedSaturated reports whether the server shared the client's machine and the machine was
+// saturated: whatever waited, waited for its CPUs.
+func sharedSaturated(st *schemas.Stage) bool {
+	return st.TargetLocal && st.MachineCPUs > 0 && st.MachineBusy >= schemas.MachineSaturated
+}
+
 // machineBlame says that the CPUs of the shared machine were the limit.
 func machineBlame(st *schemas.Stage, what string) string {
-	return fmt.Sprintf("the shared machine: it was %.0f%% busy while wirebench used %.2f of its %d CPUs, so other processes (the server's, when it shares the machine) held the CPUs the client waited for: %s",
+	return fmt.Sprintf("the shared machine: it was %.0f%% busy, wirebench using %.2f of its %d CPUs and other processes (the server's, when it shares the machine) the rest: %s",
 		100*st.MachineBusy, st.ClientCPUs, st.MachineCPUs, what)
 }

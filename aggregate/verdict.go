@@ -123,7 +123,11 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 	}
 	var why []string
 	if st.Mode != schemas.ModeClosed && a.requests > 1 && math.Abs(st.RateFidelity-1) > schemas.MaxRateError {
-		why = append(why, fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity %.3f)", st.AchievedRate, st.PlannedRate, st.RateFidelity))
+		over := ""
+		if st.RateFidelity < 1 {
+			over = "; overloaded: the requests it could not send on time queued in the client and went out late, at the rate it kept"
+		}
+		why = append(why, fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity %.3f%s)", st.AchievedRate, st.PlannedRate, st.RateFidelity, over))
 	}
 	if limit := lateLimit(st); st.SendLag.Count > 0 && st.SendLag.P99 > limit {
 		why = append(why, fmt.Sprintf("send lag p99 %s > %s", fmtMs(st.SendLag.P99), fmtMs(limit)))
@@ -141,8 +145,10 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 // the request (its pacer or CPU) or was spent at its own connection cap; the server when most
 // of it was waiting for a connection otherwise (the server accepted new connections too slowly,
 // or answered too slowly to free the open ones); the machine when the pacer or the send waited
-// for a CPU of a saturated machine the client took little of (machineBusy: the stage's
-// footprint columns are set before).
+// for a CPU of a saturated machine the client took little of (machineBusy), or when the
+// requests waited for connections from a server on the same, saturated machine
+// (sharedSaturated): its answers were as slow as the CPUs it got. The stage's footprint columns
+// are set before.
 func (a *stageAcc) blame(st *schemas.Stage) (who, why string) {
 	share := func(ns int64) float64 { return 100 * float64(ns) / float64(max(a.lateNs, 1)) }
 	switch {
@@ -156,6 +162,8 @@ func (a *stageAcc) blame(st *schemas.Stage) (who, why string) {
 		return schemas.BlameClientCPU, why + fmt.Sprintf("; worker utilisation %.2f: %d workers would bring it under %.1f", st.WorkerRhoMax, st.WorkersForRhoHalf, schemas.TargetRho)
 	case a.capLateNs*2 >= a.lateNs:
 		return schemas.BlameClientCap, fmt.Sprintf("the client's connection cap: %.0f%% of the lateness was %d requests waiting at capture --max-connections", share(a.capLateNs), st.ConnCapped)
+	case a.connLateNs*2 >= a.lateNs && sharedSaturated(st):
+		return schemas.BlameMachine, machineBlame(st, fmt.Sprintf("%.0f%% of the lateness was waiting for a connection from a server that shares it (it accepted and answered as slowly as the CPU left to it allowed)", share(a.connLateNs)))
 	case a.connLateNs*2 >= a.lateNs && (st.SynRetrans > 0 || st.Connect.P99 > int64(schemas.MinLateLimit)):
 		return schemas.BlameServerAccept, fmt.Sprintf("the server was not accepting connections fast enough: %.0f%% of the lateness was waiting for a connection (connect p99 %s over %d new connections, %d SYN retransmissions: its accept queue overflowed)",
 			share(a.connLateNs), fmtMs(st.Connect.P99), st.Connect.Count, st.SynRetrans)

@@ -57,6 +57,30 @@ func judge(r *schemas.CalibrationRate) {
 // faithfulRate returns the highest target rate such that it and every lower rate were faithful
 // (rates sorted by target rate); 0 when the lowest already failed. A pass above a failure does
 // not count: it is luck, not capacity.
+// clientCPU adds the coordinator's CPU (the packet tap's recorder included) to the workers' for
+// the client's CPU per request, and notes how busy the machine was, from the stage's usage.
+func clientCPU(r *schemas.CalibrationRate, usage []schemas.StageUsage) {
+	for _, u := range usage {
+		if u.Stage != r.Stage || u.WallNs <= 0 || r.AchievedRate <= 0 {
+			continue
+		}
+		r.ClientCPUPerReqNs = (r.CPUPerSecond + float64(u.CoordinatorCPUNs)/float64(u.WallNs)) * 1e9 / r.AchievedRate
+		if u.MachineTotalNs > 0 {
+			r.MachineBusy = float64(u.MachineBusyNs) / float64(u.MachineTotalNs)
+		}
+	}
+}
+
+// faithfulCPU is the client's CPU per request at the faithful rate (0 when none).
+func faithfulCPU(rates []schemas.CalibrationRate, faithful float64) float64 {
+	for _, r := range rates {
+		if faithful > 0 && r.TargetRate == faithful {
+			return r.ClientCPUPerReqNs
+		}
+	}
+	return 0
+}
+
 func faithfulRate(rates []schemas.CalibrationRate) float64 {
 	s := slices.Clone(rates)
 	slices.SortFunc(s, func(a, b schemas.CalibrationRate) int { return cmp.Compare(a.TargetRate, b.TargetRate) })
@@ -180,6 +204,7 @@ type rawData struct {
 	requests []schemas.RawRequest
 	chunks   []schemas.RawChunk // grouped by seq, in event order within a request
 	workers  []schemas.Worker
+	usage    []schemas.StageUsage // the coordinator's CPU and the machine's, per stage
 	tap      *aggregate.TapTimes
 }
 
@@ -318,13 +343,15 @@ func analyse(d *rawData) []schemas.CalibrationRate {
 			r.CPUPerSecond = a.cpu / a.wall
 		}
 		// Per request: the workers' CPU rate over their stage window divided by the send rate.
-		// (CPU / requests would be off: a worker sees its stage clock change on its 1 s tick.)
+		// (CPU / requests would be off: a stage's window runs to the next stage's start, or to the end
+		// of the drain for the last.)
 		if r.AchievedRate > 0 {
 			r.CPUPerReqNs = r.CPUPerSecond * 1e9 / r.AchievedRate
 		}
 		if r.Tokens > 0 {
 			r.CPUPerTokNs = r.CPUPerReqNs * float64(r.Requests) / float64(r.Tokens)
 		}
+		clientCPU(&r, d.usage)
 		judge(&r)
 		out = append(out, r)
 	}
@@ -405,7 +432,11 @@ func WriteTable(w io.Writer, c *schemas.Calibration) error {
 		}
 	}
 	if c.FaithfulRate > 0 {
-		fmt.Fprintf(w, "highest rate held faithfully: %g requests/s (%s)\n", c.FaithfulRate, c.FaithfulRule)
+		cpu := ""
+		if c.FaithfulCPUPerReqNs > 0 {
+			cpu = fmt.Sprintf(", the client using %s of CPU per request there (workers and coordinator)", fmtNs(c.FaithfulCPUPerReqNs))
+		}
+		fmt.Fprintf(w, "highest rate held faithfully: %g requests/s%s (%s)\n", c.FaithfulRate, cpu, c.FaithfulRule)
 	} else {
 		fmt.Fprintf(w, "no rate was held faithfully (%s)\n", c.FaithfulRule)
 	}

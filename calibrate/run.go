@@ -108,6 +108,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 	}
 	if cal.Workers = cfg.Workers; cal.Workers == 0 {
 		cal.Workers = max(1, min(len(workerCPUs), usable-boolInt(cal.SimCPU >= 0)))
+		if cal.SharedCPUs { // the simulator is a co-located server: capture's default beside one
+			cal.Workers = capture.ColocatedWorkers(usable)
+			cal.Notes = append(cal.Notes, fmt.Sprintf("%d worker(s), capture's default beside a server on the same CPUs (half of them; --workers overrides)", cal.Workers))
+		}
 	}
 	cal.GOMAXPROCS = capture.DefaultGOMAXPROCS
 	if cfg.SingleProcess {
@@ -170,6 +174,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 		}
 	}
 	cal.FaithfulRate = faithfulRate(cal.Rates)
+	cal.FaithfulCPUPerReqNs = faithfulCPU(cal.Rates, cal.FaithfulRate)
 	cal.Fit = fitCPU(cal.Rates, cal.Workers)
 	cal.WorkersFor = cal.Fit.WorkersFor(cfg.ForRate)
 	if err := write(cal, filepath.Join(cfg.Dir, "calibration.json")); err != nil {
@@ -257,7 +262,7 @@ func loadRaw(ctx context.Context, dir string) (*rawData, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
-	d := &rawData{stages: m.Stages}
+	d := &rawData{stages: m.Stages, usage: m.StageUsage}
 	if d.tap, err = aggregate.LoadTapTimes(ctx, dir); err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // address or one of this host's), capture's defaults leave the server its CPUs:
 //
 //   - workers on at most half the CPUs this process may use, never fewer than one
-//     (colocatedWorkers), pinned to CPUs the server is not confined to first, else the last ones
+//     (ColocatedWorkers), pinned to CPUs the server is not confined to first, else the last ones
 //     (the first CPUs take most of the interrupts); --workers, capture.workers or --cpus override;
 //   - the pacer thread's priority not raised above the server's (nice −20 away from it);
 //   - the packet tap bound to the loopback interface (traffic to the host's own addresses runs
@@ -32,8 +32,9 @@ const pacerNiceAway = -20
 // recorderNice is the packet tap recorder thread's nice value when co-located.
 const recorderNice = 10
 
-// colocatedWorkers is the default worker count beside the server: half of usable, at least one.
-func colocatedWorkers(usable int) int { return max(1, usable/2) }
+// ColocatedWorkers is the default worker count beside the server: half of the usable CPUs, at
+// least one.
+func ColocatedWorkers(usable int) int { return max(1, usable/2) }
 
 // placement is what capture decided from the target's place.
 type placement struct {
@@ -90,7 +91,7 @@ func (pl *placement) applyColocated(cfg *Config, cpus []int, usable int) []int {
 		return cpus
 	}
 	if cfg.Workers == 0 && len(cfg.CPUs) == 0 {
-		cfg.Workers = colocatedWorkers(usable)
+		cfg.Workers = ColocatedWorkers(usable)
 		if !cfg.NoPin {
 			cpus = pickCPUs(cpus, cfg.Workers, pl.serverCPU)
 		}

@@ -57,6 +57,16 @@ func runCalibrate(t *testing.T, args ...string) (*schemas.Calibration, string, s
 	if !strings.Contains(out, "highest rate held faithfully") && !strings.Contains(out, "no rate was held faithfully") {
 		t.Errorf("calibrate %v: stdout lacks the faithful-rate line:\n%s", args, out)
 	}
+	// The client's CPU per request (workers and coordinator) beside the faithful rate.
+	for _, r := range c.Rates {
+		if r.ClientCPUPerReqNs <= r.CPUPerReqNs || r.MachineBusy <= 0 {
+			t.Errorf("calibrate %v: rate %g: client CPU per request %.0f ns, workers' %.0f ns, machine busy %.2f; want the coordinator's added and the machine's share",
+				args, r.TargetRate, r.ClientCPUPerReqNs, r.CPUPerReqNs, r.MachineBusy)
+		}
+	}
+	if c.FaithfulRate > 0 && (c.FaithfulCPUPerReqNs <= 0 || !strings.Contains(out, "of CPU per request there (workers and coordinator)")) {
+		t.Errorf("calibrate %v: faithful rate %g with client CPU per request %.0f ns; want it, and said beside the rate:\n%s", args, c.FaithfulRate, c.FaithfulCPUPerReqNs, out)
+	}
 	if (c.Kernel && c.StampTransit.N == 0) || !strings.Contains(out, "bounds: covered") {
 		t.Errorf("calibrate %v: stamp transit over %d events, and the table's bounds line:\n%s", args, c.StampTransit.N, out)
 	}
