@@ -11,6 +11,7 @@ import (
 type seq struct {
 	// request, set before submission
 	arrive    int64 // monotonic ns (engine clock) when the request reached the engine
+	in        int64 // engine clock when the server had read the request (before its CPU work)
 	prompt    int   // prompt tokens
 	blocks    []uint64
 	maxTokens int

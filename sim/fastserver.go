@@ -120,6 +120,7 @@ func (fs *fastServer) accept(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
+		fs.s.m.accepted.Add(1)
 		c := fs.newConn(nc)
 		fs.mu.Lock()
 		if fs.shutdown.Load() {

@@ -53,7 +53,7 @@ func serve(t testing.TB, cfg Config, ln net.Listener, netHTTP bool) *Server {
 		t.Fatalf("New: %v", err)
 	}
 	if netHTTP {
-		hs := &http.Server{Handler: srv.Handler()}
+		hs := &http.Server{Handler: srv.Handler(), ConnState: srv.ConnState}
 		go hs.Serve(ln)
 		t.Cleanup(func() { hs.Close(); srv.Close() })
 		return srv

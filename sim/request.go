@@ -110,6 +110,7 @@ type job struct {
 	tool          string // the called tool's name as a JSON string literal; "" for text
 	fault         string
 	read          int64 // engine clock when the request was read, before decoding: its arrival
+	in            int64 // the same, kept when read moves past the request's CPU work
 	embed         embedJob
 }
 
@@ -188,6 +189,7 @@ func (s *Server) parseJob(w http.ResponseWriter, body []byte, readErr error, fau
 	// The model's clock starts when the request is in, not after this server has decoded and
 	// tokenized it: a fixed TTFT is then TTFT from the request's arrival.
 	j.read = s.eng.now()
+	j.in = j.read
 	j.api = a
 	if readErr != nil {
 		badRequest(w, a, "read request body: %v", readErr)

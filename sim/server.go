@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -132,6 +133,14 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.eng = newEngine(&s.cfg, s.m)
 	return s, nil
+}
+
+// ConnState counts the connections an http.Server serving Handler accepts
+// (wirebench_sim:connections_accepted_total), as Serve does: set it as the server's ConnState.
+func (s *Server) ConnState(_ net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		s.m.accepted.Add(1)
+	}
 }
 
 // Handler returns the HTTP handler (for httptest or an http.Server of the caller's own).
@@ -316,7 +325,7 @@ func (s *Server) runJob(w http.ResponseWriter, p peer, j *job, rd *render) {
 	rd.reset(j, s.ids.Add(1), s.cfg.ReasoningField)
 	q.notifyAdmit = j.stream && len(rd.prelude()) > 0
 	defer q.gone.Store(true)
-	q.arrive = j.read
+	q.arrive, q.in = j.read, j.in
 	select {
 	case s.eng.arrive <- q:
 	case <-p.gone():

@@ -59,6 +59,7 @@ func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) {
 		}
 		written = end
 	}
+	s.eng.m.served.e2e.observe(s.eng.now() - q.in)
 }
 
 // streamWriter writes the events of one stream.
@@ -146,6 +147,9 @@ func (w *streamWriter) chunk(j int) bool {
 		}
 		w.b = rd.appendDelta(w.b, g, start, c, !bad)
 		bad = false
+		if w.nsent == 0 {
+			w.s.eng.m.served.ttft.observe(w.s.eng.now() - q.in)
+		}
 		if !w.coalesce {
 			w.sent[w.nsent] = time.Now().UnixNano()
 			if lead := w.s.cfg.StampLead; lead > 0 && !w.p.sleep(lead) {
