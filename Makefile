@@ -37,9 +37,11 @@ bench: build
 	$(GO) test -run '^$$' -bench Capture -benchtime 1x ./cmd/wirebench
 	$(MAKE) bench-vegeta
 
-# Side by side with vegeta (as a library, in its own module so that it stays out of go.mod): both
-# drive a fresh saturating simulator at 1,000, 2,000 and 5,000 req/s; prints a Markdown table
-# (figures in docs/measurements.md).
+# Side by side with vegeta (as a library, in its own module so that it stays out of go.mod),
+# judged by the server: both drive a fresh simulator (no CPU cost, and 100 us of CPU per request)
+# at 1,000, 2,000 and 5,000 req/s with 4 and 64 output tokens, and the simulator's own /metrics
+# give the latencies it served, the requests and the connections; prints a Markdown table with
+# each client's CPU per request (figures in docs/measurements.md). About 5 minutes on 2 CPUs.
 bench-vegeta: build
 	cd bench/vegeta && $(GO) run . -wirebench ../../$(BIN)
 

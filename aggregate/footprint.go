@@ -12,7 +12,9 @@ import (
 // host's CPUs were (/proc/stat) and its own CPU (manifest stage_usage); the workers record
 // theirs (raw/workers.parquet). From those:
 //
-//   - client_cpus = Σ workers (user + sys) / wall + coordinator CPU / wall, on the host;
+//   - client_cpus = the client's CPU (coordinator and workers, read with the machine's at the
+//     stage boundaries) / wall, on the host; without that, Σ workers (user + sys) / wall +
+//     coordinator CPU / wall;
 //   - machine_busy = busy CPU time / all CPU time of the host over the stage;
 //   - server_disturbed when the target was co-located, machine_busy >= MachineSaturated and
 //     client_cpus > DisturbShare × machine_cpus (schemas.Stage);
@@ -53,7 +55,11 @@ func footprintOf(r *runDir, stage int32, workers []workerStats) hostFootprint {
 			continue
 		}
 		h.known = true
-		h.clientCPUs += float64(u.CoordinatorCPUNs) / float64(u.WallNs)
+		if u.ClientCPUNs > 0 { // read with the machine's: the same window
+			h.clientCPUs = float64(u.ClientCPUNs) / float64(u.WallNs)
+		} else {
+			h.clientCPUs += float64(u.CoordinatorCPUNs) / float64(u.WallNs)
+		}
 		h.cpus = u.MachineCPUs
 		h.busy = float64(u.MachineBusyNs) / float64(u.MachineTotalNs)
 	}

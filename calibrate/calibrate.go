@@ -57,14 +57,18 @@ func judge(r *schemas.CalibrationRate) {
 // faithfulRate returns the highest target rate such that it and every lower rate were faithful
 // (rates sorted by target rate); 0 when the lowest already failed. A pass above a failure does
 // not count: it is luck, not capacity.
-// clientCPU adds the coordinator's CPU (the packet tap's recorder included) to the workers' for
-// the client's CPU per request, and notes how busy the machine was, from the stage's usage.
+// clientCPU sets the client's CPU per request, the coordinator's (the packet tap's recorder
+// included) with the workers', and how busy the machine was, from the stage's usage.
 func clientCPU(r *schemas.CalibrationRate, usage []schemas.StageUsage) {
 	for _, u := range usage {
 		if u.Stage != r.Stage || u.WallNs <= 0 || r.AchievedRate <= 0 {
 			continue
 		}
-		r.ClientCPUPerReqNs = (r.CPUPerSecond + float64(u.CoordinatorCPUNs)/float64(u.WallNs)) * 1e9 / r.AchievedRate
+		perSecond := r.CPUPerSecond + float64(u.CoordinatorCPUNs)/float64(u.WallNs)
+		if u.ClientCPUNs > 0 { // coordinator and workers, read at the same moments
+			perSecond = float64(u.ClientCPUNs) / float64(u.WallNs)
+		}
+		r.ClientCPUPerReqNs = perSecond * 1e9 / r.AchievedRate
 		if u.MachineTotalNs > 0 {
 			r.MachineBusy = float64(u.MachineBusyNs) / float64(u.MachineTotalNs)
 		}

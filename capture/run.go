@@ -393,6 +393,15 @@ func (c *coord) start(exe string, wc worker.Config) error {
 	return nil
 }
 
+// pids returns the worker processes' ids.
+func (c *coord) pids() []int {
+	out := make([]int, len(c.procs))
+	for i, p := range c.procs {
+		out[i] = p.cmd.Process.Pid
+	}
+	return out
+}
+
 func (c *coord) control(p *workerProc, v worker.Control) {
 	b, _ := json.Marshal(v)
 	p.stdin.Write(append(b, '\n')) // a dead worker is reported by its exit
@@ -494,7 +503,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 		c.drainExits()
 		return err
 	}
-	usage := startUsage(c.m.Stages, c.startNs, c.spinPID)
+	usage := startUsage(c.m.Stages, c.startNs, c.spinPID, c.pids)
 	for _, p := range c.procs {
 		c.control(p, worker.Control{StartNs: c.startNs})
 		p.heard(time.Now())

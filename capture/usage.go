@@ -19,7 +19,8 @@ import (
 type usageClock struct {
 	order   []schemas.StageInfo // by offset
 	startNs int64
-	spinPID int // the keep-awake process; 0 = none
+	spinPID int          // the keep-awake process; 0 = none
+	workers func() []int // the worker processes' pids
 
 	mu    sync.Mutex
 	cur   int32 // running stage; -1 before the first
@@ -31,31 +32,44 @@ type usageClock struct {
 
 // usageSample is one reading.
 type usageSample struct {
-	wallNs, selfNs, spinNs int64
-	m                      colocate.CPUTimes
-	ok                     bool // /proc/stat was read
+	wallNs, selfNs, clientNs, spinNs int64
+	m                                colocate.CPUTimes
+	ok                               bool // /proc/stat was read
 }
 
-func readUsage(spinPID int) usageSample {
+// readUsage reads the machine's CPU times, the coordinator's CPU and the whole client's: the
+// coordinator's, its workers' that have ended (RUSAGE_CHILDREN: reaped), and its running
+// workers' (/proc/PID/stat; read after, so a worker reaped in between is missed once, never
+// counted twice).
+func (u *usageClock) read() usageSample {
 	s := usageSample{wallNs: time.Now().UnixNano()}
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
 		s.selfNs = ru.Utime.Nano() + ru.Stime.Nano()
 	}
+	s.clientNs = s.selfNs
+	if unix.Getrusage(unix.RUSAGE_CHILDREN, &ru) == nil {
+		s.clientNs += ru.Utime.Nano() + ru.Stime.Nano()
+	}
+	for _, pid := range u.workers() {
+		if ns, err := colocate.ProcessCPU(pid); err == nil {
+			s.clientNs += ns
+		}
+	}
 	var err error
 	s.m, err = colocate.ReadCPUTimes()
 	s.ok = err == nil
-	if spinPID > 0 {
-		s.spinNs, _ = colocate.ProcessCPU(spinPID)
+	if u.spinPID > 0 {
+		s.spinNs, _ = colocate.ProcessCPU(u.spinPID)
 	}
 	return s
 }
 
 // startUsage starts reading at each stage's start from startNs on; finish ends the last stage.
-func startUsage(stages []schemas.StageInfo, startNs int64, spinPID int) *usageClock {
+func startUsage(stages []schemas.StageInfo, startNs int64, spinPID int, workers func() []int) *usageClock {
 	order := slices.Clone(stages)
 	slices.SortStableFunc(order, func(a, b schemas.StageInfo) int { return cmp.Compare(a.OffsetNs, b.OffsetNs) })
-	u := &usageClock{order: order, startNs: startNs, spinPID: spinPID, cur: -1, stop: make(chan struct{}), done: make(chan struct{})}
+	u := &usageClock{order: order, startNs: startNs, spinPID: spinPID, workers: workers, cur: -1, stop: make(chan struct{}), done: make(chan struct{})}
 	go u.run()
 	return u
 }
@@ -71,7 +85,7 @@ func (u *usageClock) run() {
 		case <-t.C:
 		}
 		u.mu.Lock()
-		u.closeStage(readUsage(u.spinPID))
+		u.closeStage(u.read())
 		u.cur = st.Index
 		u.mu.Unlock()
 	}
@@ -87,7 +101,7 @@ func (u *usageClock) closeStage(now usageSample) {
 	spin := now.spinNs - b.spinNs
 	u.out = append(u.out, schemas.StageUsage{Stage: u.cur, WallNs: now.wallNs - b.wallNs, MachineCPUs: int32(now.m.CPUs),
 		MachineBusyNs: max(0, now.m.BusyNs-b.m.BusyNs-spin), MachineTotalNs: now.m.TotalNs - b.m.TotalNs,
-		CoordinatorCPUNs: now.selfNs - b.selfNs, IdleSpinNs: spin})
+		CoordinatorCPUNs: now.selfNs - b.selfNs, ClientCPUNs: now.clientNs - b.clientNs, IdleSpinNs: spin})
 }
 
 // finish ends the running stage's window now and returns every stage's usage.
@@ -96,7 +110,7 @@ func (u *usageClock) finish() []schemas.StageUsage {
 	<-u.done
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.closeStage(readUsage(u.spinPID))
+	u.closeStage(u.read())
 	u.cur = -1
 	return u.out
 }
