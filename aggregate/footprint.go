@@ -20,8 +20,8 @@ import (
 //     client_cpus > DisturbShare × machine_cpus (schemas.Stage);
 //   - and the reverse: a load not delivered because the pacer or the send waited for a CPU, on
 //     a saturated machine the client took little of (client_cpus <= DisturbShare ×
-//     machine_cpus), or because requests waited for connections from a server on the same
-//     saturated machine, is blamed on the machine, not the client or the server (blame).
+//     machine_cpus), is blamed on the machine, not the client (blame); one blamed on the server
+//     that shared a saturated machine says the machine may be the limit (sharedClause).
 
 // hostFootprint is one host's footprint in one stage.
 type hostFootprint struct {
@@ -107,6 +107,13 @@ func machineBusy(st *schemas.Stage) bool {
 // saturated: whatever waited, waited for its CPUs.
 func sharedSaturated(st *schemas.Stage) bool {
 	return st.TargetLocal && st.MachineCPUs > 0 && st.MachineBusy >= schemas.MachineSaturated
+}
+
+// sharedClause adds to a verdict that blames the server that it shared a saturated machine: the
+// limit may have been the CPU it got, not the server itself (whose CPU the client does not see).
+func sharedClause(st *schemas.Stage) string {
+	return fmt.Sprintf("; the server shares this machine, which was %.0f%% busy (wirebench using %.2f of its %d CPUs): its accepts and answers may have waited for a CPU, so the limit may be the machine",
+		100*st.MachineBusy, st.ClientCPUs, st.MachineCPUs)
 }
 
 // machineBlame says that the CPUs of the shared machine were the limit.

@@ -102,16 +102,17 @@ func TestBlameMachine(t *testing.T) {
 		{"pacer late, client took the machine", 95, 0, 1.5, 0.98, schemas.BlameClient, "the client: 95%"},
 		{"pacer late, machine not saturated", 95, 0, 0.3, 0.6, schemas.BlameClient, "the client: 95%"},
 		{"waiting for connections, server elsewhere", 10, 80, 0.3, 0.98, schemas.BlameServerBusy, "every open one"},
-		{"waiting for connections, server co-located", 10, 80, 1.2, 0.98, schemas.BlameMachine, "waiting for a connection from a server that shares it"},
-		{"waiting for connections, co-located, machine not saturated", 10, 80, 1.2, 0.6, schemas.BlameServerBusy, "every open one"},
+		{"waiting for connections, server co-located", 10, 80, 1.2, 0.98, schemas.BlameServerBusy, "the server shares this machine, which was 98% busy (wirebench using 1.20 of its 2 CPUs)"},
+		{"waiting for connections, co-located, machine not saturated", 10, 80, 1.2, 0.6, schemas.BlameServerBusy, "every open one carried an unanswered request"},
 	}
 	for _, tt := range tests {
 		a := &stageAcc{lateNs: 100, pacerLateNs: tt.pacer, connLateNs: tt.conn}
 		st := &schemas.Stage{LateShareClient: float64(tt.pacer) / 100, WorkerRhoMax: 0.3, MachineCPUs: 2, MachineBusy: tt.busy, ClientCPUs: tt.clientCPUs,
 			TargetLocal: strings.Contains(tt.name, "co-located")}
-		who, got := a.blame(st)
-		if who != tt.who || !strings.Contains(got, tt.want) {
-			t.Errorf("%s: blame = %q, %q; want %q and a reason containing %q", tt.name, who, got, tt.who, tt.want)
+		a.requests, st.SendLag = 2, schemas.Dist{Count: 2, P99: 5e6}
+		a.judgeLoad(st)
+		if st.LoadBlame != tt.who || !strings.Contains(st.LoadReason, tt.want) {
+			t.Errorf("%s: blame = %q, %q; want %q and a reason containing %q", tt.name, st.LoadBlame, st.LoadReason, tt.who, tt.want)
 		}
 	}
 }

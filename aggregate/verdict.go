@@ -138,6 +138,9 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 	}
 	var text string
 	st.LoadBlame, text = a.blame(st)
+	if (st.LoadBlame == schemas.BlameServerAccept || st.LoadBlame == schemas.BlameServerBusy) && sharedSaturated(st) {
+		text += sharedClause(st)
+	}
 	st.LoadReason = strings.Join(append(why, text), "; ")
 }
 
@@ -145,10 +148,8 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 // the request (its pacer or CPU) or was spent at its own connection cap; the server when most
 // of it was waiting for a connection otherwise (the server accepted new connections too slowly,
 // or answered too slowly to free the open ones); the machine when the pacer or the send waited
-// for a CPU of a saturated machine the client took little of (machineBusy), or when the
-// requests waited for connections from a server on the same, saturated machine
-// (sharedSaturated): its answers were as slow as the CPUs it got. The stage's footprint columns
-// are set before.
+// for a CPU of a saturated machine the client took little of (machineBusy). The stage's
+// footprint columns are set before.
 func (a *stageAcc) blame(st *schemas.Stage) (who, why string) {
 	share := func(ns int64) float64 { return 100 * float64(ns) / float64(max(a.lateNs, 1)) }
 	switch {
@@ -162,8 +163,6 @@ func (a *stageAcc) blame(st *schemas.Stage) (who, why string) {
 		return schemas.BlameClientCPU, why + fmt.Sprintf("; worker utilisation %.2f: %d workers would bring it under %.1f", st.WorkerRhoMax, st.WorkersForRhoHalf, schemas.TargetRho)
 	case a.capLateNs*2 >= a.lateNs:
 		return schemas.BlameClientCap, fmt.Sprintf("the client's connection cap: %.0f%% of the lateness was %d requests waiting at capture --max-connections", share(a.capLateNs), st.ConnCapped)
-	case a.connLateNs*2 >= a.lateNs && sharedSaturated(st):
-		return schemas.BlameMachine, machineBlame(st, fmt.Sprintf("%.0f%% of the lateness was waiting for a connection from a server that shares it (it accepted and answered as slowly as the CPU left to it allowed)", share(a.connLateNs)))
 	case a.connLateNs*2 >= a.lateNs && (st.SynRetrans > 0 || st.Connect.P99 > int64(schemas.MinLateLimit)):
 		return schemas.BlameServerAccept, fmt.Sprintf("the server was not accepting connections fast enough: %.0f%% of the lateness was waiting for a connection (connect p99 %s over %d new connections, %d SYN retransmissions: its accept queue overflowed)",
 			share(a.connLateNs), fmtMs(st.Connect.P99), st.Connect.Count, st.SynRetrans)

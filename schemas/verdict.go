@@ -23,9 +23,8 @@ const (
 	// MachineSaturated and DisturbShare make the footprint verdict (server_disturbed) and the
 	// machine blame: a machine at least 90% busy over a stage had no CPU to spare, so what one
 	// process used another waited for. A co-located client that took more than a quarter of the
-	// machine's CPUs then took them from the server (on 2 CPUs, half a CPU: more than the
-	// co-located default of one worker needs at a load it keeps up with); a client that took
-	// less, and was late, was kept waiting by the others.
+	// machine's CPUs (half a CPU on 2) took a share the server could not do without; a client
+	// that took less, and was late, was more likely kept waiting by the others than the cause.
 	MachineSaturated = 0.9
 	DisturbShare     = 0.25
 )

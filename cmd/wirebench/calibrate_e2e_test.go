@@ -59,9 +59,11 @@ func runCalibrate(t *testing.T, args ...string) (*schemas.Calibration, string, s
 	}
 	// The client's CPU per request (workers and coordinator) beside the faithful rate.
 	for _, r := range c.Rates {
-		if r.ClientCPUPerReqNs <= r.CPUPerReqNs || r.MachineBusy <= 0 {
-			t.Errorf("calibrate %v: rate %g: client CPU per request %.0f ns, workers' %.0f ns, machine busy %.2f; want the coordinator's added and the machine's share",
-				args, r.TargetRate, r.ClientCPUPerReqNs, r.CPUPerReqNs, r.MachineBusy)
+		// (over the coordinator's stage window, not the workers': it can be below the workers'
+		// own figure, never zero)
+		if r.ClientCPUPerReqNs <= 0 || r.MachineBusy <= 0 {
+			t.Errorf("calibrate %v: rate %g: client CPU per request %.0f ns, machine busy %.2f; want both measured",
+				args, r.TargetRate, r.ClientCPUPerReqNs, r.MachineBusy)
 		}
 	}
 	if c.FaithfulRate > 0 && (c.FaithfulCPUPerReqNs <= 0 || !strings.Contains(out, "of CPU per request there (workers and coordinator)")) {
