@@ -19,7 +19,8 @@ import (
 //   - workers on at most half the CPUs this process may use, never fewer than one
 //     (ColocatedWorkers), pinned to CPUs the server is not confined to first, else the last ones
 //     (the first CPUs take most of the interrupts); --workers, capture.workers or --cpus override;
-//   - the pacer thread's priority not raised above the server's (nice −20 away from it);
+//   - the pacer thread's priority not raised above the server's: it keeps its own, or takes the
+//     server's when that is higher (nice −20 away from the server);
 //   - the packet tap bound to the loopback interface (traffic to the host's own addresses runs
 //     over it), its kernel filter on the target's address and port as always, and its recorder
 //     thread at nice 10.
@@ -61,7 +62,7 @@ func locate(ctx context.Context, target string, log *slog.Logger) placement {
 	if proc := colocate.Listener(p.Addr); proc != nil {
 		pl.col.Server = &schemas.ServerProcess{PID: proc.PID, Command: proc.Comm, CPUs: cpuList(proc.CPUs), CPUCount: len(proc.CPUs), Nice: proc.Nice}
 		pl.serverCPU = proc.CPUs
-		pl.pacerNice = min(0, proc.Nice) // never above the server's
+		pl.pacerNice = min(0, proc.Nice) // raised, if at all, no higher than the server's
 	}
 	return pl
 }
@@ -97,7 +98,7 @@ func (pl *placement) applyColocated(cfg *Config, cpus []int, usable int) []int {
 		}
 		pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("%d worker(s) of %d usable CPUs, on CPUs %s (--workers or --cpus override)", cfg.Workers, usable, cpuList(cpus)))
 	}
-	pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("pacer thread at nice %d, not above the server's", pl.pacerNice))
+	pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("pacer thread at nice %d at most, not raised above the server's", pl.pacerNice))
 	if cfg.Tap != TapOff {
 		pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("packet tap on the loopback interface only, its recorder at nice %d", recorderNice))
 	}

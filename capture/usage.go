@@ -12,10 +12,10 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// usageClock reads the machine's CPU times (/proc/stat) and the coordinator's own CPU at each
-// stage boundary of the plan, for the manifest's stage_usage: with the workers' CPU
-// (workers.parquet) aggregate tells how much of the machine the client took while the server
-// shared it, and how busy the machine was.
+// usageClock reads the machine's CPU times (/proc/stat), the coordinator's CPU and the whole
+// client's at each stage boundary of the plan, for the manifest's stage_usage: from them
+// aggregate tells how much of the machine the client took while the server shared it, and how
+// busy the machine was.
 type usageClock struct {
 	order   []schemas.StageInfo // by offset
 	startNs int64
@@ -37,7 +37,7 @@ type usageSample struct {
 	ok                               bool // /proc/stat was read
 }
 
-// readUsage reads the machine's CPU times, the coordinator's CPU and the whole client's: the
+// read reads the machine's CPU times, the coordinator's CPU and the whole client's: the
 // coordinator's, its workers' that have ended (RUSAGE_CHILDREN: reaped), and its running
 // workers' (/proc/PID/stat; read after, so a worker reaped in between is missed once, never
 // counted twice).

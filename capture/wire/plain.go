@@ -303,6 +303,7 @@ func (c *Client) sendOrWait(ep *endpoint, cl *call) {
 			p.waiting.push(&waiter{ep: ep, cl: cl, t0: time.Now().UnixNano()})
 			p.nwait.Add(1)
 			p.imu.Unlock()
+			c.watchOnce.Do(func() { go c.watch() }) // it expires waiters, even before any dial succeeds
 			c.dialFor(p)
 			return
 		}
@@ -379,10 +380,15 @@ func (c *Client) expireWaiters(p *plainPool, now int64) {
 		p.nwait.Add(-1)
 	}
 	p.imu.Unlock()
-	for _, e := range out {
-		c.fail(e.w.cl.ctx, e.w.cl.res, e.kind, e.err)
-		e.w.cl.done(e.w.cl.res)
+	if len(out) == 0 {
+		return
 	}
+	go func() { // done may block (the worker's results queue): never on the watchdog
+		for _, e := range out {
+			c.fail(e.w.cl.ctx, e.w.cl.res, e.kind, e.err)
+			e.w.cl.done(e.w.cl.res)
+		}
+	}()
 }
 
 // expired says why w must stop waiting at now (unix ns), or returns a nil error.
