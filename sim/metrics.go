@@ -47,9 +47,13 @@ func newHistogram(name, help string, bounds []float64) *histogram {
 }
 
 func (h *histogram) observe(ns int64) {
-	i := 0
-	for i < len(h.boundsNs) && ns > h.boundsNs[i] {
-		i++
+	i, j := 0, len(h.boundsNs) // the first bound >= ns (binary search: the served histograms have 141)
+	for i < j {
+		if m := int(uint(i+j) >> 1); ns > h.boundsNs[m] {
+			i = m + 1
+		} else {
+			j = m
+		}
 	}
 	h.counts[i].Add(1)
 	h.sumNs.Add(ns)
