@@ -23,15 +23,12 @@ import (
 //     server's when that is higher (nice −20 away from the server);
 //   - the packet tap bound to the loopback interface (traffic to the host's own addresses runs
 //     over it), its kernel filter on the target's address and port as always, and its recorder
-//     thread at nice 10.
+//     a batch thread (SCHED_BATCH: no wake-up preemption of the server, its share of CPU kept).
 //
 // Away from the server the defaults stand: a worker per usable CPU, the pacer at nice −20.
 
 // pacerNiceAway is the pacer thread's nice value when the server is on another machine.
 const pacerNiceAway = -20
-
-// recorderNice is the packet tap recorder thread's nice value when co-located.
-const recorderNice = 10
 
 // ColocatedWorkers is the default worker count beside the server: half of the usable CPUs, at
 // least one.
@@ -100,7 +97,7 @@ func (pl *placement) applyColocated(cfg *Config, cpus []int, usable int) []int {
 	}
 	pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("pacer thread at nice %d at most, not raised above the server's", pl.pacerNice))
 	if cfg.Tap != TapOff {
-		pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("packet tap on the loopback interface only, its recorder at nice %d", recorderNice))
+		pl.col.Defaults = append(pl.col.Defaults, "packet tap on the loopback interface only, its recorder a batch thread (SCHED_BATCH)")
 	}
 	return cpus
 }
