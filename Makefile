@@ -6,10 +6,17 @@ BIN      := bin/wirebench
 RACE_PKGS := $(shell $(GO) list ./... | grep -v '/cmd/' | grep -v '/examples' | grep -v '/sim$$')
 E2E_PKGS  := $(shell $(GO) list ./cmd/... ./examples/... 2>/dev/null)
 
-.PHONY: build test test-duckdb bench bench-vegeta bench-scale demo lint clean
+.PHONY: build install test test-duckdb bench bench-vegeta bench-scale demo lint clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/wirebench
+
+# Puts wirebench on PATH: PREFIX/bin, by default $(go env GOPATH)/bin (PREFIX=/usr/local: system-wide).
+PREFIX ?= $(shell $(GO) env GOPATH)
+install: build
+	install -d $(PREFIX)/bin
+	install -m 0755 $(BIN) $(PREFIX)/bin/wirebench
+	@echo "installed $(PREFIX)/bin/wirebench"
 
 test: lint build
 	$(GO) test -race -count=1 $(RACE_PKGS)

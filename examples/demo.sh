@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo: start the built-in simulator on a free loopback port, run the quickstart sweep
-# against it (replay, capture, aggregate, report), stop the simulator, say where the report is.
+# against it (replay, capture, aggregate, report), stop the simulator (run says where the report is).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/wirebench}
@@ -19,6 +19,5 @@ done
 url=$(head -n 1 "$urlfile")
 echo "simulator listening at $url (engine model: examples/sim-demo.yaml)"
 rm -rf "$OUT"
+# run ends with the report's path: report: $OUT/report/index.html (summary.md beside it)
 "$BIN" run examples/quickstart.yaml -o "$OUT" --target "$url"
-echo
-echo "report: $OUT/report/index.html (also $OUT/report/summary.md)"

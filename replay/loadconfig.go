@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"net/url"
@@ -34,7 +35,7 @@ func LoadConfig(path string) (*schemas.Config, error) {
 func loadConfig(path string) (*schemas.Config, []error, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read config: %w", err)
+		return nil, nil, fileError("config", path, err)
 	}
 	return parseConfig(path, data)
 }
@@ -62,6 +63,16 @@ func parseConfig(path string, data []byte) (*schemas.Config, []error, error) {
 		}
 	}
 	return &cfg, v.errs, nil
+}
+
+// fileError is the one line for a file that cannot be read: what it is, its path and why
+// ("config my.yaml: no such file or directory"), without repeating the path os puts in err.
+func fileError(what, path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("%s %s: %w", what, path, err)
 }
 
 // yamlError turns a go-yaml error into "file:line:col: message" with the offending key or value.

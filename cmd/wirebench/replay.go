@@ -11,7 +11,7 @@ import (
 
 // ReplayCmd plans a run: it turns a config into RUN/schedule/*.parquet and RUN/manifest.json.
 type ReplayCmd struct {
-	Config string `arg:"" type:"existingfile" help:"Run config (YAML): target, load, workload, tokenizer, slo, capture. See examples/."`
+	Config string `arg:"" help:"Run config (YAML): target, load, workload, tokenizer, slo, capture. See examples/."`
 	Out    string `short:"o" placeholder:"RUN" help:"Run directory to write schedule/requests.parquet, schedule/prompts.parquet and manifest.json into (required unless --dry-run)."`
 	Target string `placeholder:"URL" help:"Base URL of the server under test (e.g. http://127.0.0.1:8000); overrides target.url of the config."`
 	DryRun bool   `help:"Plan and print a table per stage (requests, rate, duration, input/output token percentiles); write nothing."`

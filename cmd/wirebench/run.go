@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/wirebench/wirebench/aggregate"
@@ -17,7 +18,7 @@ import (
 
 // RunCmd is `wirebench run CONFIG -o RUN`: replay, capture, aggregate and report in one go.
 type RunCmd struct {
-	Config  string       `arg:"" type:"existingfile" help:"Run config (YAML). See examples/."`
+	Config  string       `arg:"" help:"Run config (YAML). Start from examples/my-server.yaml."`
 	Out     string       `short:"o" required:"" placeholder:"RUN" help:"Run directory to create."`
 	Target  string       `placeholder:"URL" help:"Base URL of the server under test; overrides target.url of the config."`
 	Force   bool         `help:"Replace the run RUN holds (see replay --force); the config and every capture option are checked first, so a run that would fail to start leaves the old one whole."`
@@ -74,6 +75,7 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
 	if err := report.Summary(os.Stdout, c.Out); err != nil {
 		return err
 	}
+	fmt.Printf("report: %s\n", filepath.Join(c.Out, "report", report.IndexName))
 	if interrupted {
 		return &exitError{code: 130, err: capErr}
 	}

@@ -1,0 +1,88 @@
+package main
+
+// The first hour of a newcomer, from README alone: copy examples/my-server.yaml, point it at a
+// server, run it, find the report; and the one-line errors of a config that is not there.
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNewcomerPathMyServer copies examples/my-server.yaml as README says, shortens its stages,
+// runs it against a simulator with --target, and opens the report path `run` prints last.
+func TestNewcomerPathMyServer(t *testing.T) {
+	t.Setenv("DISPLAY", "") // --open must not start a browser here
+	t.Setenv("WAYLAND_DISPLAY", "")
+	url := startSim(t, "--ttft", "10ms", "--itl", "2ms")
+	text, err := os.ReadFile("../../examples/my-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := string(text)
+	for _, r := range [][2]string{{"duration: 5s", "duration: 1s"}, {"duration: 30s", "duration: 2s"}, {"max: 4096", "max: 256"}, {"min: 64, max: 256}", "min: 8, max: 32}"}} {
+		if !strings.Contains(cfg, r[0]) {
+			t.Fatalf("examples/my-server.yaml no longer holds %q: update this test", r[0])
+		}
+		cfg = strings.ReplaceAll(cfg, r[0], r[1])
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "my-server.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "runs", "my-server")
+	out, stderr, err := wirebench(t, 90*time.Second, "run", path, "-o", run, "--target", url, "--quiet", "--open")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := lines[len(lines)-1]
+	report, ok := strings.CutPrefix(last, "report: ")
+	if !ok {
+		t.Fatalf("run's last line on stdout is %q; want \"report: PATH\"\n%s", last, out)
+	}
+	if want := filepath.Join(run, "report", "index.html"); report != want {
+		t.Errorf("run printed report path %q; want %q", report, want)
+	}
+	if st, err := os.Stat(report); err != nil || st.Size() == 0 {
+		t.Errorf("printed report %s: %v; want a non-empty file", report, err)
+	}
+	// --open on a machine without a display says where the report is, as `report --open` does.
+	if !strings.Contains(stderr, "open the report yourself") {
+		t.Errorf("run --open without a display does not say so; stderr:\n%s", stderr)
+	}
+}
+
+// TestMissingConfigIsOneLine: a config that is not there, or not a file, is one line naming the
+// file and the reason (exit 1, a bad config), not the command's whole help (kong's exit 80).
+func TestMissingConfigIsOneLine(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "my-config.yaml")
+	for _, tc := range []struct {
+		args   []string
+		path   string
+		reason string
+	}{
+		{[]string{"run", missing, "-o", filepath.Join(dir, "run1")}, missing, "no such file or directory"},
+		{[]string{"replay", missing, "-o", filepath.Join(dir, "run2")}, missing, "no such file or directory"},
+		{[]string{"replay", dir, "--dry-run"}, dir, "is a directory"},
+	} {
+		_, stderr, err := wirebench(t, 30*time.Second, tc.args...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Errorf("%v: err %v; want exit status 1", tc.args, err)
+		}
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], tc.path+": "+tc.reason) {
+			t.Errorf("%v: stderr is %d lines:\n%s\nwant one line with %q", tc.args, len(lines), stderr, tc.path+": "+tc.reason)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run1")); !os.IsNotExist(err) {
+		t.Errorf("run with a missing config left %s/run1 behind (stat: %v)", dir, err)
+	}
+}
