@@ -129,6 +129,7 @@ func TestExampleConfigsParse(t *testing.T) {
 // runExamples are the run configs in examples/ (other YAML files there, such as the simulator's
 // config, are not run configs).
 var runExamples = []string{
+	"../examples/my-server.yaml",
 	"../examples/smoke.yaml",
 	"../examples/quickstart.yaml",
 	"../examples/vllm-sweep.yaml",

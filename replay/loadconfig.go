@@ -16,7 +16,6 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -25,22 +24,24 @@ import (
 // every field. Errors name the file, the line and the field, e.g.
 // "smoke.yaml:7: load.stages[1].rate: must be > 0".
 func LoadConfig(path string) (*schemas.Config, error) {
-	cfg, _, err := loadConfig(path)
+	cfg, _, err := loadConfig(path, false)
 	return cfg, err
 }
 
 // loadConfig is LoadConfig that also returns, one per variable, the errors for the environment
 // variables the target reads (target.api_key_env, ${VAR} in target.headers) that are unset or
 // empty here; whether that is an error is the caller's to decide (capture may run elsewhere).
-func loadConfig(path string) (*schemas.Config, []error, error) {
+// With files it also checks that every file the config names for replay can be opened (k8s's
+// LoadConfig does not: those files are on the cluster's volume).
+func loadConfig(path string, files bool) (*schemas.Config, []error, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fileError("config", path, err)
 	}
-	return parseConfig(path, data)
+	return parseConfig(path, data, files)
 }
 
-func parseConfig(path string, data []byte) (*schemas.Config, []error, error) {
+func parseConfig(path string, data []byte, files bool) (*schemas.Config, []error, error) {
 	var cfg schemas.Config
 	if err := yaml.UnmarshalWithOptions(data, &cfg, yaml.DisallowUnknownField()); err != nil {
 		return nil, nil, yamlError(path, data, err)
@@ -53,6 +54,9 @@ func parseConfig(path string, data []byte) (*schemas.Config, []error, error) {
 	setDefaults(&cfg)
 	resolvePaths(&cfg, filepath.Dir(path))
 	v.config(&cfg)
+	if len(v.errs) == 0 && files {
+		v.files(&cfg)
+	}
 	if len(v.errs) > 0 {
 		return nil, nil, errors.Join(v.errs...)
 	}
@@ -66,20 +70,26 @@ func parseConfig(path string, data []byte) (*schemas.Config, []error, error) {
 }
 
 // fileError is the one line for a file that cannot be read: what it is, its path and why
-// ("config my.yaml: no such file or directory"), without repeating the path os puts in err.
+// ("config my.yaml: no such file or directory").
 func fileError(what, path string, err error) error {
+	return fmt.Errorf("%s %s: %w", what, path, pathReason(err))
+}
+
+// pathReason is err without the operation and path os puts in it ("no such file or
+// directory"), for messages that name the path themselves.
+func pathReason(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		err = pe.Err
+		return pe.Err
 	}
-	return fmt.Errorf("%s %s: %w", what, path, err)
+	return err
 }
 
 // yamlError turns a go-yaml error into "file:line:col: message" with the offending key or value.
 func yamlError(path string, data []byte, err error) error {
 	var pe *schemas.PositionError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%s:%d:%d: %s", path, pe.Line, pe.Col, pe.Msg)
+		return fmt.Errorf("%s:%d:%d: %s: %s", path, pe.Line, pe.Col, fieldAt(data, pe.Line, pe.Col), pe.Msg)
 	}
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil {
@@ -89,23 +99,23 @@ func yamlError(path string, data []byte, err error) error {
 		var te *yaml.TypeError
 		switch {
 		case errors.As(err, &uf):
-			msg = fmt.Sprintf("unknown key %q", tk.Value)
+			msg = unknownKey(fieldAt(data, tk.Position.Line, tk.Position.Column), tk.Value)
 		case errors.As(err, &te):
-			msg = fmt.Sprintf("%s: cannot use %q as %s", fieldAt(data, tk), tk.Value, typeName(te.DstType.Kind()))
+			msg = fmt.Sprintf("%s: cannot use %q as %s", fieldAt(data, tk.Position.Line, tk.Position.Column), tk.Value, typeName(te.DstType.Kind()))
 		}
 		return fmt.Errorf("%s:%d:%d: %s", path, tk.Position.Line, tk.Position.Column, msg)
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }
 
-// fieldAt returns the dotted path ("load.stages[0].rate") of the value whose token is at tk's
-// position, or "value" when it cannot be found.
-func fieldAt(data []byte, tk *token.Token) string {
+// fieldAt returns the dotted path ("load.stages[0].rate") of the key or value whose token is at
+// line and col, or "value" when it cannot be found.
+func fieldAt(data []byte, line, col int) string {
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return "value"
 	}
-	f := &finder{line: tk.Position.Line, col: tk.Position.Column}
+	f := &finder{line: line, col: col}
 	for _, d := range file.Docs {
 		ast.Walk(f, d)
 	}
@@ -238,42 +248,74 @@ func setDefaults(c *schemas.Config) {
 	}
 }
 
-func resolvePaths(c *schemas.Config, dir string) {
-	abs := func(p *string) {
-		if *p != "" && !filepath.IsAbs(*p) {
-			*p = filepath.Join(dir, *p)
-		}
+// fileField is a path the config names, with its field. Relative paths are relative to the
+// config file; check marks the ones replay opens (an empirical file of a distribution of
+// another kind is ignored; the TLS files are checked with the rest of target.tls).
+type fileField struct {
+	field string
+	path  *string
+	check bool
+}
+
+// fileFields lists every path the config names.
+func fileFields(c *schemas.Config) []fileField {
+	t := &c.Target.TLS
+	fs := []fileField{{"target.tls.ca_file", &t.CAFile, false}, {"target.tls.cert_file", &t.CertFile, false},
+		{"target.tls.key_file", &t.KeyFile, false}}
+	dist := func(field string, d *schemas.LengthDist) {
+		fs = append(fs, fileField{field + ".file", &d.File, d.Kind == "empirical"})
 	}
-	abs(&c.Target.TLS.CAFile)
-	abs(&c.Target.TLS.CertFile)
-	abs(&c.Target.TLS.KeyFile)
 	w := &c.Workload
-	for _, d := range []*schemas.LengthDist{synthIn(w), synthOut(w)} {
-		if d != nil {
-			abs(&d.File)
-		}
+	if s := w.Synthetic; s != nil {
+		dist("workload.synthetic.input", &s.Input)
+		dist("workload.synthetic.output", &s.Output)
 	}
 	if cv := w.Conversations; cv != nil {
-		abs(&cv.Turns.File)
-		abs(&cv.Input.File)
-		abs(&cv.Output.File)
+		dist("workload.conversations.turns", &cv.Turns)
+		dist("workload.conversations.input", &cv.Input)
+		dist("workload.conversations.output", &cv.Output)
 	}
 	if d := w.Dataset; d != nil {
-		abs(&d.File)
+		fs = append(fs, fileField{"workload.dataset.file", &d.File, true})
 		if d.Output != nil {
-			abs(&d.Output.File)
+			dist("workload.dataset.output", d.Output)
 		}
 	}
 	if t := w.Trace; t != nil {
-		abs(&t.File)
+		fs = append(fs, fileField{"workload.trace.file", &t.File, true})
 	}
 	if r := w.Run; r != nil {
-		abs(&r.Dir)
+		fs = append(fs, fileField{"workload.run.dir", &r.Dir, true})
 	}
 	switch c.Tokenizer {
 	case "whitespace", "o200k_base", "cl100k_base":
 	default: // a tokenizer.json or a directory holding one
-		abs(&c.Tokenizer)
+		fs = append(fs, fileField{"tokenizer", &c.Tokenizer, true})
+	}
+	return fs
+}
+
+func resolvePaths(c *schemas.Config, dir string) {
+	for _, f := range fileFields(c) {
+		if *f.path != "" && !filepath.IsAbs(*f.path) {
+			*f.path = filepath.Join(dir, *f.path)
+		}
+	}
+}
+
+// files checks that every file the config names for replay can be opened, so that a missing
+// one is an error naming its line and field, not only its path.
+func (v *validator) files(c *schemas.Config) {
+	for _, f := range fileFields(c) {
+		if !f.check || *f.path == "" {
+			continue
+		}
+		fh, err := os.Open(*f.path)
+		if err != nil {
+			v.errf(f.field, "%s: %v", *f.path, pathReason(err))
+			continue
+		}
+		fh.Close()
 	}
 }
 

@@ -56,7 +56,7 @@ type Options struct {
 // before that the old run is left as it was.
 func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	started := time.Now()
-	cfg, unset, err := loadConfig(opts.ConfigPath)
+	cfg, unset, err := loadConfig(opts.ConfigPath, true)
 	if err != nil {
 		return err
 	}

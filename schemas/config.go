@@ -3,6 +3,7 @@ package schemas
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
@@ -126,6 +127,9 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
+	if _, nerr := strconv.ParseFloat(string(b), 64); err != nil && nerr == nil {
+		return fmt.Errorf("invalid duration %q: a number needs a unit (%ss, %sms, %sm)", b, b, b, b)
+	}
 	if err != nil {
 		return fmt.Errorf("invalid duration %q (want e.g. 250ms, 5s, 2m)", b)
 	}

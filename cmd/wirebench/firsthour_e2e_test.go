@@ -86,3 +86,40 @@ func TestMissingConfigIsOneLine(t *testing.T) {
 		t.Errorf("run with a missing config left %s/run1 behind (stat: %v)", dir, err)
 	}
 }
+
+// TestConfigErrorsNameFileLineField: an unknown key, a duration without its unit and a file the
+// config names that is not there are each one error naming the file, the line and the field
+// (and, for a typo, the key it most likely meant).
+func TestConfigErrorsNameFileLineField(t *testing.T) {
+	const head = "target: {url: \"http://127.0.0.1:8000\", model: m}\n"
+	const stages = "load:\n  stages:\n    - {rate: 5, duration: 2s}\n"
+	const synth = "workload:\n  synthetic:\n    input: {kind: fixed, value: 8}\n    output: {kind: fixed, value: 8}\n"
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"typo", head + "load:\n  stages:\n    - {rate: 5, duration: 2s, arival: poisson}\n" + synth,
+			`c.yaml:4:31: load.stages[0].arival: unknown key "arival" (did you mean arrival?)`},
+		{"no unit", head + "load:\n  stages:\n    - rate: 5\n      duration: 5\n" + synth,
+			`c.yaml:5:17: load.stages[0].duration: invalid duration "5": a number needs a unit (5s, 5ms, 5m)`},
+		{"dataset", head + stages + "workload:\n  dataset:\n    format: sharegpt\n    file: missing.json\n",
+			"c.yaml:8: workload.dataset.file: DIR/missing.json: no such file or directory"},
+		{"empirical", head + stages + "workload:\n  synthetic:\n    input: {kind: empirical, file: lengths.csv}\n    output: {kind: fixed, value: 8}\n",
+			"c.yaml:7: workload.synthetic.input.file: DIR/lengths.csv: no such file or directory"},
+		{"tokenizer", head + stages + synth + "tokenizer: qwen/tokenizer.json\n",
+			"c.yaml:9: tokenizer: DIR/qwen/tokenizer.json: no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "c.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, stderr, err := wirebench(t, 30*time.Second, "replay", path, "--dry-run")
+			want := strings.ReplaceAll(tc.want, "DIR", dir)
+			want = strings.Replace(want, "c.yaml", path, 1)
+			if err == nil || strings.TrimSpace(stderr) != "wirebench replay <config>: "+want {
+				t.Errorf("replay --dry-run: err %v, stderr:\n%s\nwant the one line %q", err, stderr, want)
+			}
+		})
+	}
+}
