@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +64,9 @@ type stageSummary struct {
 	rate, target                float64
 	ttftP50, ttftP99            time.Duration
 	utilMax                     float64
+	// draining: every planned send is out (a closed-loop stage: its time is up), so what is
+	// left is answers in flight and sent/elapsed would only fall.
+	draining bool
 }
 
 func (t *tracker) summary(now int64) (stageSummary, bool) {
@@ -99,6 +104,8 @@ func (t *tracker) summary(now int64) (stageSummary, bool) {
 	if info != nil {
 		s.elapsed = time.Duration(now - (t.startNs + info.OffsetNs))
 		s.target = info.Rate / float64(max(t.shards, 1))
+		s.draining = s.planned > 0 && s.sent >= s.planned ||
+			info.Mode == "closed" && info.DurationNs > 0 && s.elapsed > time.Duration(info.DurationNs)
 	}
 	if s.elapsed > 0 {
 		s.rate = float64(s.sent) / s.elapsed.Seconds()
@@ -116,9 +123,15 @@ func (t *tracker) render(now int64) {
 		return
 	}
 	if t.live == nil {
-		t.log.Info("progress", "stage", s.stage, "elapsed", s.elapsed.Round(time.Second), "sent", s.sent, "planned", s.planned,
-			"rate", fmt.Sprintf("%.1f", s.rate), "target_rate", s.target, "inflight", s.inflight, "errors", s.errors,
+		attrs := []any{"stage", s.stage, "phase", "sending", "elapsed", s.elapsed.Round(time.Second), "sent", s.sent, "planned", s.planned}
+		if s.draining {
+			attrs[3] = "draining" // no rate: sent/elapsed only falls while the answers come in
+		} else {
+			attrs = append(attrs, "rate", fmt.Sprintf("%.1f", s.rate), "target_rate", people(s.target))
+		}
+		attrs = append(attrs, "inflight", s.inflight, "errors", s.errors,
 			"ttft_p50", s.ttftP50, "ttft_p99", s.ttftP99, "worker_util_max", fmt.Sprintf("%.2f", s.utilMax))
+		t.log.Info("progress", attrs...)
 		return
 	}
 	if t.shown >= 0 && t.shown != s.stage {
@@ -131,13 +144,22 @@ func (t *tracker) render(now int64) {
 		frac = min(float64(s.sent)/float64(s.planned), 1)
 	}
 	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
-	target := ""
+	rate := fmt.Sprintf("%.0f req/s", s.rate)
 	if s.target > 0 {
-		target = fmt.Sprintf("/%.0f", s.target)
+		rate = fmt.Sprintf("%.0f/%s req/s", s.rate, people(s.target))
 	}
-	fmt.Fprintf(t.live, "\r\033[Kstage %d [%s] %s  %d/%d sent  %.0f%s req/s  inflight %d  errors %d  ttft p50 %s p99 %s  util %.0f%%",
-		s.stage, bar, s.elapsed.Round(time.Second), s.sent, s.planned, s.rate, target, s.inflight, s.errors,
+	if s.draining {
+		rate = "draining"
+	}
+	fmt.Fprintf(t.live, "\r\033[Kstage %d [%s] %s  %d/%d sent  %s  inflight %d  errors %d  ttft p50 %s p99 %s  util %.0f%%",
+		s.stage, bar, s.elapsed.Round(time.Second), s.sent, s.planned, rate, s.inflight, s.errors,
 		s.ttftP50.Round(10*time.Microsecond), s.ttftP99.Round(10*time.Microsecond), 100*s.utilMax)
+}
+
+// people is a rate as a person reads it: at most two decimals, no float noise
+// (20.000000000000004 → "20", 5.743 → "5.74").
+func people(v float64) string {
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }
 
 // finish ends the live line.
