@@ -149,7 +149,7 @@ func stageTable(r schemas.ProfileRun) table {
 // failed verdicts (the one column that wraps, so the table fits the page).
 func qualityTable(r schemas.ProfileRun) table {
 	t := table{Head: []string{"stage", "client-bound", "uncertainty", "load sent as planned", "lateness p99",
-		"rate: achieved / planned", "client's share of lateness", "exact timestamps", "workers (ρ max)", "GC pause", "footprint", "why"},
+		"rate: offered; planned; sent (fidelity)", "client's share of lateness", "exact timestamps", "workers (ρ max)", "GC pause", "footprint", "why"},
 		Wrap: map[int]bool{10: true, 11: true}}
 	for _, s := range r.Stages {
 		q := s.Quality
@@ -157,7 +157,7 @@ func qualityTable(r schemas.ProfileRun) table {
 		if q.UncertaintyFigure != "" {
 			unc = fmtDur(q.UncertaintyNs) + " (" + q.UncertaintyFigure + ")"
 		}
-		rate := fmt.Sprintf("%.3f (%s of %s/s)", q.RateFidelity, fmtRate(s.AchievedRate), fmtRate(q.PlannedRate))
+		rate := rateSentence(s)
 		if q.ClockUncertaintyNs > 0 {
 			rate += "; hosts' clocks ±" + fmtDur(q.ClockUncertaintyNs)
 		}
@@ -196,6 +196,19 @@ func footprintCell(fp schemas.ProfileFootprint) string {
 		cpu += " (server co-located)"
 	}
 	return fmt.Sprintf("%s; %d connections opened, %d open at most", cpu, fp.ConnectionsOpened, fp.ConnectionsPeak)
+}
+
+// rateSentence names the offered, planned and sent rates of a stage together, with the rate
+// fidelity (sent / planned): a Poisson or gamma stage's plan is this seed's sample of the
+// offered rate, so a stage sent exactly as planned can still differ from what was offered.
+func rateSentence(s schemas.ProfileStage) string {
+	plan := "plan "
+	offered := ""
+	if s.Mode == "open" && s.TargetRate > 0 {
+		plan, offered = "this seed's plan ", "offered "+fmtRate(s.TargetRate)+"/s; "
+	}
+	return fmt.Sprintf("%s%s%s/s; sent %s/s (%.3f)", offered, plan, fmtRate(s.Quality.PlannedRate),
+		fmtRate(s.AchievedRate), s.Quality.RateFidelity)
 }
 
 // yesNo is the cell of a verdict: the word for a failed one, else the word for a passed one.
