@@ -259,11 +259,11 @@ type fileField struct {
 
 // fileFields lists every path the config names.
 func fileFields(c *schemas.Config) []fileField {
-	t := &c.Target.TLS
-	fs := []fileField{{"target.tls.ca_file", &t.CAFile, false}, {"target.tls.cert_file", &t.CertFile, false},
-		{"target.tls.key_file", &t.KeyFile, false}}
+	tls := &c.Target.TLS
+	out := []fileField{{"target.tls.ca_file", &tls.CAFile, false}, {"target.tls.cert_file", &tls.CertFile, false},
+		{"target.tls.key_file", &tls.KeyFile, false}}
 	dist := func(field string, d *schemas.LengthDist) {
-		fs = append(fs, fileField{field + ".file", &d.File, d.Kind == "empirical"})
+		out = append(out, fileField{field + ".file", &d.File, d.Kind == "empirical"})
 	}
 	w := &c.Workload
 	if s := w.Synthetic; s != nil {
@@ -276,23 +276,23 @@ func fileFields(c *schemas.Config) []fileField {
 		dist("workload.conversations.output", &cv.Output)
 	}
 	if d := w.Dataset; d != nil {
-		fs = append(fs, fileField{"workload.dataset.file", &d.File, true})
+		out = append(out, fileField{"workload.dataset.file", &d.File, true})
 		if d.Output != nil {
 			dist("workload.dataset.output", d.Output)
 		}
 	}
 	if t := w.Trace; t != nil {
-		fs = append(fs, fileField{"workload.trace.file", &t.File, true})
+		out = append(out, fileField{"workload.trace.file", &t.File, true})
 	}
 	if r := w.Run; r != nil {
-		fs = append(fs, fileField{"workload.run.dir", &r.Dir, true})
+		out = append(out, fileField{"workload.run.dir", &r.Dir, true})
 	}
 	switch c.Tokenizer {
 	case "whitespace", "o200k_base", "cl100k_base":
 	default: // a tokenizer.json or a directory holding one
-		fs = append(fs, fileField{"tokenizer", &c.Tokenizer, true})
+		out = append(out, fileField{"tokenizer", &c.Tokenizer, true})
 	}
-	return fs
+	return out
 }
 
 func resolvePaths(c *schemas.Config, dir string) {
