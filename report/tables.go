@@ -146,11 +146,11 @@ func stageTable(r schemas.ProfileRun) table {
 // qualityTable is the per-stage verdict table of one run, the verdicts first: client-bound and
 // the client's uncertainty (the widest bound of a judged percentile), load sent as planned with
 // lateness and rate against the planned schedule, then diagnostics, and last the reasons of the
-// failed verdicts (the one column that wraps, so the table fits the page).
+// failed verdicts (the rate, footprint and reasons wrap, so the table fits the page).
 func qualityTable(r schemas.ProfileRun) table {
 	t := table{Head: []string{"stage", "client-bound", "uncertainty", "load sent as planned", "lateness p99",
 		"rate: offered; planned; sent (fidelity)", "client's share of lateness", "exact timestamps", "workers (ρ max)", "GC pause", "footprint", "why"},
-		Wrap: map[int]bool{10: true, 11: true}}
+		Wrap: map[int]bool{5: true, 10: true, 11: true}}
 	for _, s := range r.Stages {
 		q := s.Quality
 		unc := "-"
