@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -83,6 +84,18 @@ func pathReason(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// unsetEnv is parseConfig's check of the environment for a config already loaded: one error
+// per variable the target reads that is unset or empty here, naming the file (not the line).
+func unsetEnv(path string, cfg *schemas.Config) []error {
+	var errs []error
+	for _, e := range cfg.Target.EnvVars() {
+		if os.Getenv(e.Name) == "" {
+			errs = append(errs, fmt.Errorf("%s: %s: environment variable %s is not set (or empty)", path, e.Field, e.Name))
+		}
+	}
+	return errs
 }
 
 // yamlError turns a go-yaml error into "file:line:col: message" with the offending key or value.
@@ -351,8 +364,9 @@ func (v *validator) config(c *schemas.Config) {
 			v.errf("load", "must be empty with workload.trace or workload.run (they bring their own timing)")
 		}
 	} else {
-		v.load(&c.Load)
+		v.load(&c.Load, !searchOnly(c))
 	}
+	v.search(&c.Search)
 	if s := w.Synthetic; s != nil {
 		v.length(&s.Input, "workload.synthetic.input")
 		v.length(&s.Output, "workload.synthetic.output")
@@ -519,8 +533,45 @@ func checkURL(s string) error {
 	return nil
 }
 
-func (v *validator) load(l *schemas.Load) {
-	if len(l.Stages) == 0 && l.Sweep == nil {
+// searchOnly reports whether the config leaves its load to `wirebench search`: a search section
+// and no stages or sweep (a warmup alone is kept before every step).
+func searchOnly(c *schemas.Config) bool {
+	return c.Search != (schemas.Search{}) && len(c.Load.Stages) == 0 && c.Load.Sweep == nil
+}
+
+// search checks the search section, when there is one.
+func (v *validator) search(s *schemas.Search) {
+	if *s == (schemas.Search{}) {
+		return
+	}
+	f := "search."
+	if s.MinRate <= 0 {
+		v.errf(f+"min_rate", "must be > 0")
+	}
+	if s.MaxRate <= s.MinRate {
+		v.errf(f+"max_rate", "%g: must be > min_rate %g", s.MaxRate, s.MinRate)
+	}
+	if s.Goodput < 0 || s.Goodput > 1 {
+		v.errf(f+"goodput", "%g: must be in (0, 1] (default 0.99)", s.Goodput)
+	}
+	if s.Precision < 0 || s.Precision >= 1 {
+		v.errf(f+"precision", "%g: must be in (0, 1) (default 0.05)", s.Precision)
+	}
+	if s.Duration < 0 || (s.Duration > 0 && s.Duration.D() < time.Second) {
+		v.errf(f+"duration", "%v: must be >= 1s (default 30s)", s.Duration.D())
+	}
+	if s.Arrival != "" && s.Arrival != "constant" && s.Arrival != "poisson" {
+		v.errf(f+"arrival", "%q: must be constant or poisson", s.Arrival)
+	}
+	if s.MaxSteps < 0 {
+		v.errf(f+"max_steps", "%d: must be >= 0 (default 12)", s.MaxSteps)
+	}
+}
+
+// load checks the load plan; needStages is false for a config whose stages `wirebench search`
+// makes (searchOnly).
+func (v *validator) load(l *schemas.Load, needStages bool) {
+	if needStages && len(l.Stages) == 0 && l.Sweep == nil {
 		v.errf("load", "needs stages or a sweep")
 	}
 	if l.Warmup != nil {

@@ -42,6 +42,10 @@ type Options struct {
 	// written: `wirebench run` checks its capture options with it, so that a run it would not
 	// capture never replaces the one in RUN.
 	Check func(*schemas.Config) error
+	// Config, when set, is planned instead of the file at ConfigPath, which then only names it
+	// in errors: `wirebench search` plans each step from the loaded config with its own load.
+	// It must have been loaded by LoadConfig (defaults set, paths resolved, validated).
+	Config *schemas.Config
 }
 
 // Run plans the whole schedule of a config and writes RUN/schedule/requests.parquet,
@@ -56,9 +60,12 @@ type Options struct {
 // before that the old run is left as it was.
 func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	started := time.Now()
-	cfg, unset, err := loadConfig(opts.ConfigPath, true)
+	cfg, unset, err := configOf(opts)
 	if err != nil {
 		return err
+	}
+	if searchOnly(cfg) {
+		return fmt.Errorf("%s: load: no stages or sweep; a config with only a search section is for `wirebench search`", opts.ConfigPath)
 	}
 	if opts.Target != "" {
 		if err := checkURL(opts.Target); err != nil {
@@ -183,6 +190,16 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	}
 	log.Info("planned", "run", opts.Out, "stages", len(stages), "requests", o.nReq, "prompts", o.nPrompt, "elapsed", time.Since(started).Round(time.Millisecond))
 	return nil
+}
+
+// configOf returns the config to plan (Options.Config, or the file at ConfigPath) and the
+// errors for the environment variables its target reads that are unset here.
+func configOf(opts Options) (*schemas.Config, []error, error) {
+	if opts.Config == nil {
+		return loadConfig(opts.ConfigPath, true)
+	}
+	cfg := *opts.Config
+	return &cfg, unsetEnv(opts.ConfigPath, &cfg), nil
 }
 
 // newManifest is the manifest of a planned run (status planned), its replay step to be added.

@@ -23,6 +23,7 @@ type Config struct {
 	SLO       SLO            `yaml:"slo" json:"slo"`
 	Bias      Bias           `yaml:"bias" json:"bias"`
 	Capture   CaptureOptions `yaml:"capture" json:"capture"`
+	Search    Search         `yaml:"search" json:"search,omitzero"` // read by `wirebench search` only
 }
 
 // Target is the server under test. Headers are extra request headers, where ${NAME} in a value

@@ -32,6 +32,9 @@ var JSONFiles = []JSONFile{
 	{Name: "calibration.json", Path: "DIR/calibration.json", Type: reflect.TypeFor[Calibration](),
 		Doc:     "the result of `wirebench calibrate -o DIR` (DIR is also a normal run directory); times in ns, rates per second.",
 		Version: fmt.Sprintf("`calibration_version` (now %d; absent in files written before it, same layout), changed when a field is renamed or removed", CalibrationVersion)},
+	{Name: "search.json", Path: "DIR/search.json", Type: reflect.TypeFor[SearchRecord](),
+		Doc:     "the record of `wirebench search CONFIG -o DIR`: every step (each an ordinary run directory DIR/step-NN), its verdict and why its rate was chosen; rewritten after every step; times in ns, rates per second.",
+		Version: fmt.Sprintf("`search_version` (now %d), changed when a field is renamed or removed", SearchVersion)},
 }
 
 // JSONField is one documented field of a JSON file: its dotted path ("stages[].index"), JSON
