@@ -68,6 +68,11 @@ type Config struct {
 	// plan: the client has broken and later, faster stages would only measure the client.
 	// 0 = never. Calibration uses it to end its sweep early.
 	StopBelowFidelity float64
+	// Watch, when set, is called about once a second with this host's progress in the current
+	// stage; a non-empty answer stops sending as StopBelowFidelity does (the run ends complete,
+	// the answer in the manifest's missing list). `wirebench search` stops with it a step that
+	// is already clearly failing its SLOs.
+	Watch func(Live) string
 	// Secrets is the config's target as loaded, secrets included: `wirebench run` passes it in
 	// memory. Its url, metrics_url and headers replace the manifest's, which keeps their secrets
 	// redacted (schemas.Target.Redacted). nil: the manifest's, where a redacted secret is an
@@ -134,4 +139,17 @@ func ParseStartAt(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("invalid start time %q: want RFC 3339 (2026-01-02T15:04:05Z) or unix nanoseconds", s)
 	}
 	return t, nil
+}
+
+// Live is one host's progress in the current stage, as Config.Watch sees it.
+type Live struct {
+	Stage     int32         // stage index
+	Elapsed   time.Duration // since the stage's planned start
+	Planned   int64         // requests this host plans in the stage
+	Sent      int64         // requests sent so far
+	Done      int64         // requests ended ok so far
+	Errors    int64         // requests failed so far
+	Inflight  int64         // requests in flight now (every stage)
+	TTFTCount int64         // requests of the stage with a first token so far
+	TTFTP50   time.Duration // their median TTFT (to 2 significant digits)
 }

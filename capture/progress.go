@@ -63,6 +63,7 @@ type stageSummary struct {
 	inflight                    int64
 	rate, target                float64
 	ttftP50, ttftP99            time.Duration
+	ttftCount                   int64
 	utilMax                     float64
 	// draining: every planned send is out (a closed-loop stage: its time is up), so what is
 	// left is answers in flight and sent/elapsed would only fall.
@@ -110,7 +111,7 @@ func (t *tracker) summary(now int64) (stageSummary, bool) {
 	if s.elapsed > 0 {
 		s.rate = float64(s.sent) / s.elapsed.Seconds()
 	}
-	if h.TotalCount() > 0 {
+	if s.ttftCount = h.TotalCount(); s.ttftCount > 0 {
 		s.ttftP50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
 		s.ttftP99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond
 	}
@@ -167,4 +168,10 @@ func (t *tracker) finish() {
 	if t.live != nil && t.shown >= 0 {
 		fmt.Fprintln(t.live)
 	}
+}
+
+// live is the summary as Config.Watch sees it.
+func (s stageSummary) live() Live {
+	return Live{Stage: s.stage, Elapsed: s.elapsed, Planned: s.planned, Sent: s.sent, Done: s.done, Errors: s.errors,
+		Inflight: s.inflight, TTFTCount: s.ttftCount, TTFTP50: s.ttftP50}
 }

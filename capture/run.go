@@ -561,6 +561,9 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 			if c.cfg.StopBelowFidelity > 0 && c.earlyStop == "" && !c.interrupted {
 				c.judgeStages(now.UnixNano())
 			}
+			if c.cfg.Watch != nil && c.earlyStop == "" && !c.interrupted {
+				c.watch(tr, now.UnixNano())
+			}
 		}
 	}
 	c.m.StageUsage = usage.finish()
@@ -633,6 +636,19 @@ func (c *coord) judgeStages(now int64) {
 			c.stopAll()
 			return
 		}
+	}
+}
+
+// watch asks Config.Watch about the current stage and stops sending when it answers why.
+func (c *coord) watch(tr *tracker, now int64) {
+	s, ok := tr.summary(now)
+	if !ok {
+		return
+	}
+	if why := c.cfg.Watch(s.live()); why != "" {
+		c.earlyStop = fmt.Sprintf("stopped early in stage %d: %s; the rest of the schedule was not sent", s.stage, why)
+		c.log.Warn("stopping early", "stage", s.stage, "why", why)
+		c.stopAll()
 	}
 }
 
