@@ -34,6 +34,7 @@ var below = map[string][]string{
 	"report":                  {"schemas"},
 	"internal/simkit":         {"replay", "schemas", "internal/cpuset"},
 	"calibrate":               {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simkit"},
+	"search":                  {"replay", "capture", "aggregate", "schemas"},
 	"internal/synthrun":       {"schemas"},
 	"bench/scale":             {"internal/synthrun"}, // a benchmark command
 	"cmd/wirebench":           nil,                   // the command may import every package
