@@ -16,13 +16,14 @@ import (
 // failed requests, plus, with a TTFT SLO, the requests still waiting for their first token
 // beyond the ones sent within the last slo.ttft (rate × slo.ttft + 1 of them; twice that for
 // Poisson arrivals), plus half of those with a first token when their median TTFT is over the
-// SLO. It never stops a step whose sends are behind its schedule: that step's load verdict
+// SLO. It never stops a step whose sends are behind its schedule (by more than the counts' age): that step's load verdict
 // decides.
 func ClearlyFailing(l capture.Live, stage int32, rate, goodput float64, ttftSLO time.Duration, poisson bool) string {
 	if l.Stage != stage || l.Planned == 0 || l.Elapsed <= 0 {
 		return ""
 	}
-	if float64(l.Sent) < 0.95*rate*l.Elapsed.Seconds()-1 {
+	// Progress comes once a second: the counts may be a second older than Elapsed.
+	if float64(l.Sent) < 0.95*rate*(l.Elapsed-progressAge).Seconds()-1 {
 		return "" // the load is not being delivered: leave it to the load verdict
 	}
 	misses := l.Errors
@@ -51,6 +52,10 @@ func ClearlyFailing(l capture.Live, stage int32, rate, goodput float64, ttftSLO 
 	return fmt.Sprintf("already clearly failing after %v: at least %d of %d planned requests miss an SLO (%s), more than the %.0f a goodput of %g allows",
 		l.Elapsed.Round(100*time.Millisecond), misses, l.Planned, strings.Join(parts, "; "), math.Floor(allowed), goodput)
 }
+
+// progressAge is how much older than Live.Elapsed its counts may be (workers report once a
+// second; a little more for the coordinator's tick).
+const progressAge = 1500 * time.Millisecond
 
 // Judge gives a finished step its verdict from its stage row (metrics/stages.parquet): pass
 // when goodput_share ≥ goodput, fail below; untrusted when the load or latency verdict is not
