@@ -146,7 +146,7 @@ func runStep(ctx context.Context, cfg Config, loaded *schemas.Config, s schemas.
 	ccfg := cfg.Capture
 	ccfg.Run, ccfg.Lock, ccfg.Secrets = dir, lock.File(), &loaded.Target
 	ccfg.Watch = func(l capture.Live) string {
-		early = ClearlyFailing(l, idx, d.Rate, s.Goodput, loaded.SLO.TTFT.D(), s.Arrival == "poisson")
+		early = ClearlyFailing(l, idx, d.Rate, s.Goodput, loaded.SLO.TTFT.D())
 		return early
 	}
 	capErr := capture.Run(ctx, ccfg, log)
