@@ -63,7 +63,7 @@ type SearchRecord struct {
 	MaxRate     float64      `json:"max_rate" doc:"highest rate searched"`
 	Arrival     string       `json:"arrival" doc:"arrival process of every step: constant or poisson"`
 	StepNs      int64        `json:"step_ns" doc:"planned length of each step"`
-	SLO         SLO          `json:"slo" doc:"the config's SLOs (a zero limit is none)"`
+	SLO         string       `json:"slo" doc:"the config's SLOs, e.g. ttft ≤ 500ms, e2e ≤ 10s; empty = none"`
 	Steps       []SearchStep `json:"steps" doc:"every step, in the order run"`
 	Done        bool         `json:"done" doc:"the search ended (false while it runs, or when it was interrupted)"`
 	Outcome     string       `json:"outcome" doc:"how it ended: converged, below_min (min_rate fails), above_max (max_rate passes), untrusted (a step could not be judged), max_steps, interrupted"`

@@ -12,8 +12,8 @@ import (
 func Markdown(rec *schemas.SearchRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Search: %s\n\n", rec.Config)
-	fmt.Fprintf(&b, "Highest %s rate between %s and %s req/s with goodput ≥ %g%% under the SLOs, to %g%%; steps of %v.\n\n",
-		rec.Arrival, Rate(rec.MinRate), Rate(rec.MaxRate), 100*rec.Goodput, 100*rec.Precision, fmtDur(rec.StepNs))
+	fmt.Fprintf(&b, "Highest %s rate between %s and %s req/s with goodput ≥ %g%% under the SLOs (%s), to %g%%; steps of %v.\n\n",
+		rec.Arrival, Rate(rec.MinRate), Rate(rec.MaxRate), 100*rec.Goodput, rec.SLO, 100*rec.Precision, fmtDur(rec.StepNs))
 	b.WriteString("| step | rate (req/s) | verdict | goodput | TTFT p50 (ms) | TTFT p99 (ms) | E2E p99 (ms) | why this rate | verdict reason |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range rec.Steps {

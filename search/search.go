@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/wirebench/wirebench/aggregate"
@@ -56,7 +57,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.SearchReco
 	}
 	s := loaded.Search.WithDefaults()
 	rec := &schemas.SearchRecord{Version: schemas.SearchVersion, Config: cfg.ConfigPath, Goodput: s.Goodput, Precision: s.Precision,
-		MinRate: s.MinRate, MaxRate: s.MaxRate, Arrival: s.Arrival, StepNs: int64(s.Duration), SLO: loaded.SLO}
+		MinRate: s.MinRate, MaxRate: s.MaxRate, Arrival: s.Arrival, StepNs: int64(s.Duration), SLO: sloText(loaded.SLO)}
 	if err := guard(rec, cfg.Calibration); err != nil {
 		return nil, err
 	}
@@ -260,6 +261,20 @@ func writeAll(cfg Config, rec *schemas.SearchRecord) error {
 		return err
 	}
 	return nil
+}
+
+// sloText lists the SLOs set: "ttft ≤ 500ms, e2e ≤ 10s".
+func sloText(slo schemas.SLO) string {
+	var parts []string
+	for _, l := range []struct {
+		name  string
+		limit schemas.Duration
+	}{{"ttft", slo.TTFT}, {"tpot", slo.TPOT}, {"itl", slo.ITL}, {"ntpot", slo.NTPOT}, {"e2e", slo.E2E}} {
+		if l.limit > 0 {
+			parts = append(parts, fmt.Sprintf("%s ≤ %v", l.name, l.limit.D()))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ms formats nanoseconds as milliseconds for the table.
