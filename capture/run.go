@@ -562,7 +562,7 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 				c.judgeStages(now.UnixNano())
 			}
 			if c.cfg.Watch != nil && c.earlyStop == "" && !c.interrupted {
-				c.watch(tr, now.UnixNano())
+				c.askWatch(tr, now.UnixNano())
 			}
 		}
 	}
@@ -639,8 +639,8 @@ func (c *coord) judgeStages(now int64) {
 	}
 }
 
-// watch asks Config.Watch about the current stage and stops sending when it answers why.
-func (c *coord) watch(tr *tracker, now int64) {
+// askWatch asks Config.Watch about the current stage and stops sending when it answers why.
+func (c *coord) askWatch(tr *tracker, now int64) {
 	s, ok := tr.summary(now)
 	if !ok {
 		return
