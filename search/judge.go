@@ -14,7 +14,7 @@ import (
 // the whole step may have), or "" while it may still pass. l is the capture's live progress,
 // stage the step's stage index. The misses counted are a lower bound: failed requests, plus,
 // with a TTFT SLO, half of the requests counted in the live TTFT histogram when their median
-// is over the SLO (at least 10 of them). Requests still waiting are not counted: the live
+// is over the SLO (at least 4 of them). Requests still waiting are not counted: the live
 // counts cannot tell one waiting for its first token from one streaming. It never stops a step
 // whose sends are behind its schedule (by more than the counts' age): its load verdict decides.
 func ClearlyFailing(l capture.Live, stage int32, rate, goodput float64, ttftSLO time.Duration) string {
@@ -30,7 +30,7 @@ func ClearlyFailing(l capture.Live, stage int32, rate, goodput float64, ttftSLO 
 	if l.Errors > 0 {
 		parts = append(parts, fmt.Sprintf("%d failed", l.Errors))
 	}
-	if ttftSLO > 0 && l.TTFTCount >= 10 && l.TTFTP50 > ttftSLO*101/100 {
+	if ttftSLO > 0 && l.TTFTCount >= 4 && l.TTFTP50 > ttftSLO*101/100 {
 		misses += l.TTFTCount / 2
 		parts = append(parts, fmt.Sprintf("TTFT p50 %v of %d over the SLO %v", l.TTFTP50.Round(time.Millisecond), l.TTFTCount, ttftSLO))
 	}

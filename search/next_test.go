@@ -90,7 +90,7 @@ func TestClearlyFailing(t *testing.T) {
 		{"one failure is within 1% of 100", func(l *capture.Live) { l.Errors = 1 }, false},
 		{"two failures exceed it", func(l *capture.Live) { l.Errors = 2 }, true},
 		{"median TTFT over the SLO", func(l *capture.Live) { l.TTFTCount, l.TTFTP50 = 12, 150*time.Millisecond }, true},
-		{"median over, but too few to judge", func(l *capture.Live) { l.TTFTCount, l.TTFTP50 = 9, 150*time.Millisecond }, false},
+		{"median over, but too few to judge", func(l *capture.Live) { l.TTFTCount, l.TTFTP50 = 3, 150*time.Millisecond }, false},
 		{"median within the SLO", func(l *capture.Live) { l.TTFTCount, l.TTFTP50 = 50, 90*time.Millisecond }, false},
 		{"another stage (the warmup)", func(l *capture.Live) { l.Stage, l.Errors = 0, 50 }, false},
 		{"sends behind schedule: the load verdict decides", func(l *capture.Live) { l.Elapsed, l.Errors = 10*time.Second, 50 }, false},

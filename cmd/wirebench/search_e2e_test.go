@@ -12,27 +12,27 @@ import (
 )
 
 // TestSearchFindsSimulatorCapacity searches a fixed-mode simulator whose capacity is known
-// exactly: 2 slots, each request holding one for ttft + (N - 1) × itl = 60 ms + 11 × 40 ms =
-// 500 ms, so it serves at most 2 / 0.5 = 4 req/s, a rate whose send-lag limit (25 ms) even a
-// loaded machine's client meets. Below that, constant arrivals never queue (TTFT 60 ms, under
-// the 110 ms SLO); above it the queue grows without end, and over a 3 s step the last TTFTs
-// pass 110 ms once the rate is 50 ms / 3 s = 1.7% over 4 req/s: that is where the simulator's
-// own timing crosses the SLO. The search must bracket it within its 5% precision (plus 3% for
-// the simulator's timer jitter) in at most 8 steps, stop the clearly failing steps early, and
-// end in the sentence. The bias tolerance is wide (20 ms, against the SLO's 50 ms of slack): a
+// exactly: 1 slot, each request holding it for ttft + (N - 1) × itl = 100 ms + 10 × 40 ms =
+// 500 ms, so it serves at most 2 req/s, a rate whose send-lag limit (50 ms) even a loaded
+// machine's client meets. Below that, constant arrivals never queue (TTFT 100 ms, under the
+// 160 ms SLO); above it the queue grows without end, and over a 4 s step the last TTFTs pass
+// 160 ms once the rate is 60 ms / 4 s = 1.5% over 2 req/s: that is where the simulator's own
+// timing crosses the SLO. The search must bracket it within its 5% precision (plus 3% for the
+// simulator's timer jitter) in at most 8 steps, stop the clearly failing steps early, and end
+// in the sentence. The bias tolerance is wide (20 ms, against the SLO's 60 ms of slack): a
 // loaded machine's reads are late by milliseconds, which does not move the verdict.
 func TestSearchFindsSimulatorCapacity(t *testing.T) {
-	const truth = 2 / 0.5 * (1 + 0.05/3)
-	url := startSim(t, "--mode", "fixed", "--ttft", "60ms", "--itl", "40ms", "--max-num-seqs", "2")
+	const truth = 2 * (1 + 0.06/4)
+	url := startSim(t, "--mode", "fixed", "--ttft", "100ms", "--itl", "40ms", "--max-num-seqs", "1")
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "search.yaml")
 	writeFile(t, cfgPath, `name: search-e2e
 target: {url: "`+url+`", api: completions, model: sim, ignore_eos: true}
-load: {warmup: {rate: 1, duration: 1s, arrival: constant}}
-workload: {synthetic: {input: {kind: fixed, value: 8}, output: {kind: fixed, value: 12}}}
-slo: {ttft: 110ms}
+load: {warmup: {rate: 2, duration: 1s, arrival: constant}}
+workload: {synthetic: {input: {kind: fixed, value: 8}, output: {kind: fixed, value: 11}}}
+slo: {ttft: 160ms}
 bias: {tolerance: 20ms, tolerance_share: 0.1}
-search: {min_rate: 1, max_rate: 16, duration: 3s}
+search: {min_rate: 0.5, max_rate: 8, duration: 4s}
 `)
 	out := filepath.Join(dir, "search")
 	stdout, stderr, err := wirebench(t, 4*time.Minute, "search", cfgPath, "-o", out, "--workers", "1", "--tap", "off", "--quiet")
