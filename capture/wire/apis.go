@@ -21,6 +21,10 @@ const (
 	APIEmbeddings
 )
 
+// Streams reports whether requests of the API ask for a streamed answer (stream: true): every
+// API but embeddings. A whole answer to one is kind not_streamed.
+func (a API) Streams() bool { return a != APIEmbeddings }
+
 // ParseAPI maps a target.api name to its response format.
 func ParseAPI(name string) (API, error) {
 	switch name {

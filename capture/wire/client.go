@@ -683,6 +683,11 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 	if ch := &res.Chunks[0]; ch.ServerSentNs == nil && sent != 0 {
 		ch.ServerSentNs = &sent // a whole response without tokens (embeddings) is still one event
 	}
+	if c.cfg.API.Streams() {
+		// Parsed as it is (text, usage, finish reason), but it carries no token timing.
+		c.fail(ctx, res, schemas.ErrNotStreamed, fmt.Errorf("a whole answer of %d bytes with Content-Type %q, not text/event-stream, to a streaming request: no token timing",
+			end, resp.header.Get("Content-Type")))
+	}
 }
 
 // clip returns at most 1 KiB of b as a string for error messages.

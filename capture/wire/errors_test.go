@@ -116,6 +116,8 @@ func TestDoErrorKinds(t *testing.T) {
 	}
 }
 
+// A whole JSON answer to a streaming request (chat, completions) is kind not_streamed: it carries
+// no token timing. Its content is parsed all the same (the row says what came).
 func TestDoNonStreaming(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -131,8 +133,8 @@ func TestDoNonStreaming(t *testing.T) {
 	var res Result
 	c.Do(context.Background(), &Request{Seq: 9, URL: srv.URL, Body: []byte(`{}`)}, &res)
 	q := res.Req
-	if q.ErrorKind != "" || q.Chunks != 1 || len(res.Chunks) != 1 {
-		t.Fatalf("ErrorKind %q (%s), Chunks %d; want none and 1", q.ErrorKind, q.ErrorMessage, q.Chunks)
+	if q.ErrorKind != schemas.ErrNotStreamed || !strings.Contains(q.ErrorMessage, `"application/json", not text/event-stream`) || q.Chunks != 1 || len(res.Chunks) != 1 || q.DoneNs == nil {
+		t.Fatalf("ErrorKind %q (%s), Chunks %d, done %v; want not_streamed naming the content type, 1 chunk, done set", q.ErrorKind, q.ErrorMessage, q.Chunks, q.DoneNs)
 	}
 	if res.Text != "hello é" || q.ContentBytes != 8 || q.FinishReason != "length" || res.Chunks[0].Kind != schemas.ChunkContent {
 		t.Errorf("Text %q ContentBytes %d FinishReason %q kind %s; want \"hello é\" 8 length content", res.Text, q.ContentBytes, q.FinishReason, res.Chunks[0].Kind)

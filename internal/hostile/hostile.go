@@ -47,6 +47,7 @@ const (
 	lastChunk   = "0\r\n\r\n"
 	htmlPage    = "<html><body><h1>502 Bad Gateway</h1></body></html>\n"
 	errorObject = "data: {\"error\":{\"message\":\"engine crashed\",\"type\":\"InternalServerError\",\"code\":500}}\n\n"
+	wholeAnswer = `{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":"hello there","finish_reason":"length"}],"usage":{"prompt_tokens":4,"completion_tokens":2}}`
 )
 
 // chunk frames s as one HTTP chunk.
@@ -54,6 +55,12 @@ func chunk(s string) string { return fmt.Sprintf("%x\r\n%s\r\n", len(s), s) }
 
 // Good is a correct streamed answer: one event with a finish_reason, then [DONE].
 func Good(w io.Writer) { io.WriteString(w, sseHead+chunk(finishEv)+chunk(doneEv)+lastChunk) }
+
+// WholeJSON is a whole (non-streaming) completion: what a server or proxy that ignores
+// stream: true answers.
+func WholeJSON(w io.Writer) {
+	fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(wholeAnswer), wholeAnswer)
+}
 
 // repeat writes head, then p over and over until a write fails or endless bytes went out.
 func repeat(w io.Writer, head string, p []byte) {
@@ -80,6 +87,7 @@ var Cases = []Case{
 	{Name: "html page as a 200", Kind: "malformed_stream", Message: "<html>", Chunks: 1, Respond: func(w io.Writer) {
 		fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(htmlPage), htmlPage)
 	}},
+	{Name: "a whole JSON answer", Kind: "not_streamed", Message: "not text/event-stream", Chunks: 1, Respond: WholeJSON},
 	{Name: "html page as an event stream", Kind: "malformed_stream", Message: "no SSE data event", Chunks: 0, Respond: func(w io.Writer) {
 		io.WriteString(w, sseHead+chunk(htmlPage)+lastChunk)
 	}},
