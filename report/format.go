@@ -128,14 +128,20 @@ func signed(ns int64) string {
 	return "+" + fmtDur(ns)
 }
 
-// advice says why a stage's figures need care, with the verdicts' reasons: client-bound (the
-// client's measurement error is wider than the tolerance), the load not sent as planned, or the
-// server disturbed by a client on its machine.
+// advice says why a stage's figures need care, with the verdicts' reasons: no ok request (no
+// figure at all), client-bound (the client's measurement error is wider than the tolerance),
+// the load not sent as planned, or the server disturbed by a client on its machine.
 // Only where the load verdict blames the client's CPU does it say how many workers or hosts
 // would fix it. It is empty for a stage whose figures can be trusted.
 func advice(s *schemas.Stage, cpus int) string {
 	var b strings.Builder
+	if r := noOK(s.Requests, s.Completed, errorKinds(s.ErrorsByKind)); r != "" {
+		fmt.Fprintf(&b, "Stage %s %s.", stageTitle(s.Stage, s.Name), r)
+	}
 	if s.ClientBound {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
 		fmt.Fprintf(&b, "Stage %s is client-bound (%s): the client's own measurement error is wider than the tolerance, so its latencies are known only within their bounds.", stageTitle(s.Stage, s.Name), orNone(s.ClientBoundReason))
 		if s.ReadLag.Count > 0 && s.ExactShare < 0.5 {
 			fmt.Fprintf(&b, " Only %s of events carry an exact kernel timestamp: the others came in the same read as a later event (upper bound: the server wrote them back to back, or the client read too slowly to see them one by one) or have no kernel time (TLS, or a kernel without SO_TIMESTAMPING).", fmtPct(s.ExactShare))

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"math"
 	"path/filepath"
 
@@ -93,7 +92,7 @@ func stageProfile(s *schemas.Stage, cpus int) schemas.ProfileStage {
 	sp := schemas.ProfileStage{
 		Stage: s.Stage, Name: s.Name, Mode: s.Mode, TargetRate: s.TargetRate, Concurrency: s.Concurrency,
 		DurationNs: s.EndNs - s.StartNs, Requests: s.Requests, Completed: s.Completed, Errors: s.Errors,
-		ErrorsByKind: map[string]int64{}, AchievedRate: s.AchievedRate, IssuedRate: s.IssuedRate, CompletionRate: s.CompletionRate,
+		ErrorsByKind: errorKinds(s.ErrorsByKind), AchievedRate: s.AchievedRate, IssuedRate: s.IssuedRate, CompletionRate: s.CompletionRate,
 		InputTPS: s.InputTPS, OutputTPS: s.OutputTPS, TotalTPS: s.TotalTPS, InflightMean: s.InflightMean,
 		GoodputShare: s.GoodputShare, GoodputRate: s.GoodputRate, Saturated: s.Saturated,
 		Latency: map[string]schemas.Dist{},
@@ -115,10 +114,6 @@ func stageProfile(s *schemas.Stage, cpus int) schemas.ProfileStage {
 				InflightPeak: s.InflightPeak, ConnectionsOpened: s.ConnectionsOpened, ConnectionsPeak: s.ConnectionsPeak,
 				ConnectionsWarm: s.ConnectionsWarm, ConnectionSpiral: s.ConnectionSpiral},
 		},
-	}
-	if s.ErrorsByKind != "" {
-		// A malformed object leaves the map empty; the error count is still in errors.
-		_ = json.Unmarshal([]byte(s.ErrorsByKind), &sp.ErrorsByKind)
 	}
 	for _, c := range latencyColumns {
 		sp.Latency[c.Key] = c.Get(s)

@@ -162,6 +162,9 @@ func qualityTable(r schemas.ProfileRun) table {
 			rate += "; hosts' clocks ±" + fmtDur(q.ClockUncertaintyNs)
 		}
 		var why []string
+		if r := noOK(s.Requests, s.Completed, s.ErrorsByKind); r != "" {
+			why = append(why, r)
+		}
 		if q.ClientBound {
 			why = append(why, "client-bound: "+orNone(q.ClientBoundReason))
 		}

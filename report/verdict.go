@@ -1,7 +1,10 @@
 package report
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wirebench/wirebench/schemas"
@@ -11,7 +14,7 @@ import (
 const (
 	Green = "green" // every judged bound within tolerance, the load sent as planned, the server undisturbed
 	Amber = "amber" // the load was not sent as planned for a server, connection or shared-machine reason, latencies have wide bounds no client could narrow (events without a lower bound), or the client disturbed a server it shared the machine with
-	Red   = "red"   // some stage is client-bound, the client itself kept the load from being sent as planned, or some of its planned requests are missing from the run's files
+	Red   = "red"   // some stage is client-bound, the client itself kept the load from being sent as planned, some of its planned requests are missing from the run's files, or it has no ok request
 )
 
 // levelRank orders the levels from best to worst.
@@ -39,10 +42,12 @@ func missingData(s *schemas.Stage) bool {
 	return !s.LoadDelivered && s.LoadBlame == schemas.BlameMissing
 }
 
-// stageLevel is one stage's trust level.
+// stageLevel is one stage's trust level. A stage without an ok request is red: it measured no
+// latency, so there is nothing its figures could be trusted for (whether the server or the
+// client failed, its errors_by_kind say).
 func stageLevel(s *schemas.Stage) string {
 	switch {
-	case s.ClientBound || clientLate(s) || missingData(s):
+	case s.ClientBound || clientLate(s) || missingData(s) || s.Completed == 0:
 		return Red
 	case !s.LoadDelivered || unbounded(s) || s.ServerDisturbed || s.ConnectionSpiral:
 		return Amber
@@ -70,12 +75,12 @@ func footprintClauses(s *schemas.Stage) []string {
 }
 
 // Trust says in one sentence whether the figures of a run's stages can be trusted: level is
-// red when a stage is client-bound, the client kept its load from being sent as planned, or
-// planned requests are missing from its figures (a host, a part, events: load_blame missing),
-// amber when only the server, the connections or a shared machine did, or when the client
-// disturbed the server (its CPU on their shared machine, a connection spiral), else green. The
-// sentence names the stages and reasons behind a non-green level, then quotes the widest client
-// uncertainty and the worst p99 lateness against the schedule.
+// red when a stage is client-bound, the client kept its load from being sent as planned,
+// planned requests are missing from its figures (a host, a part, events: load_blame missing) or
+// it has no ok request, amber when only the server, the connections or a shared machine did, or
+// when the client disturbed the server (its CPU on their shared machine, a connection spiral),
+// else green. The sentence names the stages and reasons behind a non-green level, then quotes
+// the widest client uncertainty and the worst p99 lateness against the schedule.
 func Trust(stages []schemas.Stage) (level, sentence string) {
 	if len(stages) == 0 {
 		return Amber, "no measured stage: nothing to judge."
@@ -86,6 +91,9 @@ func Trust(stages []schemas.Stage) (level, sentence string) {
 		s := &stages[i]
 		if l := stageLevel(s); levelRank[l] > levelRank[level] {
 			level = l
+		}
+		if r := noOK(s.Requests, s.Completed, errorKinds(s.ErrorsByKind)); r != "" {
+			why = append(why, fmt.Sprintf("stage %s %s", stageTitle(s.Stage, s.Name), r))
 		}
 		if s.ClientBound {
 			why = append(why, fmt.Sprintf("stage %s is client-bound (%s)", stageTitle(s.Stage, s.Name), orNone(s.ClientBoundReason)))
@@ -143,6 +151,34 @@ func latenessClause(stages []schemas.Stage) string {
 		return fmt.Sprintf("load sent as planned, p99 lateness ≤ %s (stage %s)", fmtDur(stages[w].SendLag.P99), stageTitle(stages[w].Stage, stages[w].Name))
 	}
 	return fmt.Sprintf("p99 lateness up to %s (stage %s)", fmtDur(stages[w].SendLag.P99), stageTitle(stages[w].Stage, stages[w].Name))
+}
+
+// noOK says why a stage without an ok request measured nothing: it recorded no request, or
+// every one failed (with the counts by kind); empty when some request ended ok.
+func noOK(requests, completed int64, byKind map[string]int64) string {
+	switch {
+	case completed > 0:
+		return ""
+	case requests == 0:
+		return "recorded no request, so it measured nothing"
+	}
+	kinds := make([]string, 0, len(byKind))
+	for k := range byKind {
+		kinds = append(kinds, k)
+	}
+	slices.SortFunc(kinds, func(a, b string) int { return cmp.Or(cmp.Compare(byKind[b], byKind[a]), cmp.Compare(a, b)) })
+	for i, k := range kinds {
+		kinds[i] = fmt.Sprintf("%s %d", k, byKind[k])
+	}
+	return fmt.Sprintf("has no ok request (%d failed: %s), so it measured no latency", requests, orNone(strings.Join(kinds, ", ")))
+}
+
+// errorKinds decodes a stage's errors_by_kind; a malformed object gives none (the error count
+// is still in errors).
+func errorKinds(js string) map[string]int64 {
+	m := map[string]int64{}
+	_ = json.Unmarshal([]byte(js), &m)
+	return m
 }
 
 // orNone stands in for an empty verdict reason.

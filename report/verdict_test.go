@@ -10,9 +10,9 @@ import (
 // verdictStages returns two trusted stages, "a" and "b"; edit changes the second.
 func verdictStages(edit func(*schemas.Stage)) []schemas.Stage {
 	st := []schemas.Stage{
-		{Stage: 0, Name: "a", UncertaintyNs: 41_000, UncertaintyFigure: "ttft p99", LoadDelivered: true,
+		{Stage: 0, Name: "a", Requests: 10, Completed: 10, UncertaintyNs: 41_000, UncertaintyFigure: "ttft p99", LoadDelivered: true,
 			SendLag: schemas.Dist{Count: 10, P99: 300_000}, Workers: 2},
-		{Stage: 1, Name: "b", UncertaintyNs: 20_000, UncertaintyFigure: "itl p50", LoadDelivered: true,
+		{Stage: 1, Name: "b", Requests: 10, Completed: 10, UncertaintyNs: 20_000, UncertaintyFigure: "itl p50", LoadDelivered: true,
 			SendLag: schemas.Dist{Count: 10, P99: 120_000}, Workers: 2},
 	}
 	if edit != nil {
@@ -84,7 +84,10 @@ func TestTrust(t *testing.T) {
 				`); client uncertainty up to 2.20ms (itl p99 of stage 2 "c"); p99 lateness up to 6.30ms (stage 1 "b").`},
 		{"amber: events without a lower bound", verdictStages(noLowerBound), Amber,
 			`stage 1 "b"'s latencies have wide bounds (` + unboundedWhy + `); client uncertainty up to 2.20ms (itl p99 of stage 1 "b"); load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
-		{"no latencies", []schemas.Stage{{Name: "x", LoadDelivered: true}}, Green, "no latency to judge; no send to judge lateness by."},
+		{"every request failed", verdictStages(func(s *schemas.Stage) {
+			s.Completed, s.Errors, s.ErrorsByKind, s.UncertaintyFigure = 0, 10, `{"http_status":3,"not_streamed":7}`, ""
+		}), Red, `stage 1 "b" has no ok request (10 failed: not_streamed 7, http_status 3), so it measured no latency; ` + trusted + `; load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
+		{"no request", []schemas.Stage{{Name: "x", LoadDelivered: true}}, Red, `stage 0 "x" recorded no request, so it measured nothing; no latency to judge; no send to judge lateness by.`},
 		{"empty", nil, Amber, "no measured stage: nothing to judge."},
 	}
 	for _, tt := range tests {
@@ -105,6 +108,8 @@ func TestAdvice(t *testing.T) {
 		want, not string // substrings the advice has and must not have
 	}{
 		{"trusted", nil, 2, "", "Stage"},
+		{"no ok request", func(s *schemas.Stage) { s.Completed, s.ErrorsByKind = 0, `{"reset":10}` }, 2,
+			`Stage 1 "b" has no ok request (10 failed: reset 10), so it measured no latency.`, "client-bound"},
 		{"client-bound only", clientBound, 2, `Stage 1 "b" is client-bound (` + boundWhy + ")", "workers"},
 		{"the server", late(serverWhy), 2, `Stage 1 "b" did not get its planned load (` + serverWhy + ").", "--workers"},
 		{"connections", late(connWhy), 2, "did not get its planned load", "--workers"},
