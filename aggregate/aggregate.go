@@ -361,12 +361,12 @@ func (a *aggregator) setPrefillPerToken(fitB float64) {
 	for _, acc := range a.stages {
 		switch majority(acc.sources) {
 		case SourceHistograms:
-			acc.prefillPerTok = acc.histPerTokNs
+			acc.prefillPerTok = ptr(acc.histPerTokNs)
 		case SourceFit:
-			acc.prefillPerTok = fitB
+			acc.prefillPerTok = ptr(fitB)
 		case SourceServer:
 			if acc.srvIn > 0 {
-				acc.prefillPerTok = float64(acc.srvPrefill) / float64(acc.srvIn)
+				acc.prefillPerTok = ptr(float64(acc.srvPrefill) / float64(acc.srvIn))
 			}
 		}
 	}

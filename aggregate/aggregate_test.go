@@ -192,33 +192,33 @@ func TestStageMetrics(t *testing.T) {
 		{"completed", s.Completed, int64(5)},
 		{"errors", s.Errors, int64(1)},
 		{"errors_by_kind", s.ErrorsByKind, `{"http_status":1}`},
-		{"ttft", point(s.TTFT), schemas.Dist{Count: 4, P50: 10 * ms, P90: 50 * ms, P95: 50 * ms, P99: 50 * ms, P999: 50 * ms, Max: 50 * ms, Mean: 89 * ms / 4}},
-		{"itl", point(s.ITL), schemas.Dist{Count: 4, P50: 10 * ms, P90: 20 * ms, P95: 20 * ms, P99: 20 * ms, P999: 20 * ms, Max: 20 * ms, Mean: 12_500_000}},
-		{"itl_token_weighted", point(s.ITLWeighted), schemas.Dist{Count: 5, P50: 10 * ms, P90: 20 * ms, P95: 20 * ms, P99: 20 * ms, P999: 20 * ms, Max: 20 * ms, Mean: 10 * ms}},
-		{"read_lag", point(s.ReadLag), schemas.Dist{Count: 8, P50: 200_000, P90: 200_000, P95: 200_000, P99: 200_000, P999: 200_000, Max: 200_000, Mean: 175_000}},
-		{"send_lag.max", s.SendLag.Max, 2 * ms},
+		{"ttft", point(s.TTFT), pointDist{Count: 4, P50: 10 * ms, P90: 50 * ms, P95: 50 * ms, P99: 50 * ms, P999: 50 * ms, Max: 50 * ms, Mean: 89 * ms / 4}},
+		{"itl", point(s.ITL), pointDist{Count: 4, P50: 10 * ms, P90: 20 * ms, P95: 20 * ms, P99: 20 * ms, P999: 20 * ms, Max: 20 * ms, Mean: 12_500_000}},
+		{"itl_token_weighted", point(s.ITLWeighted), pointDist{Count: 5, P50: 10 * ms, P90: 20 * ms, P95: 20 * ms, P99: 20 * ms, P999: 20 * ms, Max: 20 * ms, Mean: 10 * ms}},
+		{"read_lag", point(s.ReadLag), pointDist{Count: 8, P50: 200_000, P90: 200_000, P95: 200_000, P99: 200_000, P999: 200_000, Max: 200_000, Mean: 175_000}},
+		{"send_lag.max", val(s.SendLag.Max), 2 * ms},
 		{"output_tokens", s.OutputTokens.Count, int64(5)},
 		{"start_ns", s.StartNs, t0},
 		{"end_ns", s.EndNs, t0 + 521*ms},
-		{"achieved_rate", round3(s.AchievedRate), round3(5 / 0.499)},
-		{"completion_rate", round3(s.CompletionRate), round3(3 / steadyWin)},
-		{"steady_output_tps", round3(s.SteadyOutputTPS), round3(6 / steadyWin)},
-		{"output_tps", round3(s.OutputTPS), round3(10 / sendWin)},
-		{"input_tps", round3(s.InputTPS), round3(140 / sendWin)},
-		{"total_tps", round3(s.TotalTPS), round3(150 / sendWin)},
-		{"inflight_mean", round3(s.InflightMean), round3(149.0 / 521)},
-		{"goodput_share", round3(s.GoodputShare), round3(3.0 / 6)},
-		{"goodput_rate", round3(s.GoodputRate), round3(0.5 * 3 / steadyWin)},
-		{"exact_share", round3(s.ExactShare), round3(8.0 / 15)},
-		{"worker_rho_max", s.WorkerRhoMax, 0.2},
+		{"achieved_rate", round3(val(s.AchievedRate)), round3(5 / 0.499)},
+		{"completion_rate", round3(val(s.CompletionRate)), round3(3 / steadyWin)},
+		{"steady_output_tps", round3(val(s.SteadyOutputTPS)), round3(6 / steadyWin)},
+		{"output_tps", round3(val(s.OutputTPS)), round3(10 / sendWin)},
+		{"input_tps", round3(val(s.InputTPS)), round3(140 / sendWin)},
+		{"total_tps", round3(val(s.TotalTPS)), round3(150 / sendWin)},
+		{"inflight_mean", round3(val(s.InflightMean)), round3(149.0 / 521)},
+		{"goodput_share", round3(val(s.GoodputShare)), round3(3.0 / 6)},
+		{"goodput_rate", round3(val(s.GoodputRate)), round3(0.5 * 3 / steadyWin)},
+		{"exact_share", round3(val(s.ExactShare)), round3(8.0 / 15)},
+		{"worker_rho_max", val(s.WorkerRhoMax), 0.2},
 		{"worker_rho", s.WorkerRho, "[0.2]"},
 		{"workers_for_rho_half", s.WorkersForRhoHalf, int32(1)},
 		{"gc_pause_ns", s.GCPauseNs, int64(3000)},
 		// Planned at 0, 100, ..., 500 ms: the schedule's rate is 5/0.5 s; sends span 0.499 s
 		// (seq 1 left 1 ms late): fidelity 1.002, within 2%. Lateness p99 2 ms (seq 4) is under
 		// a tenth of the planned gap (10 ms): the load was delivered.
-		{"planned_rate", round3(s.PlannedRate), round3(10)},
-		{"rate_fidelity", round3(s.RateFidelity), round3(5 / 0.499 / 10)},
+		{"planned_rate", round3(val(s.PlannedRate)), round3(10)},
+		{"rate_fidelity", round3(val(s.RateFidelity)), round3(5 / 0.499 / 10)},
 		{"load_delivered", s.LoadDelivered, true},
 		// Seqs 3, 5 and 6 have user times only: their events arrived somewhere in
 		// [S, rx_user_ns], so TTFT's p50 bound is [0, 10 ms] and E2E's p50 [0, 31 ms]: E2E lower
@@ -226,11 +226,11 @@ func TestStageMetrics(t *testing.T) {
 		// upper ends 5, 21, 31, 41, 51 ms. Those 7 of 15 events have no lower bound (no
 		// rx_after_ns): the bounds are wide, and not because of the client.
 		{"client_bound", s.ClientBound, false},
-		{"unbounded_share", round3(s.UnboundedShare), round3(7.0 / 15)},
-		{"uncertainty", fmt.Sprint(s.UncertaintyFigure, " ", s.UncertaintyNs), "e2e p50 31000000"},
-		{"e2e p99 bound", fmt.Sprint(s.E2E.P99Lo, " ", s.E2E.P99Hi), fmt.Sprint(51*ms-20_000, " ", 51*ms)},
+		{"unbounded_share", round3(val(s.UnboundedShare)), round3(7.0 / 15)},
+		{"uncertainty", fmt.Sprint(s.UncertaintyFigure, " ", val(s.UncertaintyNs)), "e2e p50 31000000"},
+		{"e2e p99 bound", fmt.Sprint(val(s.E2E.P99Lo), " ", val(s.E2E.P99Hi)), fmt.Sprint(51*ms-20_000, " ", 51*ms)},
 		{"decomposition_source", s.DecompositionSource, "server"}, // 2 server, 2 fit: the tie goes to the preferred source
-		{"prefill_per_token_ns", s.PrefillPerTokenNs, float64(25*ms) / 110},
+		{"prefill_per_token_ns", val(s.PrefillPerTokenNs), float64(25*ms) / 110},
 	}
 	for _, tt := range tests {
 		if fmt.Sprint(tt.got) != fmt.Sprint(tt.want) {

@@ -39,7 +39,7 @@ func TestBoundsHandMade(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := [6]int64{d.P50Lo, d.P50, d.P50Hi, d.P99Lo, d.P99, d.P99Hi}
+		got := [6]int64{*d.P50Lo, *d.P50, *d.P50Hi, *d.P99Lo, *d.P99, *d.P99Hi}
 		want := [6]int64{tt.p50lo, tt.p50, tt.p50hi, tt.p99lo, tt.p99, tt.p99hi}
 		if got != want {
 			t.Errorf("%s: (p50_lo, p50, p50_hi, p99_lo, p99, p99_hi) = %v; want %v", tt.name, got, want)
@@ -78,7 +78,7 @@ func TestBoundsContainTruth(t *testing.T) {
 			for _, c := range []struct {
 				name         string
 				lo, x, hi, v int64
-			}{{"p50", d.P50Lo, tr.P50, d.P50Hi, d.P50}, {"p90", d.P90Lo, tr.P90, d.P90Hi, d.P90}, {"p99", d.P99Lo, tr.P99, d.P99Hi, d.P99}} {
+			}{{"p50", *d.P50Lo, *tr.P50, *d.P50Hi, *d.P50}, {"p90", *d.P90Lo, *tr.P90, *d.P90Hi, *d.P90}, {"p99", *d.P99Lo, *tr.P99, *d.P99Hi, *d.P99}} {
 				if c.x < c.lo || c.x > c.hi || c.v < c.lo || c.v > c.hi {
 					t.Errorf("n=%d mem=%d: %s bound [%d, %d] misses the true %d or the measured %d", n, mem, c.name, c.lo, c.hi, c.x, c.v)
 				}

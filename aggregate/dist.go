@@ -223,9 +223,9 @@ func (d *dist) finish() (schemas.Dist, error) {
 		return schemas.Dist{}, d.err
 	}
 	if d.n == 0 {
-		return schemas.Dist{}, nil
+		return schemas.Dist{}, nil // every figure null: there is none
 	}
-	out := schemas.Dist{Count: d.n, Max: d.max, Mean: d.mean()}
+	out := schemas.Dist{Count: d.n, Max: ptr(d.max), Mean: ptr(d.mean())}
 	var ranks [len(quantiles)]int64
 	for i, q := range quantiles {
 		ranks[i] = NearestRank(q, d.n)
@@ -241,7 +241,7 @@ func (d *dist) finish() (schemas.Dist, error) {
 			return out, err
 		}
 	}
-	out.P50, out.P90, out.P95, out.P99, out.P999 = res[0], res[1], res[2], res[3], res[4]
+	out.P50, out.P90, out.P95, out.P99, out.P999 = &res[0], &res[1], &res[2], &res[3], &res[4]
 	// Values without client error: the bounds are the percentiles themselves.
 	out.P50Lo, out.P90Lo, out.P99Lo = out.P50, out.P90, out.P99
 	out.P50Hi, out.P90Hi, out.P99Hi = out.P50, out.P90, out.P99

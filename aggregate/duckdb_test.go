@@ -63,8 +63,8 @@ func TestDuckDBCrossCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := sum.Stages[stage]
-		if count != s.TTFT.Count || p50 != s.TTFT.P50 || p99 != s.TTFT.P99 {
-			t.Errorf("stage %d: SQL count, p50, p99 = %d, %d, %d; stages.parquet %d, %d, %d", stage, count, p50, p99, s.TTFT.Count, s.TTFT.P50, s.TTFT.P99)
+		if count != s.TTFT.Count || !eq(&p50, s.TTFT.P50) || !eq(&p99, s.TTFT.P99) {
+			t.Errorf("stage %d: SQL count, p50, p99 = %d, %d, %d; stages.parquet %d, %s, %s", stage, count, p50, p99, s.TTFT.Count, show(s.TTFT.P50), show(s.TTFT.P99))
 		}
 		n++
 	}
@@ -80,8 +80,8 @@ func TestDuckDBCrossCheck(t *testing.T) {
 		if err := rows.Scan(&stage, &tokens, &tps); err != nil {
 			t.Fatal(err)
 		}
-		if s := sum.Stages[stage]; fmt.Sprintf("%.6f", tps) != fmt.Sprintf("%.6f", s.OutputTPS) {
-			t.Errorf("stage %d: SQL output_tps = %.6f; stages.parquet %.6f", stage, tps, s.OutputTPS)
+		if s := sum.Stages[stage]; fmt.Sprintf("%.6f", tps) != fmt.Sprintf("%.6f", val(s.OutputTPS)) {
+			t.Errorf("stage %d: SQL output_tps = %.6f; stages.parquet %.6f", stage, tps, val(s.OutputTPS))
 		}
 		n++
 	}

@@ -186,8 +186,25 @@ func writeOtherVersion(t testing.TB, path string) {
 	f.Close()
 }
 
-// point returns d without its percentile bounds, for tests of the point figures.
-func point(d schemas.Dist) schemas.Dist {
-	d.P50Lo, d.P50Hi, d.P90Lo, d.P90Hi, d.P99Lo, d.P99Hi = 0, 0, 0, 0, 0, 0
-	return d
+// pointDist is a Dist's point figures, without its percentile bounds and dereferenced, for
+// tests of the point figures; a null figure is -1.
+type pointDist struct{ Count, P50, P90, P95, P99, P999, Max, Mean int64 }
+
+func point(d schemas.Dist) pointDist {
+	return pointDist{d.Count, orMinus(d.P50), orMinus(d.P90), orMinus(d.P95), orMinus(d.P99), orMinus(d.P999), orMinus(d.Max), orMinus(d.Mean)}
+}
+
+func orMinus(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+// val is *p, or the zero value for null (a test that wants a figure then sees 0 and says so).
+func val[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
+	}
+	return v
 }

@@ -107,9 +107,9 @@ func TestBlameMachine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		a := &stageAcc{lateNs: 100, pacerLateNs: tt.pacer, connLateNs: tt.conn}
-		st := &schemas.Stage{LateShareClient: float64(tt.pacer) / 100, WorkerRhoMax: 0.3, MachineCPUs: 2, MachineBusy: tt.busy, ClientCPUs: tt.clientCPUs,
+		st := &schemas.Stage{LateShareClient: ptr(float64(tt.pacer) / 100), WorkerRhoMax: ptr(0.3), MachineCPUs: 2, MachineBusy: tt.busy, ClientCPUs: tt.clientCPUs,
 			TargetLocal: strings.Contains(tt.name, "co-located")}
-		a.requests, st.SendLag = 2, schemas.Dist{Count: 2, P99: 5e6}
+		a.requests, st.SendLag = 2, schemas.Dist{Count: 2, P99: ptr[int64](5e6)}
 		a.judgeLoad(st)
 		if st.LoadBlame != tt.who || !strings.Contains(st.LoadReason, tt.want) {
 			t.Errorf("%s: blame = %q, %q; want %q and a reason containing %q", tt.name, st.LoadBlame, st.LoadReason, tt.who, tt.want)

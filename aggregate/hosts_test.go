@@ -198,12 +198,12 @@ func TestClockUncertaintyOnWindowsNotLatencies(t *testing.T) {
 			name string
 			x, y schemas.Dist
 		}{{"ttft", a.TTFT, b.TTFT}, {"tpot", a.TPOT, b.TPOT}, {"itl", a.ITL, b.ITL}, {"e2e", a.E2E, b.E2E}, {"ntpot", a.NTPOT, b.NTPOT}, {"send lag", a.SendLag, b.SendLag}} {
-			if d.x != d.y {
+			if d.x.String() != d.y.String() {
 				t.Errorf("stage %d %s with two clocks %+v; want as with one %+v (a latency is measured on one host)", i, d.name, d.y, d.x)
 			}
 		}
-		if a.UncertaintyNs != b.UncertaintyNs || a.ClientBound != b.ClientBound {
-			t.Errorf("stage %d latency uncertainty %d client-bound %v with two clocks; want %d, %v as with one", i, b.UncertaintyNs, b.ClientBound, a.UncertaintyNs, a.ClientBound)
+		if !eq(a.UncertaintyNs, b.UncertaintyNs) || a.ClientBound != b.ClientBound {
+			t.Errorf("stage %d latency uncertainty %s client-bound %v with two clocks; want %s, %v as with one", i, show(b.UncertaintyNs), b.ClientBound, show(a.UncertaintyNs), a.ClientBound)
 		}
 	}
 	ts, err := schemas.ReadFile[schemas.Timeseries](filepath.Join(two.Out, "metrics", "timeseries.parquet"))

@@ -56,17 +56,20 @@ func TestDistExact(t *testing.T) {
 		for _, v := range all {
 			sum += float64(v)
 		}
-		want := schemas.Dist{Count: n, P50: all[NearestRank(0.5, n)-1], P90: all[NearestRank(0.9, n)-1], P95: all[NearestRank(0.95, n)-1],
+		want := pointDist{Count: n, P50: all[NearestRank(0.5, n)-1], P90: all[NearestRank(0.9, n)-1], P95: all[NearestRank(0.95, n)-1],
 			P99: all[NearestRank(0.99, n)-1], P999: all[NearestRank(0.999, n)-1], Max: all[n-1], Mean: int64(sum/float64(n) + 0.5)}
 		// A plain dist's values carry no client error: its bounds are its percentiles.
-		want.P50Lo, want.P50Hi, want.P90Lo, want.P90Hi = want.P50, want.P50, want.P90, want.P90
-		want.P99Lo, want.P99Hi = want.P99, want.P99
-		if got.Mean-want.Mean > 1 || want.Mean-got.Mean > 1 {
-			t.Errorf("%s: mean = %d; want %d", tt.name, got.Mean, want.Mean)
+		if !eq(got.P50Lo, got.P50) || !eq(got.P50Hi, got.P50) || !eq(got.P90Lo, got.P90) || !eq(got.P90Hi, got.P90) ||
+			!eq(got.P99Lo, got.P99) || !eq(got.P99Hi, got.P99) {
+			t.Errorf("%s: bounds %v; want the percentiles themselves", tt.name, got)
 		}
-		got.Mean = want.Mean
-		if got != want {
-			t.Errorf("%s: dist = %+v; want %+v", tt.name, got, want)
+		gp := point(got)
+		if gp.Mean-want.Mean > 1 || want.Mean-gp.Mean > 1 {
+			t.Errorf("%s: mean = %d; want %d", tt.name, gp.Mean, want.Mean)
+		}
+		gp.Mean = want.Mean
+		if gp != want {
+			t.Errorf("%s: dist = %+v; want %+v", tt.name, gp, want)
 		}
 	}
 }
@@ -114,8 +117,8 @@ func TestFitDecomposition(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range sum.Stages {
-		if s.DecompositionSource != SourceFit || s.PrefillPerTokenNs != 10_000 {
-			t.Errorf("stage %d: source %q, prefill per token %v; want fit, 10000", s.Stage, s.DecompositionSource, s.PrefillPerTokenNs)
+		if s.DecompositionSource != SourceFit || val(s.PrefillPerTokenNs) != 10_000 {
+			t.Errorf("stage %d: source %q, prefill per token %v; want fit, 10000", s.Stage, s.DecompositionSource, val(s.PrefillPerTokenNs))
 		}
 	}
 	for _, m := range readRequests(t, dir) {
@@ -142,8 +145,8 @@ func TestHistogramDecomposition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := sum.Stages[0]; s.DecompositionSource != SourceHistograms || int64(s.PrefillPerTokenNs+0.5) != 10_000 {
-		t.Errorf("stage 0: source %q, prefill per token %v; want histograms, 10000", s.DecompositionSource, s.PrefillPerTokenNs)
+	if s := sum.Stages[0]; s.DecompositionSource != SourceHistograms || int64(val(s.PrefillPerTokenNs)+0.5) != 10_000 {
+		t.Errorf("stage 0: source %q, prefill per token %v; want histograms, 10000", s.DecompositionSource, val(s.PrefillPerTokenNs))
 	}
 	if s := sum.Stages[1]; s.DecompositionSource != SourceFit {
 		t.Errorf("stage 1 (no scrapes): source %q; want fit", s.DecompositionSource)
@@ -200,7 +203,7 @@ func TestSaturation(t *testing.T) {
 		for range 10 {
 			acc.ts = append(acc.ts, tsBucket{sends: sends, completions: done})
 		}
-		return schemas.Stage{Stage: idx, TargetRate: rate, Completed: 1, TTFT: schemas.Dist{Count: 1, P50: p50}}, acc
+		return schemas.Stage{Stage: idx, TargetRate: rate, Completed: 1, TTFT: schemas.Dist{Count: 1, P50: &p50}}, acc
 	}
 	tests := []struct {
 		name string

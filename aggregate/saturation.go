@@ -62,11 +62,15 @@ func saturation(rows []schemas.Stage, accs []*stageAcc) int {
 			if send, done, ok := accs[i].steadyRates(); ok && done < satFollow*send {
 				return i
 			}
-		} else if prev := rows[cand[k]]; load(i) > load(cand[k]) && r.CompletionRate < satGain*prev.CompletionRate {
+		} else if prev := rows[cand[k]]; load(i) > load(cand[k]) && r.CompletionRate != nil && prev.CompletionRate != nil &&
+			*r.CompletionRate < satGain**prev.CompletionRate {
 			return i
 		}
-		if base.TTFT.Count > 0 && r.TTFT.Count > 0 && float64(r.TTFT.P50) > satLatency*float64(base.TTFT.P50) && float64(r.TTFT.P50-base.TTFT.P50) > satLatencyNs {
-			return i
+		if base.TTFT.Count > 0 && r.TTFT.Count > 0 {
+			p, b := *r.TTFT.P50, *base.TTFT.P50
+			if float64(p) > satLatency*float64(b) && float64(p-b) > satLatencyNs {
+				return i
+			}
 		}
 	}
 	return -1

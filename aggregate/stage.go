@@ -64,7 +64,7 @@ type stageAcc struct {
 	sources       map[string]int64
 	srvPrefill    int64 // sums over server-decomposed requests, for prefill_per_token_ns
 	srvIn         int64
-	prefillPerTok float64
+	prefillPerTok *float64 // nil without a decomposition
 }
 
 type fitPoint struct{ in, ttft int64 }
@@ -247,33 +247,39 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 		st.EndNs = a.startNs
 	}
 	window := float64(st.EndNs-st.StartNs) / 1e9
-	st.AchievedRate = schemas.AchievedRate(a.requests, a.firstSent, a.lastSent)
+	if r, ok := schemas.AchievedRate(a.requests, a.firstSent, a.lastSent); ok {
+		st.AchievedRate = &r
+	}
 	// Throughput is what the server delivered while this stage's load was offered: ok
 	// completions of any stage's requests (done) inside the stage's windows, counted where they
 	// complete. Counting only this stage's own requests would show a saturated stage, whose
 	// requests finish long after it, as delivering nothing. completion_rate and
 	// steady_output_tps use the steady part (the middle 80% of the send window), the token rates
 	// the send window [first S, last S]. A stage without a send window falls back to its own
-	// completions over the stage window.
+	// completions over the stage window (no steady part); a stage without either has no rate
+	// (null, not 0).
 	if from, to, ok := a.sendWindow(); ok {
 		n, in, out := done.within(from, to)
 		sec := float64(to-from) / 1e9
-		st.InputTPS, st.OutputTPS, st.TotalTPS = float64(in)/sec, float64(out)/sec, float64(in+out)/sec
+		st.InputTPS, st.OutputTPS, st.TotalTPS = ptr(float64(in)/sec), ptr(float64(out)/sec), ptr(float64(in+out)/sec)
 		w := (to - from) / 10
 		n, _, out = done.within(from+w, to-w)
 		sec = float64(to-from-2*w) / 1e9
-		st.CompletionRate, st.SteadyOutputTPS = float64(n)/sec, float64(out)/sec
+		st.CompletionRate, st.SteadyOutputTPS = ptr(float64(n)/sec), ptr(float64(out)/sec)
 	} else if window > 0 {
-		st.CompletionRate = float64(a.completed) / window
-		st.InputTPS, st.OutputTPS = float64(a.inTok)/window, float64(a.outTok)/window
-		st.TotalTPS = st.InputTPS + st.OutputTPS
+		in, out := float64(a.inTok)/window, float64(a.outTok)/window
+		st.CompletionRate = ptr(float64(a.completed) / window)
+		st.InputTPS, st.OutputTPS, st.TotalTPS = ptr(in), ptr(out), ptr(in+out)
 	}
 	if window > 0 {
-		st.InflightMean = float64(a.busyNs) / float64(st.EndNs-st.StartNs)
+		st.InflightMean = ptr(float64(a.busyNs) / float64(st.EndNs-st.StartNs))
 	}
 	if a.requests > 0 {
-		st.GoodputShare = float64(a.good) / float64(a.requests)
-		st.GoodputRate = st.GoodputShare * st.CompletionRate
+		share := float64(a.good) / float64(a.requests)
+		st.GoodputShare = &share
+		if st.CompletionRate != nil {
+			st.GoodputRate = ptr(share * *st.CompletionRate)
+		}
 	}
 	var err error
 	for _, p := range []struct {
@@ -293,16 +299,18 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	st.DecompositionSource = majority(a.sources)
 	st.PrefillPerTokenNs = a.prefillPerTok
 	if a.events > 0 {
-		st.ExactShare = float64(a.exact) / float64(a.events)
-		st.TapShare = float64(a.tapped) / float64(a.events)
-		st.UnboundedShare = float64(a.unbounded) / float64(a.events)
+		st.ExactShare = ptr(float64(a.exact) / float64(a.events))
+		st.TapShare = ptr(float64(a.tapped) / float64(a.events))
+		st.UnboundedShare = ptr(float64(a.unbounded) / float64(a.events))
 	}
 	rhos := make([]float64, len(workers))
 	var rhoSum float64
 	for i, w := range workers {
 		rhos[i] = w.rho
 		rhoSum += w.rho
-		st.WorkerRhoMax = max(st.WorkerRhoMax, w.rho)
+		if st.WorkerRhoMax == nil || w.rho > *st.WorkerRhoMax {
+			st.WorkerRhoMax = ptr(w.rho)
+		}
 		st.GCPauseNs += w.gcNs
 	}
 	b, _ = json.Marshal(rhos)

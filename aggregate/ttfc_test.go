@@ -76,10 +76,10 @@ func TestTTFC(t *testing.T) {
 	}
 	st := stages[0]
 	// TTFC over seq 1 and 2: 20 and 30 ms; nearest-rank p50 of two values is the first.
-	if st.TTFC.Count != 2 || st.TTFC.P50 != 20*ms || st.TTFC.Max != 30*ms || st.TTFC.P50Lo != 20*ms-allow-100_000 || st.TTFC.P50Hi != 20*ms {
+	if st.TTFC.Count != 2 || val(st.TTFC.P50) != 20*ms || val(st.TTFC.Max) != 30*ms || val(st.TTFC.P50Lo) != 20*ms-allow-100_000 || val(st.TTFC.P50Hi) != 20*ms {
 		t.Errorf("stage TTFC %+v; want count 2, p50 20 ms in [20 ms − 120 µs, 20 ms], max 30 ms", st.TTFC)
 	}
-	if st.ReasoningTokens.Count != 2 || st.ReasoningTokens.Max != 2 || st.AnswerTokens.Count != 2 || st.AnswerTokens.P50 != 0 || st.AnswerTokens.Max != 2 {
+	if st.ReasoningTokens.Count != 2 || val(st.ReasoningTokens.Max) != 2 || st.AnswerTokens.Count != 2 || !eq(st.AnswerTokens.P50, ptr[int64](0)) || val(st.AnswerTokens.Max) != 2 {
 		t.Errorf("stage reasoning tokens %+v, answer tokens %+v; want counts 2, reasoning max 2, answer {0, 2}", st.ReasoningTokens, st.AnswerTokens)
 	}
 }

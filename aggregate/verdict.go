@@ -43,18 +43,21 @@ func (a *stageAcc) addLateness(s *reqState, m *schemas.MetricRequest) {
 }
 
 // planned sets planned_rate, the schedule's own rate over the stage's planned send times,
-// issued_rate over the times the worker began each request, and rate_fidelity =
-// achieved_rate / planned_rate (open loop; 1 otherwise).
+// issued_rate over the times the worker began each request (the same formula as achieved_rate,
+// null with fewer than two), and rate_fidelity = achieved_rate / planned_rate (open loop; 1
+// closed loop; null without both rates).
 func (a *stageAcc) planned(st *schemas.Stage) {
-	st.RateFidelity = 1
-	if a.requests > 1 && a.lastPlanned > a.firstPlanned {
-		st.PlannedRate = float64(a.requests-1) / (float64(a.lastPlanned-a.firstPlanned) / 1e9)
+	if r, ok := schemas.AchievedRate(a.requests, a.firstPlanned, a.lastPlanned); ok {
+		st.PlannedRate = &r
 	}
-	if a.requests > 1 && a.lastStart > a.firstStart {
-		st.IssuedRate = float64(a.requests-1) / (float64(a.lastStart-a.firstStart) / 1e9)
+	if r, ok := schemas.AchievedRate(a.requests, a.firstStart, a.lastStart); ok {
+		st.IssuedRate = &r
 	}
-	if a.info.Mode != schemas.ModeClosed && st.PlannedRate > 0 && st.AchievedRate > 0 {
-		st.RateFidelity = st.AchievedRate / st.PlannedRate
+	switch {
+	case a.info.Mode == schemas.ModeClosed:
+		st.RateFidelity = ptr(1.0)
+	case st.PlannedRate != nil && st.AchievedRate != nil:
+		st.RateFidelity = ptr(*st.AchievedRate / *st.PlannedRate)
 	}
 }
 
@@ -80,13 +83,14 @@ func judgeLatency(st *schemas.Stage, bias schemas.Bias) {
 		if j.d.Count == 0 {
 			continue
 		}
+		// Count > 0: every figure is there.
 		for _, p := range []struct {
 			name      string
 			v, lo, hi int64
-		}{{"p50", j.d.P50, j.d.P50Lo, j.d.P50Hi}, {"p90", j.d.P90, j.d.P90Lo, j.d.P90Hi}, {"p99", j.d.P99, j.d.P99Lo, j.d.P99Hi}} {
+		}{{"p50", *j.d.P50, *j.d.P50Lo, *j.d.P50Hi}, {"p90", *j.d.P90, *j.d.P90Lo, *j.d.P90Hi}, {"p99", *j.d.P99, *j.d.P99Lo, *j.d.P99Hi}} {
 			w := p.hi - p.lo
-			if w > st.UncertaintyNs || st.UncertaintyFigure == "" {
-				st.UncertaintyNs, st.UncertaintyFigure = w, j.name+" "+p.name
+			if st.UncertaintyNs == nil || w > *st.UncertaintyNs {
+				st.UncertaintyNs, st.UncertaintyFigure = ptr(w), j.name+" "+p.name
 			}
 			tol := max(int64(bias.Tolerance), int64(math.Round(bias.ToleranceShare*float64(p.v))))
 			if w > tol {
@@ -96,10 +100,10 @@ func judgeLatency(st *schemas.Stage, bias schemas.Bias) {
 	}
 	st.ClientBound = len(why) > 0
 	st.ClientBoundReason = strings.Join(why, "; ")
-	if st.ClientBound && st.UnboundedShare >= maxUnboundedShare {
+	if st.ClientBound && st.UnboundedShare != nil && *st.UnboundedShare >= maxUnboundedShare {
 		st.ClientBound = false
 		st.ClientBoundReason = fmt.Sprintf("not client-bound: %.1f%% of events have no lower bound but the send (no socket read bounds them: stamps taken after decoding, or reads the framing could not map), so their intervals start at the send: %s",
-			100*st.UnboundedShare, st.ClientBoundReason)
+			100**st.UnboundedShare, st.ClientBoundReason)
 	}
 }
 
@@ -109,28 +113,29 @@ const maxUnboundedShare = 0.01
 
 // lateLimit is the send lag p99 above which lateness distorts the planned arrival process.
 func lateLimit(st *schemas.Stage) int64 {
-	if st.Mode == schemas.ModeClosed || st.PlannedRate <= 0 {
+	if st.Mode == schemas.ModeClosed || st.PlannedRate == nil || *st.PlannedRate <= 0 {
 		return int64(schemas.MinLateLimit)
 	}
-	return max(int64(schemas.MinLateLimit), int64(schemas.LateGapShare*1e9/st.PlannedRate))
+	return max(int64(schemas.MinLateLimit), int64(schemas.LateGapShare*1e9 / *st.PlannedRate))
 }
 
 // judgeLoad sets the load verdict: were the sends made as the schedule planned them, and when
 // not, who waited (see schemas.Stage.LoadDelivered).
 func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 	if a.lateNs > 0 {
-		st.LateShareClient = float64(a.pacerLateNs) / float64(a.lateNs)
+		st.LateShareClient = ptr(float64(a.pacerLateNs) / float64(a.lateNs))
 	}
 	var why []string
-	if st.Mode != schemas.ModeClosed && a.requests > 1 && math.Abs(st.RateFidelity-1) > schemas.MaxRateError {
+	// An open-loop fidelity needs both rates, so both are there.
+	if st.Mode != schemas.ModeClosed && st.RateFidelity != nil && math.Abs(*st.RateFidelity-1) > schemas.MaxRateError {
 		over := ""
-		if st.RateFidelity < 1 {
+		if *st.RateFidelity < 1 {
 			over = "; overloaded: the requests it could not send on time queued in the client and went out late, at the rate it kept"
 		}
-		why = append(why, fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity %.3f%s)", st.AchievedRate, st.PlannedRate, st.RateFidelity, over))
+		why = append(why, fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity %.3f%s)", *st.AchievedRate, *st.PlannedRate, *st.RateFidelity, over))
 	}
-	if limit := lateLimit(st); st.SendLag.Count > 0 && st.SendLag.P99 > limit {
-		why = append(why, fmt.Sprintf("send lag p99 %s > %s", fmtMs(st.SendLag.P99), fmtMs(limit)))
+	if limit := lateLimit(st); st.SendLag.Count > 0 && *st.SendLag.P99 > limit {
+		why = append(why, fmt.Sprintf("send lag p99 %s > %s", fmtMs(*st.SendLag.P99), fmtMs(limit)))
 	}
 	st.LoadDelivered = len(why) == 0
 	if st.LoadDelivered {
@@ -152,20 +157,24 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 // footprint columns are set before.
 func (a *stageAcc) blame(st *schemas.Stage) (who, why string) {
 	share := func(ns int64) float64 { return 100 * float64(ns) / float64(max(a.lateNs, 1)) }
+	connectP99 := int64(0)
+	if st.Connect.Count > 0 {
+		connectP99 = *st.Connect.P99
+	}
 	switch {
-	case st.LateShareClient >= schemas.ClientLateShare && machineBusy(st):
-		return schemas.BlameMachine, machineBlame(st, fmt.Sprintf("%.0f%% of the lateness was before the worker began the request (its pacer waiting for a CPU)", 100*st.LateShareClient))
-	case st.LateShareClient >= schemas.ClientLateShare:
-		why = fmt.Sprintf("the client: %.0f%% of the lateness was before the worker began the request (pacer and CPU)", 100*st.LateShareClient)
-		if st.WorkerRhoMax <= schemas.AdviceRho {
+	case st.LateShareClient != nil && *st.LateShareClient >= schemas.ClientLateShare && machineBusy(st):
+		return schemas.BlameMachine, machineBlame(st, fmt.Sprintf("%.0f%% of the lateness was before the worker began the request (its pacer waiting for a CPU)", 100**st.LateShareClient))
+	case st.LateShareClient != nil && *st.LateShareClient >= schemas.ClientLateShare:
+		why = fmt.Sprintf("the client: %.0f%% of the lateness was before the worker began the request (pacer and CPU)", 100**st.LateShareClient)
+		if st.WorkerRhoMax == nil || *st.WorkerRhoMax <= schemas.AdviceRho {
 			return schemas.BlameClient, why
 		}
-		return schemas.BlameClientCPU, why + fmt.Sprintf("; worker utilisation %.2f: %d workers would bring it under %.1f", st.WorkerRhoMax, st.WorkersForRhoHalf, schemas.TargetRho)
+		return schemas.BlameClientCPU, why + fmt.Sprintf("; worker utilisation %.2f: %d workers would bring it under %.1f", *st.WorkerRhoMax, st.WorkersForRhoHalf, schemas.TargetRho)
 	case a.capLateNs*2 >= a.lateNs:
 		return schemas.BlameClientCap, fmt.Sprintf("the client's connection cap: %.0f%% of the lateness was %d requests waiting at capture --max-connections", share(a.capLateNs), st.ConnCapped)
-	case a.connLateNs*2 >= a.lateNs && (st.SynRetrans > 0 || st.Connect.P99 > int64(schemas.MinLateLimit)):
+	case a.connLateNs*2 >= a.lateNs && (st.SynRetrans > 0 || connectP99 > int64(schemas.MinLateLimit)):
 		return schemas.BlameServerAccept, fmt.Sprintf("the server was not accepting connections fast enough: %.0f%% of the lateness was waiting for a connection (connect p99 %s over %d new connections, %d SYN retransmissions: its accept queue overflowed)",
-			share(a.connLateNs), fmtMs(st.Connect.P99), st.Connect.Count, st.SynRetrans)
+			share(a.connLateNs), fmtMs(connectP99), st.Connect.Count, st.SynRetrans)
 	case a.connLateNs*2 >= a.lateNs:
 		return schemas.BlameServerBusy, fmt.Sprintf("the server: %.0f%% of the lateness was waiting for a connection while every open one carried an unanswered request", share(a.connLateNs))
 	case machineBusy(st):

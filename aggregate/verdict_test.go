@@ -27,8 +27,8 @@ func TestBlame(t *testing.T) {
 	}
 	for _, tt := range tests {
 		a := &stageAcc{lateNs: tt.late, pacerLateNs: tt.pacer, connLateNs: tt.conn, capLateNs: tt.capped}
-		st := &schemas.Stage{LateShareClient: float64(tt.pacer) / float64(tt.late), SynRetrans: tt.synRetrans,
-			WorkerRhoMax: tt.rho, WorkersForRhoHalf: 4, Connect: schemas.Dist{Count: 5, P99: tt.connectP99}}
+		st := &schemas.Stage{LateShareClient: ptr(float64(tt.pacer) / float64(tt.late)), SynRetrans: tt.synRetrans,
+			WorkerRhoMax: &tt.rho, WorkersForRhoHalf: 4, Connect: schemas.Dist{Count: 5, P99: &tt.connectP99}}
 		who, got := a.blame(st)
 		if who != tt.who || !strings.Contains(got, tt.want) {
 			t.Errorf("%s: blame = %q, %q; want %q and a reason containing %q", tt.name, who, got, tt.who, tt.want)

@@ -331,7 +331,7 @@ func analyse(d *rawData) []schemas.CalibrationRate {
 		r := a.r
 		slices.Sort(a.sent)
 		if n := len(a.sent); n > 0 {
-			r.AchievedRate = schemas.AchievedRate(int64(n), a.sent[0], a.sent[n-1])
+			r.AchievedRate, _ = schemas.AchievedRate(int64(n), a.sent[0], a.sent[n-1]) // 0: no rate
 		}
 		if r.TargetRate > 0 {
 			r.Fidelity = r.AchievedRate / r.TargetRate
@@ -398,6 +398,14 @@ func fmtNs(ns float64) string {
 	return fmt.Sprintf("%.2fs", ns/1e9)
 }
 
+// fmtNsOf is fmtNs of a nullable figure: "–" for null (none measured), never 0.
+func fmtNsOf(ns *int64) string {
+	if ns == nil {
+		return "–"
+	}
+	return fmtNs(float64(*ns))
+}
+
 // WriteTable writes the human-readable calibration table.
 func WriteTable(w io.Writer, c *schemas.Calibration) error {
 	mode := fmt.Sprintf("%d worker(s), GOMAXPROCS %d, kernel timestamps on, packet tap %s", c.Workers, c.GOMAXPROCS, map[bool]string{true: "on (errors use its times)", false: "off"}[c.Tap])
@@ -422,7 +430,7 @@ func WriteTable(w io.Writer, c *schemas.Calibration) error {
 			fmtNs(float64(r.ReadLag.P99)), fmtNs(float64(r.TTFTErr.P50)), fmtNs(float64(r.TTFTErr.P99)),
 			fmtNs(float64(r.ChunkErr.P50)), fmtNs(float64(r.ChunkErr.P99)), fmtNs(float64(r.ITLErr.P50)), fmtNs(float64(r.ITLErr.P99)),
 			r.ExactShare*100, r.TapShare*100, fmtNs(float64(r.TTFTBound.P50)), fmtNs(float64(r.TTFTBound.P99)), r.BoundsCoverage*100,
-			fmtNs(float64(r.Uncertainty)), r.WorkerRhoMax, r.CPUPerReqNs/1e3, r.CPUPerTokNs/1e3, ok)
+			fmtNsOf(r.Uncertainty), r.WorkerRhoMax, r.CPUPerReqNs/1e3, r.CPUPerTokNs/1e3, ok)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

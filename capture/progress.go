@@ -62,12 +62,21 @@ type stageSummary struct {
 	sent, planned, done, errors int64
 	inflight                    int64
 	rate, target                float64
-	ttftP50, ttftP99            time.Duration
+	ttftP50, ttftP99            time.Duration // of the stage's first tokens so far: none while ttftCount is 0
 	ttftCount                   int64
 	utilMax                     float64
 	// draining: every planned send is out (a closed-loop stage: its time is up), so what is
 	// left is answers in flight and sent/elapsed would only fall.
 	draining bool
+}
+
+// ttft returns the TTFT p50 and p99 as shown, rounded to round: "–" (never 0) before the
+// stage's first token has come.
+func (s *stageSummary) ttft(round time.Duration) (p50, p99 string) {
+	if s.ttftCount == 0 {
+		return "–", "–"
+	}
+	return s.ttftP50.Round(round).String(), s.ttftP99.Round(round).String()
 }
 
 func (t *tracker) summary(now int64) (stageSummary, bool) {
@@ -130,8 +139,9 @@ func (t *tracker) render(now int64) {
 		} else {
 			attrs = append(attrs, "rate", fmt.Sprintf("%.1f", s.rate), "target_rate", people(s.target))
 		}
+		p50, p99 := s.ttft(time.Microsecond)
 		attrs = append(attrs, "inflight", s.inflight, "errors", s.errors,
-			"ttft_p50", s.ttftP50, "ttft_p99", s.ttftP99, "worker_util_max", fmt.Sprintf("%.2f", s.utilMax))
+			"ttft_p50", p50, "ttft_p99", p99, "worker_util_max", fmt.Sprintf("%.2f", s.utilMax))
 		t.log.Info("progress", attrs...)
 		return
 	}
@@ -152,9 +162,9 @@ func (t *tracker) render(now int64) {
 	if s.draining {
 		rate = "draining"
 	}
+	p50, p99 := s.ttft(10 * time.Microsecond)
 	fmt.Fprintf(t.live, "\r\033[Kstage %d [%s] %s  %d/%d sent  %s  inflight %d  errors %d  ttft p50 %s p99 %s  util %.0f%%",
-		s.stage, bar, s.elapsed.Round(time.Second), s.sent, s.planned, rate, s.inflight, s.errors,
-		s.ttftP50.Round(10*time.Microsecond), s.ttftP99.Round(10*time.Microsecond), 100*s.utilMax)
+		s.stage, bar, s.elapsed.Round(time.Second), s.sent, s.planned, rate, s.inflight, s.errors, p50, p99, 100*s.utilMax)
 }
 
 // people is a rate as a person reads it: at most two decimals, no float noise

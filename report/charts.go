@@ -288,8 +288,8 @@ func buildCharts(runs []*run) ([]*chart, error) {
 		cs = append(cs, latencyChart(chartID(l.Key), l.Title, l.Get, runs))
 	}
 	cs = append(cs,
-		throughputChart("throughput", "Throughput vs offered load", "completions/s", func(s *schemas.Stage) float64 { return s.CompletionRate }, true, runs),
-		throughputChart("tokens", "Output tokens/s vs offered load", "output tokens/s", func(s *schemas.Stage) float64 { return s.OutputTPS }, false, runs),
+		throughputChart("throughput", "Throughput vs offered load", "completions/s", func(s *schemas.Stage) float64 { return orNaN(s.CompletionRate) }, true, runs),
+		throughputChart("tokens", "Output tokens/s vs offered load", "output tokens/s", func(s *schemas.Stage) float64 { return orNaN(s.OutputTPS) }, false, runs),
 		goodputChart(runs),
 	)
 	cs[len(cs)-3].Caption = "Completions per second against the offered load; the dashed vertical line marks the saturation stage, where completions stop following offered load."

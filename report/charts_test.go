@@ -109,9 +109,9 @@ func TestHoverTitles(t *testing.T) {
 		for _, s := range r.Stages {
 			for _, p := range []struct {
 				name string
-				v    int64
+				v    *int64
 			}{{"p50", s.TTFT.P50}, {"p90", s.TTFT.P90}, {"p99", s.TTFT.P99}} {
-				want[fmt.Sprintf("%s · stage %d %q · %s req/s · TTFT %s %s", r.Label, s.Stage, s.Name, fmtRate(s.AchievedRate), p.name, fmtDur(p.v))] = true
+				want[fmt.Sprintf("%s · stage %d %q · %s req/s · TTFT %s %s", r.Label, s.Stage, s.Name, fmtRate(*s.AchievedRate), p.name, fmtDur(*p.v))] = true
 			}
 		}
 	}
@@ -173,12 +173,12 @@ func hasTitle(ts []svgTarget, title string) bool {
 // include both ends, and a narrow one a linear axis from 0.
 func TestLogLatencyAxis(t *testing.T) {
 	st := func(p50 int64) schemas.Stage {
-		return schemas.Stage{Stage: 0, Name: "s", AchievedRate: 1, TTFT: schemas.Dist{Count: 1, P50: p50, P90: p50, P99: p50}}
+		return schemas.Stage{Stage: 0, Name: "s", AchievedRate: ptr(1.0), TTFT: schemas.Dist{Count: 1, P50: &p50, P90: &p50, P99: &p50}}
 	}
 	wide := &run{Label: "w", Stages: []schemas.Stage{st(20e6), st(40e9)}}
-	wide.Stages[1].Stage, wide.Stages[1].AchievedRate = 1, 2
+	wide.Stages[1].Stage, wide.Stages[1].AchievedRate = 1, ptr(2.0)
 	narrow := &run{Label: "n", Stages: []schemas.Stage{st(8e6), st(25e6)}}
-	narrow.Stages[1].Stage, narrow.Stages[1].AchievedRate = 1, 2
+	narrow.Stages[1].Stage, narrow.Stages[1].AchievedRate = 1, ptr(2.0)
 	for _, tt := range []struct {
 		r      *run
 		label  string

@@ -52,19 +52,22 @@ func geometric(lo, hi float64, n int) []float64 {
 // dist returns a distribution with the given median and a tail that grows with load; its
 // bounds are points (lo = hi = value).
 func dist(n int64, p50 float64, tail float64) schemas.Dist {
-	d := schemas.Dist{Count: n, P50: int64(p50), P90: int64(p50 * (1 + 0.4*tail)), P95: int64(p50 * (1 + 0.6*tail)),
-		P99: int64(p50 * (1 + tail)), P999: int64(p50 * (1 + 1.5*tail)), Max: int64(p50 * (1 + 2*tail)), Mean: int64(p50 * (1 + 0.1*tail))}
+	at := func(f float64) *int64 { return ptr(int64(p50 * f)) }
+	d := schemas.Dist{Count: n, P50: at(1), P90: at(1 + 0.4*tail), P95: at(1 + 0.6*tail),
+		P99: at(1 + tail), P999: at(1 + 1.5*tail), Max: at(1 + 2*tail), Mean: at(1 + 0.1*tail)}
 	return bounded(d, 0, 0)
 }
 
 // bounded sets the bounds of p50, p90 and p99 to [p - below, p + above], the p99 bound twice as
 // wide and the p90 bound 1.5 times (the tail's events coalesce more).
 func bounded(d schemas.Dist, below, above int64) schemas.Dist {
-	d.P50Lo, d.P50Hi = d.P50-below, d.P50+above
-	d.P90Lo, d.P90Hi = d.P90-below*3/2, d.P90+above*3/2
-	d.P99Lo, d.P99Hi = d.P99-2*below, d.P99+2*above
+	d.P50Lo, d.P50Hi = ptr(*d.P50-below), ptr(*d.P50+above)
+	d.P90Lo, d.P90Hi = ptr(*d.P90-below*3/2), ptr(*d.P90+above*3/2)
+	d.P99Lo, d.P99Hi = ptr(*d.P99-2*below), ptr(*d.P99+2*above)
 	return d
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // fmtMs formats ns as aggregate's verdict reasons do.
 func fmtMs(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }
@@ -72,27 +75,27 @@ func fmtMs(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }
 // clientBoundStage makes s client-bound (ITL p99 known only within 2.2 ms, few exact
 // timestamps) with its load not delivered for the client's CPU (busy workers).
 func clientBoundStage(s *schemas.Stage) {
-	s.ITL.P99Lo, s.ITL.P99Hi = s.ITL.P99-1_300_000, s.ITL.P99+900_000
-	s.UncertaintyNs, s.UncertaintyFigure = 2_200_000, "itl p99"
-	s.ExactShare = 0.31
+	s.ITL.P99Lo, s.ITL.P99Hi = ptr(*s.ITL.P99-1_300_000), ptr(*s.ITL.P99+900_000)
+	s.UncertaintyNs, s.UncertaintyFigure = ptr[int64](2_200_000), "itl p99"
+	s.ExactShare = ptr(0.31)
 	s.ClientBound = true
-	s.ClientBoundReason = fmt.Sprintf("itl p99 bound [%s, %s] is 2.200 ms wide > 0.500 ms", fmtMs(s.ITL.P99Lo), fmtMs(s.ITL.P99Hi))
-	s.RateFidelity, s.AchievedRate = 0.93, s.PlannedRate*0.93
+	s.ClientBoundReason = fmt.Sprintf("itl p99 bound [%s, %s] is 2.200 ms wide > 0.500 ms", fmtMs(*s.ITL.P99Lo), fmtMs(*s.ITL.P99Hi))
+	s.RateFidelity, s.AchievedRate = ptr(0.93), ptr(*s.PlannedRate*0.93)
 	s.SendLag = bounded(dist(s.SendLag.Count, 900e3, 3.7), 0, 20e3)
-	s.WorkerRhoMax, s.WorkersForRhoHalf, s.LateShareClient = 0.86, 4, 0.91
+	s.WorkerRhoMax, s.WorkersForRhoHalf, s.LateShareClient = ptr(0.86), 4, ptr(0.91)
 	s.LoadDelivered, s.LoadBlame = false, schemas.BlameClientCPU
 	s.LoadReason = fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity 0.930); send lag p99 %s > %s; the client: 91%% of the lateness was before the worker began the request (pacer and CPU); worker utilisation 0.86: 4 workers would bring it under 0.5",
-		s.AchievedRate, s.PlannedRate, fmtMs(s.SendLag.P99), fmtMs(int64(0.1e9/s.PlannedRate)))
+		*s.AchievedRate, *s.PlannedRate, fmtMs(*s.SendLag.P99), fmtMs(int64(0.1e9 / *s.PlannedRate)))
 }
 
 // serverLateStage makes s late because the server accepted its connections slowly.
 func serverLateStage(s *schemas.Stage) {
 	s.SendLag = bounded(dist(s.SendLag.Count, 2.1e6, 2), 0, 20e3)
 	s.Connect = dist(40, 1.8e6, 5)
-	s.LateShareClient = 0.04
+	s.LateShareClient = ptr(0.04)
 	s.LoadDelivered, s.LoadBlame = false, schemas.BlameServerAccept
 	s.LoadReason = fmt.Sprintf("send lag p99 %s > %s; the server was not accepting connections fast enough: 83%% of the lateness was connecting (connect p99 %s over 40 new connections)",
-		fmtMs(s.SendLag.P99), fmtMs(int64(0.1e9/s.PlannedRate)), fmtMs(s.Connect.P99))
+		fmtMs(*s.SendLag.P99), fmtMs(int64(0.1e9 / *s.PlannedRate)), fmtMs(*s.Connect.P99))
 }
 
 // write writes manifest.json, metrics/stages.parquet and metrics/timeseries.parquet of the
@@ -125,9 +128,9 @@ func (f fixtureRun) write(t testing.TB, dir string) string {
 		s := schemas.Stage{
 			Stage: int32(i), Name: name, Mode: "open", TargetRate: rate,
 			StartNs: start + int64(i)*stageNs, EndNs: start + int64(i+1)*stageNs,
-			Requests: n, Completed: int64(float64(n) * done / rate), AchievedRate: rate, CompletionRate: done,
-			InputTPS: done * 512, OutputTPS: done * 128, TotalTPS: done * 640, SteadyOutputTPS: done * 128,
-			InflightMean: done * (ttft + 127*tpot) / 1e9,
+			Requests: n, Completed: int64(float64(n) * done / rate), AchievedRate: ptr(rate), CompletionRate: ptr(done),
+			InputTPS: ptr(done * 512), OutputTPS: ptr(done * 128), TotalTPS: ptr(done * 640), SteadyOutputTPS: ptr(done * 128),
+			InflightMean: ptr(done * (ttft + 127*tpot) / 1e9),
 			TTFT:         bounded(dist(n, ttft, 0.5+rho), 12e3, 0), TPOT: bounded(dist(n, tpot, 0.2+rho/2), 150, 150),
 			ITL: bounded(dist(n*127, tpot, 0.6+rho), 8e3, 8e3), ITLWeighted: dist(n*127, tpot, 0.5+rho),
 			E2E:   bounded(dist(n, ttft+127*tpot, 0.3+rho/2), 12e3, 0),
@@ -135,13 +138,13 @@ func (f fixtureRun) write(t testing.TB, dir string) string {
 			E2EFromPlanned: dist(n, ttft+127*tpot, 0.3+rho/2), Queue: dist(n, queueMs*1e6, 1),
 			Prefill: dist(n, prefillMs*1e6, 0.2), Decode: dist(n, decodeMs*1e6, 0.2),
 			InputTokens: dist(n, 512, 0.5), OutputTokens: dist(n, 128, 0), SendLag: bounded(dist(n, 60e3, 1), 0, 15e3),
-			ReadLag: dist(n*127, 15e3, 1), Connect: dist(2, 150e3, 0.5), PrefillPerTokenNs: prefillMs * 1e6 / 512,
-			DecompositionSource: "fit", PlannedRate: rate, RateFidelity: 1, ExactShare: 0.998, WorkerRhoMax: 0.02 * rate,
+			ReadLag: dist(n*127, 15e3, 1), Connect: dist(2, 150e3, 0.5), PrefillPerTokenNs: ptr(prefillMs * 1e6 / 512),
+			DecompositionSource: "fit", PlannedRate: ptr(rate), RateFidelity: ptr(1.0), ExactShare: ptr(0.998), WorkerRhoMax: ptr(0.02 * rate),
 			WorkerRho: "[0.1,0.1]", GCPauseNs: int64(rate * 1e5), Workers: 2, WorkersForRhoHalf: 1,
-			UncertaintyNs: 32e3, UncertaintyFigure: "itl p99", LoadDelivered: true, LateShareClient: 0.35,
+			UncertaintyNs: ptr[int64](32e3), UncertaintyFigure: "itl p99", LoadDelivered: true, LateShareClient: ptr(0.35),
 		}
-		s.GoodputShare = math.Max(0, 1-math.Max(0, rho-0.7)*1.5)
-		s.GoodputRate = s.GoodputShare * done
+		s.GoodputShare = ptr(math.Max(0, 1-math.Max(0, rho-0.7)*1.5))
+		s.GoodputRate = ptr(*s.GoodputShare * done)
 		if rho > 1 {
 			s.Errors = int64(float64(n) * (rho - 1) / 4)
 			s.ErrorsByKind = fmt.Sprintf(`{"timeout":%d}`, s.Errors)
@@ -158,7 +161,7 @@ func (f fixtureRun) write(t testing.TB, dir string) string {
 			p50, p99 := int64(ttft*w), int64(ttft*w*(1.5+rho))
 			ts = append(ts, schemas.Timeseries{Stage: int32(i), BucketNs: s.StartNs + b*1e8,
 				Sends: int64(rate / 10 * 2 * float64(b%5) / 4), Completions: int64(math.Round(done / 10 * w)),
-				Inflight: int64(s.InflightMean * w), InputTokens: int64(done * 51 * w), OutputTokens: int64(done * 13 * w),
+				Inflight: int64(*s.InflightMean * w), InputTokens: int64(done * 51 * w), OutputTokens: int64(done * 13 * w),
 				TTFTP50Ns: &p50, TTFTP99Ns: &p99})
 		}
 	}

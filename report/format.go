@@ -9,6 +9,27 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
+// none stands for a figure over nothing (a distribution of no values, a rate without a
+// window, a share of nothing: null in the files), never 0.
+const none = "–"
+
+// orNaN is a nullable figure as a float: NaN for null, which formats as none and is no point
+// or bar in a chart.
+func orNaN[T int64 | float64](p *T) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return float64(*p)
+}
+
+// fmtDurOf formats a nullable duration: none for null.
+func fmtDurOf(p *int64) string {
+	if p == nil {
+		return none
+	}
+	return fmtDur(*p)
+}
+
 // fmtDur formats nanoseconds with three significant digits in the largest fitting unit:
 // 850ns, 12.3µs, 45.2ms, 1.23s. It is deterministic (golden files depend on it).
 func fmtDur(ns int64) string {
@@ -47,7 +68,7 @@ func sig3(v float64) string {
 // fmtRate formats a rate or a throughput: 0.500, 12.3, 4521.
 func fmtRate(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "-"
+		return none
 	}
 	switch a := math.Abs(v); {
 	case a == 0:
@@ -59,15 +80,18 @@ func fmtRate(v float64) string {
 	}
 }
 
-// fmtPct formats a share in [0, 1] as a percentage: 99.5%.
+// fmtPct formats a share in [0, 1] as a percentage: 99.5%; none for NaN.
 func fmtPct(v float64) string {
+	if math.IsNaN(v) {
+		return none
+	}
 	return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
 }
 
-// fmtRatio formats a B/A ratio: 1.23×, or "-" when undefined.
+// fmtRatio formats a B/A ratio: 1.23×, or none when undefined.
 func fmtRatio(r *float64) string {
 	if r == nil {
-		return "-"
+		return none
 	}
 	return strconv.FormatFloat(*r, 'f', 2, 64) + "×"
 }
@@ -143,8 +167,8 @@ func advice(s *schemas.Stage, cpus int) string {
 			b.WriteString(" ")
 		}
 		fmt.Fprintf(&b, "Stage %s is client-bound (%s): the client's own measurement error is wider than the tolerance, so its latencies are known only within their bounds.", stageTitle(s.Stage, s.Name), orNone(s.ClientBoundReason))
-		if s.ReadLag.Count > 0 && s.ExactShare < 0.5 {
-			fmt.Fprintf(&b, " Only %s of events carry an exact kernel timestamp: the others came in the same read as a later event (upper bound: the server wrote them back to back, or the client read too slowly to see them one by one) or have no kernel time (TLS, or a kernel without SO_TIMESTAMPING).", fmtPct(s.ExactShare))
+		if s.ReadLag.Count > 0 && s.ExactShare != nil && *s.ExactShare < 0.5 {
+			fmt.Fprintf(&b, " Only %s of events carry an exact kernel timestamp: the others came in the same read as a later event (upper bound: the server wrote them back to back, or the client read too slowly to see them one by one) or have no kernel time (TLS, or a kernel without SO_TIMESTAMPING).", fmtPct(*s.ExactShare))
 		}
 	}
 	if !s.LoadDelivered {
@@ -172,7 +196,7 @@ func clientAdvice(s *schemas.Stage, cpus int) string {
 	case !clientLate(s):
 		return ""
 	case !cpuBound(s) || need <= int(s.Workers):
-		return fmt.Sprintf(" Its workers were not all busy (ρ max %.2f): check that other processes are not competing for these CPUs.", s.WorkerRhoMax)
+		return fmt.Sprintf(" Its workers were not all busy (ρ max %.2f): check that other processes are not competing for these CPUs.", orNaN(s.WorkerRhoMax))
 	case cpus > 0 && need > cpus:
 		hosts := (need + cpus - 1) / cpus
 		return fmt.Sprintf(" It needs %d workers (now %d) to keep worker utilisation under %g, more than this host's %d CPUs: split the load over %d hosts with `wirebench capture --shard i/%d --start-at T`.", need, s.Workers, schemas.TargetRho, cpus, hosts, hosts)

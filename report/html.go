@@ -104,7 +104,7 @@ func indexHTML(p schemas.Profile, charts []*chart) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-var pageTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"rate": fmtRate}).Parse(`<!DOCTYPE html>
+var pageTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"rate": func(p *float64) string { return fmtRate(orNaN(p)) }}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">

@@ -28,14 +28,14 @@ func markdown(p schemas.Profile, charts []*chart) []byte {
 	for _, r := range p.Runs {
 		sat := "not reached"
 		if h := r.Headline; h.SaturationStage != nil {
-			sat = fmt.Sprintf("stage %d at %s done/s", *h.SaturationStage, fmtRate(h.SaturationRate))
+			sat = fmt.Sprintf("stage %d at %s done/s", *h.SaturationStage, fmtRate(orNaN(h.SaturationRate)))
 		}
 		cb := "none"
 		if n := len(r.Headline.ClientBoundStages); n > 0 {
 			cb = fmt.Sprintf("**%d** %v", n, r.Headline.ClientBoundStages)
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Label, mdCell(r.Host), r.CPUs, mdCell(r.Status),
-			fmtRate(r.Headline.MaxCompletionRate), fmtRate(r.Headline.MaxOutputTPS), fmtRate(r.Headline.MaxGoodputRate), sat, cb)
+			fmtRate(orNaN(r.Headline.MaxCompletionRate)), fmtRate(orNaN(r.Headline.MaxOutputTPS)), fmtRate(orNaN(r.Headline.MaxGoodputRate)), sat, cb)
 	}
 	for _, r := range p.Runs {
 		if len(r.Missing) > 0 {

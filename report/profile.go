@@ -32,9 +32,18 @@ var latencyColumns = []struct {
 // profileLatencies are the five latencies of the profile charts.
 var profileLatencies = latencyColumns[:5]
 
-// p50 and p99 format the percentile with its bound (fmtBound).
-func p50(d schemas.Dist) string { return fmtBound(d.P50, d.P50Lo, d.P50Hi) }
-func p99(d schemas.Dist) string { return fmtBound(d.P99, d.P99Lo, d.P99Hi) }
+// p50 and p99 format the percentile with its bound (fmtBound); none for a distribution of no
+// values.
+func p50(d schemas.Dist) string { return fmtBoundOf(d.P50, d.P50Lo, d.P50Hi) }
+func p99(d schemas.Dist) string { return fmtBoundOf(d.P99, d.P99Lo, d.P99Hi) }
+
+// fmtBoundOf is fmtBound of nullable figures: none when the value is null.
+func fmtBoundOf(v, lo, hi *int64) string {
+	if v == nil || lo == nil || hi == nil {
+		return fmtDurOf(v)
+	}
+	return fmtBound(*v, *lo, *hi)
+}
 
 // buildProfile turns the loaded runs into the profile; outDir makes run paths relative.
 func buildProfile(runs []*run, outDir string) schemas.Profile {
@@ -66,9 +75,9 @@ func runProfile(r *run, outDir string) schemas.ProfileRun {
 		sp := stageProfile(s, cpus)
 		rp.Stages = append(rp.Stages, sp)
 		h := &rp.Headline
-		h.MaxCompletionRate = math.Max(h.MaxCompletionRate, s.CompletionRate)
-		h.MaxOutputTPS = math.Max(h.MaxOutputTPS, s.OutputTPS)
-		h.MaxGoodputRate = math.Max(h.MaxGoodputRate, s.GoodputRate)
+		h.MaxCompletionRate = maxOf(h.MaxCompletionRate, s.CompletionRate)
+		h.MaxOutputTPS = maxOf(h.MaxOutputTPS, s.OutputTPS)
+		h.MaxGoodputRate = maxOf(h.MaxGoodputRate, s.GoodputRate)
 		if s.ClientBound {
 			h.ClientBoundStages = append(h.ClientBoundStages, s.Stage)
 		}
@@ -79,6 +88,14 @@ func runProfile(r *run, outDir string) schemas.ProfileRun {
 		rp.Headline.SaturationRate = r.Stages[i].CompletionRate
 	}
 	return rp
+}
+
+// maxOf is the larger of two nullable figures; null only when both are.
+func maxOf(a, b *float64) *float64 {
+	if a == nil || (b != nil && *b > *a) {
+		return b
+	}
+	return a
 }
 
 func absOr(p string) string {
@@ -146,25 +163,25 @@ var comparedFigures = []struct {
 	Key, Title string
 	Get        func(*schemas.ProfileStage) float64
 }{
-	{"achieved_rate", "sent/s", func(s *schemas.ProfileStage) float64 { return s.AchievedRate }},
-	{"completion_rate", "done/s", func(s *schemas.ProfileStage) float64 { return s.CompletionRate }},
-	{"output_tps", "out tok/s", func(s *schemas.ProfileStage) float64 { return s.OutputTPS }},
-	{"goodput_rate", "goodput/s", func(s *schemas.ProfileStage) float64 { return s.GoodputRate }},
-	{"ttft_p50", "TTFT p50", func(s *schemas.ProfileStage) float64 { return float64(s.Latency["ttft_ns"].P50) }},
-	{"ttft_p99", "TTFT p99", func(s *schemas.ProfileStage) float64 { return float64(s.Latency["ttft_ns"].P99) }},
-	{"tpot_p50", "TPOT p50", func(s *schemas.ProfileStage) float64 { return float64(s.Latency["tpot_ns"].P50) }},
-	{"tpot_p99", "TPOT p99", func(s *schemas.ProfileStage) float64 { return float64(s.Latency["tpot_ns"].P99) }},
-	{"itl_p99", "ITL p99", func(s *schemas.ProfileStage) float64 { return float64(s.Latency["itl_ns"].P99) }},
-	{"ntpot_p99", "NTPOT p99", func(s *schemas.ProfileStage) float64 { return float64(s.Latency["ntpot_ns"].P99) }},
-	{"e2e_p99", "E2E p99", func(s *schemas.ProfileStage) float64 { return float64(s.Latency["e2e_ns"].P99) }},
+	{"achieved_rate", "sent/s", func(s *schemas.ProfileStage) float64 { return orNaN(s.AchievedRate) }},
+	{"completion_rate", "done/s", func(s *schemas.ProfileStage) float64 { return orNaN(s.CompletionRate) }},
+	{"output_tps", "out tok/s", func(s *schemas.ProfileStage) float64 { return orNaN(s.OutputTPS) }},
+	{"goodput_rate", "goodput/s", func(s *schemas.ProfileStage) float64 { return orNaN(s.GoodputRate) }},
+	{"ttft_p50", "TTFT p50", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["ttft_ns"].P50) }},
+	{"ttft_p99", "TTFT p99", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["ttft_ns"].P99) }},
+	{"tpot_p50", "TPOT p50", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["tpot_ns"].P50) }},
+	{"tpot_p99", "TPOT p99", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["tpot_ns"].P99) }},
+	{"itl_p99", "ITL p99", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["itl_ns"].P99) }},
+	{"ntpot_p99", "NTPOT p99", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["ntpot_ns"].P99) }},
+	{"e2e_p99", "E2E p99", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["e2e_ns"].P99) }},
 }
 
 func compare(a, b schemas.ProfileRun, idx int) schemas.ProfileComparison {
 	c := schemas.ProfileComparison{Run: idx, Label: b.Label + " vs " + a.Label, Headline: map[string]*float64{
-		"max_completion_rate": ratio(b.Headline.MaxCompletionRate, a.Headline.MaxCompletionRate),
-		"max_output_tps":      ratio(b.Headline.MaxOutputTPS, a.Headline.MaxOutputTPS),
-		"max_goodput_rate":    ratio(b.Headline.MaxGoodputRate, a.Headline.MaxGoodputRate),
-		"saturation_rate":     ratio(b.Headline.SaturationRate, a.Headline.SaturationRate),
+		"max_completion_rate": ratio(orNaN(b.Headline.MaxCompletionRate), orNaN(a.Headline.MaxCompletionRate)),
+		"max_output_tps":      ratio(orNaN(b.Headline.MaxOutputTPS), orNaN(a.Headline.MaxOutputTPS)),
+		"max_goodput_rate":    ratio(orNaN(b.Headline.MaxGoodputRate), orNaN(a.Headline.MaxGoodputRate)),
+		"saturation_rate":     ratio(orNaN(b.Headline.SaturationRate), orNaN(a.Headline.SaturationRate)),
 	}}
 	byIndex := map[int32]*schemas.ProfileStage{}
 	for i := range a.Stages {

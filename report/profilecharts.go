@@ -20,11 +20,11 @@ const (
 // percentiles are the percentiles of the latency profiles: p50 dotted, p90 dashed, p99 solid.
 var percentiles = []struct {
 	name string
-	get  func(schemas.Dist) int64
+	get  func(schemas.Dist) *int64
 }{
-	{"p50", func(d schemas.Dist) int64 { return d.P50 }},
-	{"p90", func(d schemas.Dist) int64 { return d.P90 }},
-	{"p99", func(d schemas.Dist) int64 { return d.P99 }},
+	{"p50", func(d schemas.Dist) *int64 { return d.P50 }},
+	{"p90", func(d schemas.Dist) *int64 { return d.P90 }},
+	{"p99", func(d schemas.Dist) *int64 { return d.P99 }},
 }
 
 // latencyChart draws one latency's p50/p90/p99 against achieved requests/s, on a log axis when
@@ -41,9 +41,9 @@ func latencyChart(id, title string, get func(*schemas.Stage) schemas.Dist, runs 
 			for i := range r.Stages {
 				s := &r.Stages[i]
 				if d := get(s); d.Count > 0 {
-					v := pc.get(d)
-					pts = append(pts, point{X: s.AchievedRate, Y: ms(v),
-						Title: pointTitle(r, multi, s, fmtRate(s.AchievedRate)+" req/s", title+" "+pc.name+" "+fmtDur(v))})
+					v := *pc.get(d)
+					pts = append(pts, point{X: orNaN(s.AchievedRate), Y: ms(v),
+						Title: pointTitle(r, multi, s, fmtRate(orNaN(s.AchievedRate))+" req/s", title+" "+pc.name+" "+fmtDur(v))})
 					ys = append(ys, ms(v))
 				}
 			}
@@ -84,7 +84,7 @@ func offeredAxis(runs []*run) (func(*schemas.Stage) float64, string) {
 	}
 	return func(s *schemas.Stage) float64 {
 		if s.Mode == schemas.ModeClosed {
-			return s.AchievedRate
+			return orNaN(s.AchievedRate)
 		}
 		return s.TargetRate
 	}, "offered load (requests/s)"
@@ -176,8 +176,8 @@ func goodputChart(runs []*run) *chart {
 	hs := &hoverSet{}
 	multi := len(runs) > 1
 	runLines(p, hs, runs, "goodput", green, func(r *run, s *schemas.Stage) point {
-		return point{X: s.AchievedRate, Y: s.GoodputRate,
-			Title: pointTitle(r, multi, s, fmtRate(s.AchievedRate)+" req/s", fmtRate(s.GoodputRate)+" goodput/s ("+fmtPct(s.GoodputShare)+")")}
+		return point{X: orNaN(s.AchievedRate), Y: orNaN(s.GoodputRate),
+			Title: pointTitle(r, multi, s, fmtRate(orNaN(s.AchievedRate))+" req/s", fmtRate(orNaN(s.GoodputRate))+" goodput/s ("+fmtPct(orNaN(s.GoodputShare))+")")}
 	})
 	refLine(p, "every request meets the SLOs")
 	zeroBased(p)

@@ -9,10 +9,10 @@ import (
 // TestRateSentence: offered, planned and sent in one cell, so that a Poisson stage sent as
 // planned is not read as sent as offered.
 func TestRateSentence(t *testing.T) {
-	open := schemas.ProfileStage{Mode: "open", TargetRate: 5, AchievedRate: 5.74,
-		Quality: schemas.ProfileQuality{PlannedRate: 5.74, RateFidelity: 1}}
-	closed := schemas.ProfileStage{Mode: "closed", Concurrency: 8, AchievedRate: 31.2,
-		Quality: schemas.ProfileQuality{PlannedRate: 32, RateFidelity: 0.975}}
+	open := schemas.ProfileStage{Mode: "open", TargetRate: 5, AchievedRate: ptr(5.74),
+		Quality: schemas.ProfileQuality{PlannedRate: ptr(5.74), RateFidelity: ptr(1.0)}}
+	closed := schemas.ProfileStage{Mode: "closed", Concurrency: 8, AchievedRate: ptr(31.2),
+		Quality: schemas.ProfileQuality{PlannedRate: ptr(32.0), RateFidelity: ptr(0.975)}}
 	for _, tc := range []struct {
 		name string
 		s    schemas.ProfileStage

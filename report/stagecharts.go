@@ -61,9 +61,11 @@ func breakdownChart(idx int, r *run, multi bool) *chart {
 		for i := range r.Stages {
 			s := &r.Stages[i]
 			mean := part.get(s).Mean
-			b.vals[i] = ms(mean)
-			b.titles[i] = pointTitle(r, false, s, part.name+" mean "+fmtDur(mean))
-			base[i] += b.vals[i]
+			b.vals[i] = orNaN(mean) / 1e6
+			b.titles[i] = pointTitle(r, false, s, part.name+" mean "+fmtDurOf(mean))
+			if mean != nil {
+				base[i] += b.vals[i]
+			}
 		}
 		p.Add(b)
 		p.Legend.Add(part.name, b)
@@ -126,8 +128,8 @@ func timelineChart(idx int, r *run, multi bool) *chart {
 		for _, b := range []*hoverBands{topBands, botBands} {
 			b.x0, b.x1 = append(b.x0, x0), append(b.x1, x1)
 		}
-		topBands.titles = append(topBands.titles, pointTitle(r, false, s, "TTFT p50 "+fmtDur(s.TTFT.P50), "p99 "+fmtDur(s.TTFT.P99)))
-		botBands.titles = append(botBands.titles, pointTitle(r, false, s, fmtRate(s.CompletionRate)+" completions/s"))
+		topBands.titles = append(topBands.titles, pointTitle(r, false, s, "TTFT p50 "+fmtDurOf(s.TTFT.P50), "p99 "+fmtDurOf(s.TTFT.P99)))
+		botBands.titles = append(botBands.titles, pointTitle(r, false, s, fmtRate(orNaN(s.CompletionRate))+" completions/s"))
 		var p50, p99, cs []point
 		for _, b := range r.Timeseries {
 			if b.Stage != s.Stage {
@@ -208,13 +210,21 @@ func showPct(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "%"
 func show3(v float64) string   { return strconv.FormatFloat(v, 'f', 3, 64) }
 func show2(v float64) string   { return strconv.FormatFloat(v, 'f', 2, 64) }
 
+// shown is show(v), or none for a figure a stage does not have (NaN: null in the files).
+func shown(v float64, show func(float64) string) string {
+	if math.IsNaN(v) {
+		return none
+	}
+	return show(v)
+}
+
 var qualityPanels = []qualityPanel{
-	{"client uncertainty: widest p50/p90/p99 bound", func(s *schemas.Stage) float64 { return ms(s.UncertaintyNs) }, showMs, math.NaN(), durTicks{}},
-	{"lateness: send lag p99", func(s *schemas.Stage) float64 { return ms(s.SendLag.P99) }, showMs, math.NaN(), durTicks{}},
-	{"rate fidelity (achieved / planned)", func(s *schemas.Stage) float64 { return s.RateFidelity }, show3, 1 - schemas.MaxRateError, numTicks{}},
-	{"client's share of the lateness (%)", func(s *schemas.Stage) float64 { return s.LateShareClient * 100 }, showPct, schemas.ClientLateShare * 100, numTicks{}},
-	{"exact kernel timestamps (%)", func(s *schemas.Stage) float64 { return s.ExactShare * 100 }, showPct, math.NaN(), numTicks{}},
-	{"worker utilisation ρ (max)", func(s *schemas.Stage) float64 { return s.WorkerRhoMax }, show2, schemas.AdviceRho, numTicks{}},
+	{"client uncertainty: widest p50/p90/p99 bound", func(s *schemas.Stage) float64 { return orNaN(s.UncertaintyNs) / 1e6 }, showMs, math.NaN(), durTicks{}},
+	{"lateness: send lag p99", func(s *schemas.Stage) float64 { return orNaN(s.SendLag.P99) / 1e6 }, showMs, math.NaN(), durTicks{}},
+	{"rate fidelity (achieved / planned)", func(s *schemas.Stage) float64 { return orNaN(s.RateFidelity) }, show3, 1 - schemas.MaxRateError, numTicks{}},
+	{"client's share of the lateness (%)", func(s *schemas.Stage) float64 { return orNaN(s.LateShareClient) * 100 }, showPct, schemas.ClientLateShare * 100, numTicks{}},
+	{"exact kernel timestamps (%)", func(s *schemas.Stage) float64 { return orNaN(s.ExactShare) * 100 }, showPct, math.NaN(), numTicks{}},
+	{"worker utilisation ρ (max)", func(s *schemas.Stage) float64 { return orNaN(s.WorkerRhoMax) }, show2, schemas.AdviceRho, numTicks{}},
 }
 
 // qualityChart draws the measurement-quality panel of one run, per stage: the client's
@@ -270,7 +280,7 @@ func qualityPlot(r *run, pn qualityPanel, colors []color.Color, w vg.Length, hs 
 	for j := range r.Stages {
 		s := &r.Stages[j]
 		b.vals[j] = pn.get(s)
-		b.titles[j] = pointTitle(r, false, s, pn.title+": "+pn.show(b.vals[j]))
+		b.titles[j] = pointTitle(r, false, s, pn.title+": "+shown(b.vals[j], pn.show))
 	}
 	p.Add(b)
 	if !math.IsNaN(pn.limit) {

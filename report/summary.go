@@ -50,9 +50,9 @@ func writeSummary(w io.Writer, runs []*run) error {
 		for j := range r.Stages {
 			s := &r.Stages[j]
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
-				stageTitle(s.Stage, s.Name), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(s.AchievedRate),
-				fmtRate(s.CompletionRate), fmtRate(s.OutputTPS), p50(s.TTFT), p99(s.TTFT), p50(s.TPOT), p99(s.TPOT), p99(s.E2E),
-				fmtPct(s.GoodputShare), s.Errors, stageNotes(s))
+				stageTitle(s.Stage, s.Name), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),
+				fmtRate(orNaN(s.CompletionRate)), fmtRate(orNaN(s.OutputTPS)), p50(s.TTFT), p99(s.TTFT), p50(s.TPOT), p99(s.TPOT), p99(s.E2E),
+				fmtPct(orNaN(s.GoodputShare)), s.Errors, stageNotes(s))
 		}
 		tw.Flush()
 		cpus := 0

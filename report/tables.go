@@ -10,7 +10,8 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// stagesCSV renders stages.csv: one row per run and stage, durations in nanoseconds.
+// stagesCSV renders stages.csv: one row per run and stage, durations in nanoseconds; a figure
+// over nothing (null in the files) is an empty cell.
 func stagesCSV(p schemas.Profile) ([]byte, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
@@ -32,21 +33,23 @@ func stagesCSV(p schemas.Profile) ([]byte, error) {
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	nf := func(p *float64) string { return cell(p, f) }
+	ni := func(p *int64) string { return cell(p, i64) }
 	for _, r := range p.Runs {
 		for _, s := range r.Stages {
 			row := []string{r.Label, i64(int64(s.Stage)), s.Name, s.Mode, f(s.TargetRate), i64(int64(s.Concurrency)),
-				i64(s.Requests), i64(s.Completed), i64(s.Errors), f(s.AchievedRate), f(s.CompletionRate),
-				f(s.InputTPS), f(s.OutputTPS), f(s.TotalTPS), f(s.InflightMean), f(s.GoodputShare), f(s.GoodputRate),
+				i64(s.Requests), i64(s.Completed), i64(s.Errors), nf(s.AchievedRate), nf(s.CompletionRate),
+				nf(s.InputTPS), nf(s.OutputTPS), nf(s.TotalTPS), nf(s.InflightMean), nf(s.GoodputShare), nf(s.GoodputRate),
 				strconv.FormatBool(s.Saturated)}
 			for _, l := range latencyColumns {
 				d := s.Latency[l.Key]
-				row = append(row, i64(d.P50), i64(d.P50Lo), i64(d.P50Hi), i64(d.P90), i64(d.P90Lo), i64(d.P90Hi),
-					i64(d.P99), i64(d.P99Lo), i64(d.P99Hi), i64(d.Mean))
+				row = append(row, ni(d.P50), ni(d.P50Lo), ni(d.P50Hi), ni(d.P90), ni(d.P90Lo), ni(d.P90Hi),
+					ni(d.P99), ni(d.P99Lo), ni(d.P99Hi), ni(d.Mean))
 			}
 			q := s.Quality
-			row = append(row, q.Trust, f(q.PlannedRate), f(q.RateFidelity), i64(q.UncertaintyNs), q.UncertaintyFigure,
+			row = append(row, q.Trust, nf(q.PlannedRate), nf(q.RateFidelity), ni(q.UncertaintyNs), q.UncertaintyFigure,
 				strconv.FormatBool(q.ClientBound), q.ClientBoundReason, strconv.FormatBool(q.LoadDelivered), q.LoadReason,
-				f(q.LateShareClient), f(q.ExactShare), f(q.WorkerRhoMax), i64(int64(q.Workers)), i64(q.GCPauseNs),
+				nf(q.LateShareClient), nf(q.ExactShare), nf(q.WorkerRhoMax), i64(int64(q.Workers)), i64(q.GCPauseNs),
 				i64(int64(q.WorkersForRhoHalf)))
 			fp := q.Footprint
 			row = append(row, strconv.FormatBool(fp.TargetLocal), f(fp.ClientCPUs), i64(int64(fp.MachineCPUs)), f(fp.MachineBusy),
@@ -62,6 +65,14 @@ func stagesCSV(p schemas.Profile) ([]byte, error) {
 		return nil, fmt.Errorf("write stages.csv: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// cell formats a nullable CSV figure: empty for null.
+func cell[T any](p *T, format func(T) string) string {
+	if p == nil {
+		return ""
+	}
+	return format(*p)
 }
 
 // table is a simple text table shared by the Markdown and HTML renderers.
@@ -134,10 +145,10 @@ func stageTable(r schemas.ProfileRun) table {
 		}
 		l := s.Latency
 		t.Rows = append(t.Rows, tableRow{Level: s.Quality.Trust, Note: s.Saturated, Cells: []string{
-			stageTitle(s.Stage, s.Name), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(s.AchievedRate),
-			fmtRate(s.CompletionRate), fmtRate(s.OutputTPS), fmtRate(s.InflightMean), p50(l["ttft_ns"]), p99(l["ttft_ns"]),
+			stageTitle(s.Stage, s.Name), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),
+			fmtRate(orNaN(s.CompletionRate)), fmtRate(orNaN(s.OutputTPS)), fmtRate(orNaN(s.InflightMean)), p50(l["ttft_ns"]), p99(l["ttft_ns"]),
 			p50(l["tpot_ns"]), p99(l["tpot_ns"]), p99(l["itl_ns"]), p99(l["ntpot_ns"]), p50(l["e2e_ns"]), p99(l["e2e_ns"]),
-			fmtPct(s.GoodputShare), strconv.FormatInt(s.Errors, 10), strings.Join(notes, ", "),
+			fmtPct(orNaN(s.GoodputShare)), strconv.FormatInt(s.Errors, 10), strings.Join(notes, ", "),
 		}})
 	}
 	return t
@@ -153,9 +164,9 @@ func qualityTable(r schemas.ProfileRun) table {
 		Wrap: map[int]bool{5: true, 10: true, 11: true}}
 	for _, s := range r.Stages {
 		q := s.Quality
-		unc := "-"
-		if q.UncertaintyFigure != "" {
-			unc = fmtDur(q.UncertaintyNs) + " (" + q.UncertaintyFigure + ")"
+		unc := none
+		if q.UncertaintyNs != nil {
+			unc = fmtDur(*q.UncertaintyNs) + " (" + q.UncertaintyFigure + ")"
 		}
 		rate := rateSentence(s)
 		if q.ClockUncertaintyNs > 0 {
@@ -181,7 +192,7 @@ func qualityTable(r schemas.ProfileRun) table {
 		t.Rows = append(t.Rows, tableRow{Level: q.Trust, Cells: []string{
 			stageTitle(s.Stage, s.Name), yesNo(q.ClientBound, "YES", "no"), unc, yesNo(!q.LoadDelivered, "NO", "yes"),
 			p99(s.Latency["send_lag_ns"]), rate,
-			fmtPct(q.LateShareClient), fmtPct(q.ExactShare), fmt.Sprintf("%d (%.2f)", q.Workers, q.WorkerRhoMax),
+			fmtPct(orNaN(q.LateShareClient)), fmtPct(orNaN(q.ExactShare)), fmt.Sprintf("%d (%s)", q.Workers, shown(orNaN(q.WorkerRhoMax), show2)),
 			fmtDur(q.GCPauseNs), footprintCell(fp), strings.Join(why, "; "),
 		}})
 	}
@@ -210,8 +221,8 @@ func rateSentence(s schemas.ProfileStage) string {
 	if s.Mode == "open" && s.TargetRate > 0 {
 		plan, offered = "this seed's plan ", "offered "+fmtRate(s.TargetRate)+"/s; "
 	}
-	return fmt.Sprintf("%s%s%s/s; sent %s/s (%.3f)", offered, plan, fmtRate(s.Quality.PlannedRate),
-		fmtRate(s.AchievedRate), s.Quality.RateFidelity)
+	return fmt.Sprintf("%s%s%s/s; sent %s/s (%s)", offered, plan, fmtRate(orNaN(s.Quality.PlannedRate)),
+		fmtRate(orNaN(s.AchievedRate)), shown(orNaN(s.Quality.RateFidelity), show3))
 }
 
 // yesNo is the cell of a verdict: the word for a failed one, else the word for a passed one.

@@ -119,7 +119,7 @@ func uncertaintyClause(stages []schemas.Stage) string {
 	for i := range stages {
 		s := &stages[i]
 		bound = bound || s.ClientBound || unbounded(s)
-		if s.UncertaintyFigure != "" && (w < 0 || s.UncertaintyNs > stages[w].UncertaintyNs) {
+		if s.UncertaintyNs != nil && (w < 0 || *s.UncertaintyNs > *stages[w].UncertaintyNs) {
 			w = i
 		}
 	}
@@ -128,10 +128,10 @@ func uncertaintyClause(stages []schemas.Stage) string {
 	}
 	s := &stages[w]
 	if bound {
-		return fmt.Sprintf("client uncertainty up to %s (%s of stage %s)", fmtDur(s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s.Stage, s.Name))
+		return fmt.Sprintf("client uncertainty up to %s (%s of stage %s)", fmtDur(*s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s.Stage, s.Name))
 	}
 	return fmt.Sprintf("client uncertainty ≤ %s on every p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT (widest: %s of stage %s)",
-		fmtDur(s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s.Stage, s.Name))
+		fmtDur(*s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s.Stage, s.Name))
 }
 
 // latenessClause quotes the worst send lag p99 (lateness against the schedule) over the stages.
@@ -140,17 +140,18 @@ func latenessClause(stages []schemas.Stage) string {
 	for i := range stages {
 		s := &stages[i]
 		delivered = delivered && s.LoadDelivered
-		if s.SendLag.Count > 0 && (w < 0 || s.SendLag.P99 > stages[w].SendLag.P99) {
+		if s.SendLag.Count > 0 && (w < 0 || *s.SendLag.P99 > *stages[w].SendLag.P99) {
 			w = i
 		}
 	}
-	switch {
-	case w < 0:
+	if w < 0 {
 		return "no send to judge lateness by"
-	case delivered:
-		return fmt.Sprintf("load sent as planned, p99 lateness ≤ %s (stage %s)", fmtDur(stages[w].SendLag.P99), stageTitle(stages[w].Stage, stages[w].Name))
 	}
-	return fmt.Sprintf("p99 lateness up to %s (stage %s)", fmtDur(stages[w].SendLag.P99), stageTitle(stages[w].Stage, stages[w].Name))
+	worst := fmt.Sprintf("%s (stage %s)", fmtDur(*stages[w].SendLag.P99), stageTitle(stages[w].Stage, stages[w].Name))
+	if delivered {
+		return "load sent as planned, p99 lateness ≤ " + worst
+	}
+	return "p99 lateness up to " + worst
 }
 
 // noOK says why a stage without an ok request measured nothing: it recorded no request, or

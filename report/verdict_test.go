@@ -10,10 +10,10 @@ import (
 // verdictStages returns two trusted stages, "a" and "b"; edit changes the second.
 func verdictStages(edit func(*schemas.Stage)) []schemas.Stage {
 	st := []schemas.Stage{
-		{Stage: 0, Name: "a", Requests: 10, Completed: 10, UncertaintyNs: 41_000, UncertaintyFigure: "ttft p99", LoadDelivered: true,
-			SendLag: schemas.Dist{Count: 10, P99: 300_000}, Workers: 2},
-		{Stage: 1, Name: "b", Requests: 10, Completed: 10, UncertaintyNs: 20_000, UncertaintyFigure: "itl p50", LoadDelivered: true,
-			SendLag: schemas.Dist{Count: 10, P99: 120_000}, Workers: 2},
+		{Stage: 0, Name: "a", Requests: 10, Completed: 10, UncertaintyNs: ptr[int64](41_000), UncertaintyFigure: "ttft p99", LoadDelivered: true,
+			SendLag: schemas.Dist{Count: 10, P99: ptr[int64](300_000)}, Workers: 2},
+		{Stage: 1, Name: "b", Requests: 10, Completed: 10, UncertaintyNs: ptr[int64](20_000), UncertaintyFigure: "itl p50", LoadDelivered: true,
+			SendLag: schemas.Dist{Count: 10, P99: ptr[int64](120_000)}, Workers: 2},
 	}
 	if edit != nil {
 		edit(&st[1])
@@ -39,7 +39,7 @@ const (
 func late(reason string) func(*schemas.Stage) {
 	blame := map[string]string{serverWhy: schemas.BlameServerAccept, connWhy: schemas.BlameSend, clientWhy: schemas.BlameClientCPU}[reason]
 	return func(s *schemas.Stage) {
-		s.LoadDelivered, s.LoadReason, s.LoadBlame, s.SendLag.P99 = false, reason, blame, 6_300_000
+		s.LoadDelivered, s.LoadReason, s.LoadBlame, s.SendLag.P99 = false, reason, blame, ptr[int64](6_300_000)
 	}
 }
 
@@ -48,7 +48,7 @@ func late(reason string) func(*schemas.Stage) {
 const unboundedWhy = "not client-bound: 12.0% of events have no lower bound but the send (...): " + boundWhy
 
 func noLowerBound(s *schemas.Stage) {
-	s.ClientBoundReason, s.UnboundedShare, s.UncertaintyNs, s.UncertaintyFigure = unboundedWhy, 0.12, 2_200_000, "itl p99"
+	s.ClientBoundReason, s.UnboundedShare, s.UncertaintyNs, s.UncertaintyFigure = unboundedWhy, ptr(0.12), ptr[int64](2_200_000), "itl p99"
 }
 
 const missingWhy = "runs/x: 40 requests recorded without all their events, missing or damaged files: runs/x/raw/chunks-w01-0000.parquet: corrupt parquet file, 120 of its 160 planned requests recorded"
@@ -58,7 +58,7 @@ func dataMissing(s *schemas.Stage) {
 }
 
 func clientBound(s *schemas.Stage) {
-	s.ClientBound, s.ClientBoundReason, s.UncertaintyNs, s.UncertaintyFigure = true, boundWhy, 2_200_000, "itl p99"
+	s.ClientBound, s.ClientBoundReason, s.UncertaintyNs, s.UncertaintyFigure = true, boundWhy, ptr[int64](2_200_000), "itl p99"
 }
 
 func TestTrust(t *testing.T) {
@@ -85,7 +85,7 @@ func TestTrust(t *testing.T) {
 		{"amber: events without a lower bound", verdictStages(noLowerBound), Amber,
 			`stage 1 "b"'s latencies have wide bounds (` + unboundedWhy + `); client uncertainty up to 2.20ms (itl p99 of stage 1 "b"); load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
 		{"every request failed", verdictStages(func(s *schemas.Stage) {
-			s.Completed, s.Errors, s.ErrorsByKind, s.UncertaintyFigure = 0, 10, `{"http_status":3,"not_streamed":7}`, ""
+			s.Completed, s.Errors, s.ErrorsByKind, s.UncertaintyNs, s.UncertaintyFigure = 0, 10, `{"http_status":3,"not_streamed":7}`, nil, ""
 		}), Red, `stage 1 "b" has no ok request (10 failed: not_streamed 7, http_status 3), so it measured no latency; ` + trusted + `; load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
 		{"no request", []schemas.Stage{{Name: "x", LoadDelivered: true}}, Red, `stage 0 "x" recorded no request, so it measured nothing; no latency to judge; no send to judge lateness by.`},
 		{"empty", nil, Amber, "no measured stage: nothing to judge."},

@@ -64,7 +64,7 @@ type CalibrationRate struct {
 	Why               string  `json:"why,omitempty" doc:"why not faithful"`
 	BoundsCoverage    float64 `json:"bounds_coverage" doc:"share of ok requests whose TTFT interval, widened by 200 µs below (the stamp transit), holds the simulator's send time of the first content event"`
 	TTFTBound         Quant   `json:"ttft_bound_ns" doc:"width ttft_hi_ns − ttft_lo_ns per request"`
-	Uncertainty       int64   `json:"uncertainty_ns" doc:"the stage's widest percentile bound (stages.parquet)"`
+	Uncertainty       *int64  `json:"uncertainty_ns" doc:"the stage's widest percentile bound (stages.parquet); null without latencies"`
 	ClientBound       bool    `json:"client_bound" doc:"the stage's latency-uncertainty verdict"`
 }
 

@@ -1,5 +1,10 @@
 package schemas
 
+import (
+	"fmt"
+	"strconv"
+)
+
 // MetricRequest is one row of metrics/requests.parquet: one request with every derived metric.
 // t_j is chunk j's rx_kernel_ns when present, else rx_user_ns; S = sent_ns, P = planned_ns,
 // E = done_ns; I = input_tokens, N = output_tokens.
@@ -89,7 +94,8 @@ const (
 // value, no interpolation), the maximum and the mean rounded to the nearest integer, all int64
 // nanoseconds (tokens for the token distributions). Latency distributions are over the stage's
 // ok requests; send lag over every request; read lag over every event with a kernel time.
-// Count is the number of values; with Count = 0 every other field is 0.
+// Count is the number of values; with Count = 0 every other field is null (never 0: a
+// distribution of no values has no percentile, maximum or mean), and with Count > 0 none is.
 //
 // Bounds: each value x_i has an interval [l_i, h_i] holding its true value (see MetricRequest).
 // The true p-quantile lies in [p_lo, p_hi], the same nearest-rank quantile of the l_i and of the
@@ -100,91 +106,91 @@ const (
 //
 // The JSON names are those of profile.json (wirebench report), which holds Dist as it is.
 type Dist struct {
-	Count int64 `parquet:"count" json:"count" doc:"number of values"`
-	P50   int64 `parquet:"p50" json:"p50" doc:"50th percentile (nearest rank: value at rank ceil(0.5*count))"`
-	P50Lo int64 `parquet:"p50_lo" json:"p50_lo" doc:"lower bound of the true p50: the p50 of the values' lower ends (= p50 where the values carry no client error)"`
-	P50Hi int64 `parquet:"p50_hi" json:"p50_hi" doc:"upper bound of the true p50: the p50 of the values' upper ends"`
-	P90   int64 `parquet:"p90" json:"p90" doc:"90th percentile"`
-	P90Lo int64 `parquet:"p90_lo" json:"p90_lo" doc:"lower bound of the true p90"`
-	P90Hi int64 `parquet:"p90_hi" json:"p90_hi" doc:"upper bound of the true p90"`
-	P95   int64 `parquet:"p95" json:"p95" doc:"95th percentile"`
-	P99   int64 `parquet:"p99" json:"p99" doc:"99th percentile"`
-	P99Lo int64 `parquet:"p99_lo" json:"p99_lo" doc:"lower bound of the true p99"`
-	P99Hi int64 `parquet:"p99_hi" json:"p99_hi" doc:"upper bound of the true p99"`
-	P999  int64 `parquet:"p999" json:"p999" doc:"99.9th percentile"`
-	Max   int64 `parquet:"max" json:"max" doc:"maximum"`
-	Mean  int64 `parquet:"mean" json:"mean" doc:"arithmetic mean, rounded"`
+	Count int64  `parquet:"count" json:"count" doc:"number of values; with 0 every other field is null"`
+	P50   *int64 `parquet:"p50,optional" json:"p50" doc:"50th percentile (nearest rank: value at rank ceil(0.5*count))"`
+	P50Lo *int64 `parquet:"p50_lo,optional" json:"p50_lo" doc:"lower bound of the true p50: the p50 of the values' lower ends (= p50 where the values carry no client error)"`
+	P50Hi *int64 `parquet:"p50_hi,optional" json:"p50_hi" doc:"upper bound of the true p50: the p50 of the values' upper ends"`
+	P90   *int64 `parquet:"p90,optional" json:"p90" doc:"90th percentile"`
+	P90Lo *int64 `parquet:"p90_lo,optional" json:"p90_lo" doc:"lower bound of the true p90"`
+	P90Hi *int64 `parquet:"p90_hi,optional" json:"p90_hi" doc:"upper bound of the true p90"`
+	P95   *int64 `parquet:"p95,optional" json:"p95" doc:"95th percentile"`
+	P99   *int64 `parquet:"p99,optional" json:"p99" doc:"99th percentile"`
+	P99Lo *int64 `parquet:"p99_lo,optional" json:"p99_lo" doc:"lower bound of the true p99"`
+	P99Hi *int64 `parquet:"p99_hi,optional" json:"p99_hi" doc:"upper bound of the true p99"`
+	P999  *int64 `parquet:"p999,optional" json:"p999" doc:"99.9th percentile"`
+	Max   *int64 `parquet:"max,optional" json:"max" doc:"maximum"`
+	Mean  *int64 `parquet:"mean,optional" json:"mean" doc:"arithmetic mean, rounded"`
 }
 
 // Stage is one row of metrics/stages.parquet: one stage of the load plan with rates,
 // throughputs, latency distributions, goodput and the client-bias checks.
 type Stage struct {
-	Stage               int32   `parquet:"stage" doc:"stage index"`
-	Name                string  `parquet:"name" doc:"stage name from the config"`
-	Mode                string  `parquet:"mode,dict" doc:"open or closed"`
-	TargetRate          float64 `parquet:"target_rate" doc:"planned requests per second (open loop); 0 for closed loop"`
-	Concurrency         int32   `parquet:"concurrency" doc:"closed-loop users; 0 for open loop"`
-	StartNs             int64   `parquet:"start_ns" doc:"first planned send of the stage"`
-	EndNs               int64   `parquet:"end_ns" doc:"last completion of the stage"`
-	Requests            int64   `parquet:"requests" doc:"requests sent (warmup excluded)"`
-	Completed           int64   `parquet:"completed" doc:"requests that ended ok"`
-	Errors              int64   `parquet:"errors" doc:"requests that failed"`
-	ErrorsByKind        string  `parquet:"errors_by_kind" doc:"JSON object: error kind -> count"`
-	AchievedRate        float64 `parquet:"achieved_rate" doc:"sends per second over the send window"`
-	CompletionRate      float64 `parquet:"completion_rate" doc:"ok completions per second, of any stage's requests, in the steady part of the stage (the middle 80% of its send window): what the server delivered under this load"`
-	InputTPS            float64 `parquet:"input_tps" doc:"input tokens per second of ok requests (any stage) completing inside the send window [first S, last S]"`
-	OutputTPS           float64 `parquet:"output_tps" doc:"output tokens per second of ok requests (any stage) completing inside the send window [first S, last S]"`
-	TotalTPS            float64 `parquet:"total_tps" doc:"input_tps + output_tps"`
-	SteadyOutputTPS     float64 `parquet:"steady_output_tps" doc:"output tokens per second of ok requests (any stage) completing in the steady part (the middle 80% of the send window)"`
-	InflightMean        float64 `parquet:"inflight_mean" doc:"time-weighted mean of requests in flight: sum over requests of (end - S) / (end_ns - start_ns)"`
-	GoodputShare        float64 `parquet:"goodput_share" doc:"share of requests meeting every SLO; failures count as misses"`
-	GoodputRate         float64 `parquet:"goodput_rate" doc:"goodput_share × completion_rate: requests per second meeting every SLO"`
-	TTFT                Dist    `parquet:"ttft_ns" doc:"TTFT distribution"`
-	TTFC                Dist    `parquet:"ttfc_ns" doc:"time to the first answer token (reasoning excluded) distribution"`
-	ReasoningTokens     Dist    `parquet:"reasoning_tokens" doc:"reasoning tokens per request where the server reported them (tokens, not ns)"`
-	AnswerTokens        Dist    `parquet:"answer_tokens" doc:"answer tokens (output minus reasoning) per request where the server reported both (tokens, not ns)"`
-	TPOT                Dist    `parquet:"tpot_ns" doc:"TPOT distribution"`
-	ITL                 Dist    `parquet:"itl_ns" doc:"inter-chunk gaps, one value per gap"`
-	ITLWeighted         Dist    `parquet:"itl_token_weighted_ns" doc:"inter-token latency where a chunk carrying k tokens counts k times with gap/k"`
-	E2E                 Dist    `parquet:"e2e_ns" doc:"E2E distribution"`
-	NTPOT               Dist    `parquet:"ntpot_ns" doc:"NTPOT distribution"`
-	TTFTFromPlanned     Dist    `parquet:"ttft_from_planned_ns" doc:"TTFT measured from the planned time"`
-	E2EFromPlanned      Dist    `parquet:"e2e_from_planned_ns" doc:"E2E measured from the planned time"`
-	Queue               Dist    `parquet:"queue_ns" doc:"T_queue distribution"`
-	Prefill             Dist    `parquet:"prefill_ns" doc:"prefill duration distribution"`
-	Decode              Dist    `parquet:"decode_ns" doc:"decode duration distribution"`
-	InputTokens         Dist    `parquet:"input_tokens" doc:"input length distribution (tokens, not ns)"`
-	OutputTokens        Dist    `parquet:"output_tokens" doc:"output length distribution (tokens, not ns)"`
-	SendLag             Dist    `parquet:"send_lag_ns" doc:"send lag S - P"`
-	ReadLag             Dist    `parquet:"read_lag_ns" doc:"read lag rx_user_ns - rx_kernel_ns, one value per event with a kernel time"`
-	Connect             Dist    `parquet:"connect_ns" doc:"TCP connect durations of the requests that opened a connection"`
-	ConnWait            Dist    `parquet:"conn_wait_ns" doc:"time each request waited for a connection (0 when an idle one was there)"`
-	SynRetrans          int64   `parquet:"syn_retrans" doc:"SYN retransmissions of the stage's new connections: each a SYN the server's full accept queue dropped"`
-	ConnCapped          int64   `parquet:"conn_capped" doc:"requests that waited at the client's connection cap (capture --max-connections)"`
-	PrefillPerTokenNs   float64 `parquet:"prefill_per_token_ns" doc:"T_prefill per input token used by the decomposition"`
-	DecompositionSource string  `parquet:"decomposition_source,dict" doc:"server, histograms, fit or empty"`
-	PlannedRate         float64 `parquet:"planned_rate" doc:"the schedule's own send rate: (planned sends - 1) / (last P - first P); a Poisson or trace stage's sample differs from target_rate"`
-	IssuedRate          float64 `parquet:"issued_rate" doc:"requests begun per second: (requests - 1) / (last send_start_ns - first send_start_ns). What a client that counts a request when it starts, before it has a connection (vegeta), calls its rate; achieved_rate counts writes"`
-	RateFidelity        float64 `parquet:"rate_fidelity" doc:"achieved_rate / planned_rate (open loop); 1 for closed loop. achieved_rate = (sends - 1) / (last S - first S)"`
-	ExactShare          float64 `parquet:"exact_share" doc:"share of events with an exact time: a packet-tap time, or an exact kernel timestamp"`
-	TapShare            float64 `parquet:"tap_share" doc:"share of events timed by the packet tap"`
-	UnboundedShare      float64 `parquet:"unbounded_share" doc:"share of events with no lower bound but the send: no exact kernel or tap time and no rx_after_ns (no socket read gave one: stamps taken after decoding, or a read the framing did not map)"`
-	WorkerRhoMax        float64 `parquet:"worker_rho_max" doc:"largest worker utilisation: (user + sys CPU time) / wall time"`
-	WorkerRho           string  `parquet:"worker_rho" doc:"JSON array of per-worker utilisation, by worker index"`
-	GCPauseNs           int64   `parquet:"gc_pause_ns" doc:"total GC pause of all workers in the stage"`
-	Workers             int32   `parquet:"workers" doc:"worker processes that took part"`
-	UncertaintyNs       int64   `parquet:"uncertainty_ns" doc:"the widest bound (p_hi - p_lo) of any judged percentile: p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT"`
-	UncertaintyFigure   string  `parquet:"uncertainty_figure" doc:"which percentile that is, e.g. ttft p99; empty without latencies"`
-	ClientBound         bool    `parquet:"client_bound" doc:"latency uncertainty verdict: some judged percentile's bound is wider than max(bias.tolerance, bias.tolerance_share × the percentile), and not because the events have no lower bound (unbounded_share under 1%)"`
-	ClientBoundReason   string  `parquet:"client_bound_reason" doc:"the figures whose bounds are too wide, with their widths; when unbounded_share is 1% or more (enough to move a p99), it says that those events have no lower bound and the stage is not client-bound: the instrument, not the client's load, is the limit. Empty when every bound is within tolerance"`
-	LoadDelivered       bool    `parquet:"load_delivered" doc:"load verdict: sends followed the planned schedule: rate_fidelity within 2% of 1 (open loop) and send lag p99 <= max(1 ms, a tenth of the mean planned gap 1/planned_rate) (closed loop: 1 ms)"`
-	LoadReason          string  `parquet:"load_reason" doc:"why not, with the figures and who waited: the client (pacer_lag_ns: its pacer and CPU; or its connection cap), or the server (conn_wait_ns: no connection to send on, because it accepted new ones too slowly, syn_retrans, or answered too slowly to free old ones); empty when delivered"`
-	LoadBlame           string  `parquet:"load_blame,dict" doc:"who waited when the load was not delivered: missing (planned requests are not in the figures: a host's share was not sent, or parts or events are missing or damaged; see missing), client_cpu (the pacer or CPU, with a busy worker: more workers help), client (the pacer or CPU, workers not busy), client_cap (the client's connection cap), server_accept (the server accepted new connections too slowly), server_busy (every open connection carried an unanswered request), send (after a connection was ready), machine (the pacer or the send waited for a CPU of a saturated machine the client took little of: machine_busy >= 0.9 and client_cpus under DisturbShare of machine_cpus; a server blame on a co-located server and a saturated machine adds that the machine may be the limit); empty when delivered"`
-	LateShareClient     float64 `parquet:"late_share_client" doc:"of the stage's total lateness (the sum of max(0, S - P) over its sent requests), the share spent before the worker began the request (pacer_lag_ns); the rest was waiting for a connection, connecting and writing"`
-	WorkersForRhoHalf   int32   `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load: ceil(sum of the workers' rho / 0.5); advice only where the load verdict blames the client's CPU"`
-	Saturated           bool    `parquet:"saturated" doc:"the run's saturation stage: of the non-warmup stages ordered by offered load, the first after the least-loaded where steady completions fall below 90% of steady sends (open loop) or grow less than 10% over the previous stage (closed loop), or TTFT p50 exceeds twice the least-loaded stage's and by more than 1 ms"`
-	Missing             string  `parquet:"missing" doc:"the stage's planned requests that are not in its figures, by host: each host (directory, shard) that recorded fewer whole requests than it planned, with why (its capture did not finish; requests without all their events; parts missing, short or damaged, named) and how many of its planned requests are here, and each shard no host directory holds; empty when every host's share is here. When not empty the load is not delivered (load_blame missing) and the trust level is red"`
-	ClockUncertaintyNs  int64   `parquet:"clock_uncertainty_ns" doc:"how far apart the clocks of the hosts whose requests are in the stage may be: the sum of the two largest kernel max errors (manifest clock.max_error_ns) among hosts that read different clocks; 0 on one host or hosts under one kernel. start_ns, end_ns, the send window and every rate over it compare times of different hosts and are uncertain by this much; latencies, each measured on one host, are not"`
+	Stage               int32    `parquet:"stage" doc:"stage index"`
+	Name                string   `parquet:"name" doc:"stage name from the config"`
+	Mode                string   `parquet:"mode,dict" doc:"open or closed"`
+	TargetRate          float64  `parquet:"target_rate" doc:"planned requests per second (open loop); 0 for closed loop"`
+	Concurrency         int32    `parquet:"concurrency" doc:"closed-loop users; 0 for open loop"`
+	StartNs             int64    `parquet:"start_ns" doc:"first planned send of the stage"`
+	EndNs               int64    `parquet:"end_ns" doc:"last completion of the stage"`
+	Requests            int64    `parquet:"requests" doc:"requests sent (warmup excluded)"`
+	Completed           int64    `parquet:"completed" doc:"requests that ended ok"`
+	Errors              int64    `parquet:"errors" doc:"requests that failed"`
+	ErrorsByKind        string   `parquet:"errors_by_kind" doc:"JSON object: error kind -> count"`
+	AchievedRate        *float64 `parquet:"achieved_rate,optional" doc:"sends per second over the send window; null with fewer than two sends"`
+	CompletionRate      *float64 `parquet:"completion_rate,optional" doc:"ok completions per second, of any stage's requests, in the steady part of the stage (the middle 80% of its send window): what the server delivered under this load; null when the stage has no window (no request, or every one at one instant)"`
+	InputTPS            *float64 `parquet:"input_tps,optional" doc:"input tokens per second of ok requests (any stage) completing inside the send window [first S, last S]; null without a window"`
+	OutputTPS           *float64 `parquet:"output_tps,optional" doc:"output tokens per second of ok requests (any stage) completing inside the send window [first S, last S]; null without a window"`
+	TotalTPS            *float64 `parquet:"total_tps,optional" doc:"input_tps + output_tps; null without a window"`
+	SteadyOutputTPS     *float64 `parquet:"steady_output_tps,optional" doc:"output tokens per second of ok requests (any stage) completing in the steady part (the middle 80% of the send window); null without a window"`
+	InflightMean        *float64 `parquet:"inflight_mean,optional" doc:"time-weighted mean of requests in flight: sum over requests of (end - S) / (end_ns - start_ns); null without a window"`
+	GoodputShare        *float64 `parquet:"goodput_share,optional" doc:"share of requests meeting every SLO; failures count as misses; null without requests"`
+	GoodputRate         *float64 `parquet:"goodput_rate,optional" doc:"goodput_share × completion_rate: requests per second meeting every SLO; null when goodput_share or completion_rate is"`
+	TTFT                Dist     `parquet:"ttft_ns" doc:"TTFT distribution"`
+	TTFC                Dist     `parquet:"ttfc_ns" doc:"time to the first answer token (reasoning excluded) distribution"`
+	ReasoningTokens     Dist     `parquet:"reasoning_tokens" doc:"reasoning tokens per request where the server reported them (tokens, not ns)"`
+	AnswerTokens        Dist     `parquet:"answer_tokens" doc:"answer tokens (output minus reasoning) per request where the server reported both (tokens, not ns)"`
+	TPOT                Dist     `parquet:"tpot_ns" doc:"TPOT distribution"`
+	ITL                 Dist     `parquet:"itl_ns" doc:"inter-chunk gaps, one value per gap"`
+	ITLWeighted         Dist     `parquet:"itl_token_weighted_ns" doc:"inter-token latency where a chunk carrying k tokens counts k times with gap/k"`
+	E2E                 Dist     `parquet:"e2e_ns" doc:"E2E distribution"`
+	NTPOT               Dist     `parquet:"ntpot_ns" doc:"NTPOT distribution"`
+	TTFTFromPlanned     Dist     `parquet:"ttft_from_planned_ns" doc:"TTFT measured from the planned time"`
+	E2EFromPlanned      Dist     `parquet:"e2e_from_planned_ns" doc:"E2E measured from the planned time"`
+	Queue               Dist     `parquet:"queue_ns" doc:"T_queue distribution"`
+	Prefill             Dist     `parquet:"prefill_ns" doc:"prefill duration distribution"`
+	Decode              Dist     `parquet:"decode_ns" doc:"decode duration distribution"`
+	InputTokens         Dist     `parquet:"input_tokens" doc:"input length distribution (tokens, not ns)"`
+	OutputTokens        Dist     `parquet:"output_tokens" doc:"output length distribution (tokens, not ns)"`
+	SendLag             Dist     `parquet:"send_lag_ns" doc:"send lag S - P"`
+	ReadLag             Dist     `parquet:"read_lag_ns" doc:"read lag rx_user_ns - rx_kernel_ns, one value per event with a kernel time"`
+	Connect             Dist     `parquet:"connect_ns" doc:"TCP connect durations of the requests that opened a connection"`
+	ConnWait            Dist     `parquet:"conn_wait_ns" doc:"time each request waited for a connection (0 when an idle one was there)"`
+	SynRetrans          int64    `parquet:"syn_retrans" doc:"SYN retransmissions of the stage's new connections: each a SYN the server's full accept queue dropped"`
+	ConnCapped          int64    `parquet:"conn_capped" doc:"requests that waited at the client's connection cap (capture --max-connections)"`
+	PrefillPerTokenNs   *float64 `parquet:"prefill_per_token_ns,optional" doc:"T_prefill per input token used by the decomposition; null without a decomposition"`
+	DecompositionSource string   `parquet:"decomposition_source,dict" doc:"server, histograms, fit or empty"`
+	PlannedRate         *float64 `parquet:"planned_rate,optional" doc:"the schedule's own send rate: (planned sends - 1) / (last P - first P); a Poisson or trace stage's sample differs from target_rate; null with fewer than two planned sends"`
+	IssuedRate          *float64 `parquet:"issued_rate,optional" doc:"requests begun per second: (requests - 1) / (last send_start_ns - first send_start_ns). What a client that counts a request when it starts, before it has a connection (vegeta), calls its rate; achieved_rate counts writes; null with fewer than two requests"`
+	RateFidelity        *float64 `parquet:"rate_fidelity,optional" doc:"achieved_rate / planned_rate (open loop); 1 for closed loop. achieved_rate = (sends - 1) / (last S - first S); null (open loop) when achieved_rate or planned_rate is"`
+	ExactShare          *float64 `parquet:"exact_share,optional" doc:"share of events with an exact time: a packet-tap time, or an exact kernel timestamp; null without events"`
+	TapShare            *float64 `parquet:"tap_share,optional" doc:"share of events timed by the packet tap; null without events"`
+	UnboundedShare      *float64 `parquet:"unbounded_share,optional" doc:"share of events with no lower bound but the send: no exact kernel or tap time and no rx_after_ns (no socket read gave one: stamps taken after decoding, or a read the framing did not map); null without events"`
+	WorkerRhoMax        *float64 `parquet:"worker_rho_max,optional" doc:"largest worker utilisation: (user + sys CPU time) / wall time; null without a worker row"`
+	WorkerRho           string   `parquet:"worker_rho" doc:"JSON array of per-worker utilisation, by worker index"`
+	GCPauseNs           int64    `parquet:"gc_pause_ns" doc:"total GC pause of all workers in the stage"`
+	Workers             int32    `parquet:"workers" doc:"worker processes that took part"`
+	UncertaintyNs       *int64   `parquet:"uncertainty_ns,optional" doc:"the widest bound (p_hi - p_lo) of any judged percentile: p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT; null without a judged percentile (no ok request)"`
+	UncertaintyFigure   string   `parquet:"uncertainty_figure" doc:"which percentile that is, e.g. ttft p99; empty without latencies"`
+	ClientBound         bool     `parquet:"client_bound" doc:"latency uncertainty verdict: some judged percentile's bound is wider than max(bias.tolerance, bias.tolerance_share × the percentile), and not because the events have no lower bound (unbounded_share under 1%)"`
+	ClientBoundReason   string   `parquet:"client_bound_reason" doc:"the figures whose bounds are too wide, with their widths; when unbounded_share is 1% or more (enough to move a p99), it says that those events have no lower bound and the stage is not client-bound: the instrument, not the client's load, is the limit. Empty when every bound is within tolerance"`
+	LoadDelivered       bool     `parquet:"load_delivered" doc:"load verdict: sends followed the planned schedule: rate_fidelity within 2% of 1 (open loop) and send lag p99 <= max(1 ms, a tenth of the mean planned gap 1/planned_rate) (closed loop: 1 ms)"`
+	LoadReason          string   `parquet:"load_reason" doc:"why not, with the figures and who waited: the client (pacer_lag_ns: its pacer and CPU; or its connection cap), or the server (conn_wait_ns: no connection to send on, because it accepted new ones too slowly, syn_retrans, or answered too slowly to free old ones); empty when delivered"`
+	LoadBlame           string   `parquet:"load_blame,dict" doc:"who waited when the load was not delivered: missing (planned requests are not in the figures: a host's share was not sent, or parts or events are missing or damaged; see missing), client_cpu (the pacer or CPU, with a busy worker: more workers help), client (the pacer or CPU, workers not busy), client_cap (the client's connection cap), server_accept (the server accepted new connections too slowly), server_busy (every open connection carried an unanswered request), send (after a connection was ready), machine (the pacer or the send waited for a CPU of a saturated machine the client took little of: machine_busy >= 0.9 and client_cpus under DisturbShare of machine_cpus; a server blame on a co-located server and a saturated machine adds that the machine may be the limit); empty when delivered"`
+	LateShareClient     *float64 `parquet:"late_share_client,optional" doc:"of the stage's total lateness (the sum of max(0, S - P) over its sent requests), the share spent before the worker began the request (pacer_lag_ns); the rest was waiting for a connection, connecting and writing; null when no request was late"`
+	WorkersForRhoHalf   int32    `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load: ceil(sum of the workers' rho / 0.5); advice only where the load verdict blames the client's CPU"`
+	Saturated           bool     `parquet:"saturated" doc:"the run's saturation stage: of the non-warmup stages ordered by offered load, the first after the least-loaded where steady completions fall below 90% of steady sends (open loop) or grow less than 10% over the previous stage (closed loop), or TTFT p50 exceeds twice the least-loaded stage's and by more than 1 ms"`
+	Missing             string   `parquet:"missing" doc:"the stage's planned requests that are not in its figures, by host: each host (directory, shard) that recorded fewer whole requests than it planned, with why (its capture did not finish; requests without all their events; parts missing, short or damaged, named) and how many of its planned requests are here, and each shard no host directory holds; empty when every host's share is here. When not empty the load is not delivered (load_blame missing) and the trust level is red"`
+	ClockUncertaintyNs  int64    `parquet:"clock_uncertainty_ns" doc:"how far apart the clocks of the hosts whose requests are in the stage may be: the sum of the two largest kernel max errors (manifest clock.max_error_ns) among hosts that read different clocks; 0 on one host or hosts under one kernel. start_ns, end_ns, the send window and every rate over it compare times of different hosts and are uncertain by this much; latencies, each measured on one host, are not"`
 	// Footprint: what the client took of a machine it shared with the server.
 	TargetLocal           bool    `parquet:"target_local" doc:"the target shared a capture host with the client (manifest colocation.target_local): the server got only the CPU the client left. With several hosts the footprint columns below are those of the co-located host where the client took the largest share, else of the host where it took the largest share"`
 	ClientCPUs            float64 `parquet:"client_cpus" doc:"CPUs the client used on that host, on average over the stage: its coordinator's and workers' user + sys CPU over the stage window (manifest stage_usage client_cpu_ns / wall_ns); for a capture without it, the sum of the workers' (user + sys) / wall (raw/workers.parquet) and the coordinator's"`
@@ -212,4 +218,16 @@ type Timeseries struct {
 	TTFTP50Ns          *int64 `parquet:"ttft_p50_ns,optional" doc:"median TTFT of requests whose first token arrived in the bucket"`
 	TTFTP99Ns          *int64 `parquet:"ttft_p99_ns,optional" doc:"p99 TTFT of those requests"`
 	ClockUncertaintyNs int64  `parquet:"clock_uncertainty_ns" doc:"the stage's clock_uncertainty_ns: each host's events are put in buckets by its own clock, so an event may belong up to this much earlier or later"`
+}
+
+// String formats the distribution for messages, null figures as null.
+func (d Dist) String() string {
+	f := func(p *int64) string {
+		if p == nil {
+			return "null"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	return fmt.Sprintf("{count %d p50 %s [%s, %s] p90 %s [%s, %s] p95 %s p99 %s [%s, %s] p999 %s max %s mean %s}", d.Count,
+		f(d.P50), f(d.P50Lo), f(d.P50Hi), f(d.P90), f(d.P90Lo), f(d.P90Hi), f(d.P95), f(d.P99), f(d.P99Lo), f(d.P99Hi), f(d.P999), f(d.Max), f(d.Mean))
 }

@@ -1,8 +1,9 @@
 package schemas
 
-// ProfileVersion is the version of profile.json's layout; it changes when a field is renamed
-// or removed (added fields keep it).
-const ProfileVersion = 1
+// ProfileVersion is the version of profile.json's layout; it changes when a field is renamed,
+// removed or changes meaning (added fields keep it). Version 2: a figure over nothing (a
+// distribution of no values, a rate without a window, a share of nothing) is null, never 0.
+const ProfileVersion = 2
 
 // Profile is RUN/report/profile.json, written by `wirebench report`: the machine-readable
 // latency profile of one or more runs. The first run is the baseline A of every comparison.
@@ -37,16 +38,16 @@ type ProfileTrust struct {
 
 // ProfileHeadline holds the run's figures at a glance.
 type ProfileHeadline struct {
-	MaxCompletionRate float64 `json:"max_completion_rate" doc:"highest ok completions/s over the stages"`
-	MaxOutputTPS      float64 `json:"max_output_tps" doc:"highest output tokens/s over the stages"`
-	MaxGoodputRate    float64 `json:"max_goodput_rate" doc:"highest requests/s meeting every SLO"`
-	SaturationStage   *int32  `json:"saturation_stage" doc:"index of the saturation stage; null when none"`
-	SaturationRate    float64 `json:"saturation_rate" doc:"completions/s at the saturation stage; 0 when none"`
-	ClientBoundStages []int32 `json:"client_bound_stages" doc:"stages whose figures the client may have distorted"`
+	MaxCompletionRate *float64 `json:"max_completion_rate" doc:"highest ok completions/s over the stages; null when no stage has one"`
+	MaxOutputTPS      *float64 `json:"max_output_tps" doc:"highest output tokens/s over the stages; null when no stage has one"`
+	MaxGoodputRate    *float64 `json:"max_goodput_rate" doc:"highest requests/s meeting every SLO; null when no stage has one"`
+	SaturationStage   *int32   `json:"saturation_stage" doc:"index of the saturation stage; null when none"`
+	SaturationRate    *float64 `json:"saturation_rate" doc:"completions/s at the saturation stage; null when none"`
+	ClientBoundStages []int32  `json:"client_bound_stages" doc:"stages whose figures the client may have distorted"`
 }
 
 // ProfileStage is one stage in profile.json (the columns of metrics/stages.parquet it repeats
-// mean the same).
+// mean the same, null where they are null).
 type ProfileStage struct {
 	Stage          int32            `json:"stage" doc:"stage index"`
 	Name           string           `json:"name" doc:"stage name"`
@@ -58,15 +59,15 @@ type ProfileStage struct {
 	Completed      int64            `json:"completed" doc:"requests finished without error"`
 	Errors         int64            `json:"errors" doc:"requests that failed"`
 	ErrorsByKind   map[string]int64 `json:"errors_by_kind" doc:"failed requests by error kind"`
-	AchievedRate   float64          `json:"achieved_rate" doc:"sends per second between the first and the last send"`
-	IssuedRate     float64          `json:"issued_rate" doc:"requests begun per second (before any connection wait)"`
-	CompletionRate float64          `json:"completion_rate" doc:"ok completions per second while the stage's load was offered"`
-	InputTPS       float64          `json:"input_tps" doc:"input tokens per second"`
-	OutputTPS      float64          `json:"output_tps" doc:"output tokens per second"`
-	TotalTPS       float64          `json:"total_tps" doc:"input + output tokens per second"`
-	InflightMean   float64          `json:"inflight_mean" doc:"mean requests in flight"`
-	GoodputShare   float64          `json:"goodput_share" doc:"share of requests meeting every SLO"`
-	GoodputRate    float64          `json:"goodput_rate" doc:"requests per second meeting every SLO"`
+	AchievedRate   *float64         `json:"achieved_rate" doc:"sends per second between the first and the last send"`
+	IssuedRate     *float64         `json:"issued_rate" doc:"requests begun per second (before any connection wait)"`
+	CompletionRate *float64         `json:"completion_rate" doc:"ok completions per second while the stage's load was offered"`
+	InputTPS       *float64         `json:"input_tps" doc:"input tokens per second"`
+	OutputTPS      *float64         `json:"output_tps" doc:"output tokens per second"`
+	TotalTPS       *float64         `json:"total_tps" doc:"input + output tokens per second"`
+	InflightMean   *float64         `json:"inflight_mean" doc:"mean requests in flight"`
+	GoodputShare   *float64         `json:"goodput_share" doc:"share of requests meeting every SLO"`
+	GoodputRate    *float64         `json:"goodput_rate" doc:"requests per second meeting every SLO"`
 	Saturated      bool             `json:"saturated" doc:"the saturation stage"`
 	Latency        map[string]Dist  `json:"latency" doc:"distributions by stages.parquet column name: ttft_ns, tpot_ns, itl_ns, ntpot_ns, e2e_ns, ttfc_ns, queue_ns, ..."`
 	Breakdown      ProfileBreakdown `json:"breakdown" doc:"mean decomposition of a request"`
@@ -75,26 +76,26 @@ type ProfileStage struct {
 
 // ProfileBreakdown is the mean decomposition of a request: queue + prefill + decode.
 type ProfileBreakdown struct {
-	QueueMeanNs       int64   `json:"queue_mean_ns" doc:"mean queue time"`
-	PrefillMeanNs     int64   `json:"prefill_mean_ns" doc:"mean prefill time"`
-	DecodeMeanNs      int64   `json:"decode_mean_ns" doc:"mean decode time"`
-	PrefillPerTokenNs float64 `json:"prefill_per_token_ns" doc:"prefill time per input token"`
-	Source            string  `json:"source" doc:"server, histograms, fit or empty"`
+	QueueMeanNs       *int64   `json:"queue_mean_ns" doc:"mean queue time; null without values"`
+	PrefillMeanNs     *int64   `json:"prefill_mean_ns" doc:"mean prefill time; null without values"`
+	DecodeMeanNs      *int64   `json:"decode_mean_ns" doc:"mean decode time; null without values"`
+	PrefillPerTokenNs *float64 `json:"prefill_per_token_ns" doc:"prefill time per input token"`
+	Source            string   `json:"source" doc:"server, histograms, fit or empty"`
 }
 
 // ProfileQuality holds the stage's two verdicts (latency uncertainty, load delivered), its
 // trust level and the diagnostics behind them (the stages.parquet columns of the same names).
 type ProfileQuality struct {
 	Trust              string           `json:"trust" doc:"green, amber or red"`
-	PlannedRate        float64          `json:"planned_rate" doc:"the schedule's own rate"`
-	RateFidelity       float64          `json:"rate_fidelity" doc:"achieved / planned"`
-	SendLagP99Ns       int64            `json:"send_lag_p99_ns" doc:"lateness S − P, p99"`
-	ReadLagP99Ns       int64            `json:"read_lag_p99_ns" doc:"read lag, p99"`
-	ExactShare         float64          `json:"exact_share" doc:"share of events with exact timestamps"`
-	WorkerRhoMax       float64          `json:"worker_rho_max" doc:"highest worker utilisation"`
+	PlannedRate        *float64         `json:"planned_rate" doc:"the schedule's own rate"`
+	RateFidelity       *float64         `json:"rate_fidelity" doc:"achieved / planned"`
+	SendLagP99Ns       *int64           `json:"send_lag_p99_ns" doc:"lateness S − P, p99; null without values"`
+	ReadLagP99Ns       *int64           `json:"read_lag_p99_ns" doc:"read lag, p99; null without values"`
+	ExactShare         *float64         `json:"exact_share" doc:"share of events with exact timestamps"`
+	WorkerRhoMax       *float64         `json:"worker_rho_max" doc:"highest worker utilisation"`
 	Workers            int32            `json:"workers" doc:"worker processes"`
 	GCPauseNs          int64            `json:"gc_pause_ns" doc:"workers' GC pause total"`
-	UncertaintyNs      int64            `json:"uncertainty_ns" doc:"widest p50/p90/p99 bound of the judged latencies"`
+	UncertaintyNs      *int64           `json:"uncertainty_ns" doc:"widest p50/p90/p99 bound of the judged latencies; null without values"`
 	UncertaintyFigure  string           `json:"uncertainty_figure,omitempty" doc:"the figure with that bound"`
 	ClientBound        bool             `json:"client_bound" doc:"the latency verdict failed"`
 	ClientBoundReason  string           `json:"client_bound_reason,omitempty" doc:"why"`
@@ -103,7 +104,7 @@ type ProfileQuality struct {
 	LoadBlame          string           `json:"load_blame,omitempty" doc:"who waited (client_cpu, client, client_cap, server_accept, server_busy, send, missing)"`
 	Missing            string           `json:"missing,omitempty" doc:"hosts' planned requests not recorded"`
 	ClockUncertaintyNs int64            `json:"clock_uncertainty_ns,omitempty" doc:"how far the hosts' clocks may be apart: the stage's window and rates are uncertain by it (latencies are not)"`
-	LateShareClient    float64          `json:"late_share_client" doc:"the client's share of the lateness"`
+	LateShareClient    *float64         `json:"late_share_client" doc:"the client's share of the lateness"`
 	WorkersForRhoHalf  int32            `json:"workers_for_rho_half" doc:"workers that would bring utilisation under TargetRho"`
 	Advice             string           `json:"advice,omitempty" doc:"what to change, only when the client's CPU is the cause"`
 	Footprint          ProfileFootprint `json:"footprint" doc:"what the client took of the machine and of the server's connections (the stages.parquet columns of the same names)"`

@@ -30,10 +30,11 @@ const (
 )
 
 // AchievedRate is the rate n sends made between the first (firstNs) and the last (lastNs):
-// (n − 1) / (last − first), in requests per second; 0 for fewer than two sends.
-func AchievedRate(n int64, firstNs, lastNs int64) float64 {
+// (n − 1) / (last − first), in requests per second; ok is false (no rate) for fewer than two
+// sends or all at one instant.
+func AchievedRate(n int64, firstNs, lastNs int64) (rate float64, ok bool) {
 	if n < 2 || lastNs <= firstNs {
-		return 0
+		return 0, false
 	}
-	return float64(n-1) / (float64(lastNs-firstNs) / 1e9)
+	return float64(n-1) / (float64(lastNs-firstNs) / 1e9), true
 }

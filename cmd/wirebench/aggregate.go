@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/wirebench/wirebench/aggregate"
@@ -46,16 +47,31 @@ func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error {
 	level, sentence := report.Trust(sum.Stages)
 	fmt.Printf("trust %s: %s\n", level, sentence)
 	for _, s := range sum.Stages {
-		fmt.Printf("stage %d %s: %d requests, %d ok, %.1f req/s, ttft p50 %s, p99 %s, output %.0f tok/s, %d connections opened (%d open at most)%s\n",
-			s.Stage, s.Name, s.Requests, s.Completed, s.CompletionRate, msBound(s.TTFT.P50, s.TTFT.P50Lo, s.TTFT.P50Hi),
-			msBound(s.TTFT.P99, s.TTFT.P99Lo, s.TTFT.P99Hi), s.OutputTPS, s.ConnectionsOpened, s.ConnectionsPeak, stageMarks(&s))
+		fmt.Printf("stage %d %s: %d requests, %d ok, %s req/s, ttft p50 %s, p99 %s, output %s tok/s, %d connections opened (%d open at most)%s\n",
+			s.Stage, s.Name, s.Requests, s.Completed, fixed(s.CompletionRate, 1), msBound(s.TTFT.P50, s.TTFT.P50Lo, s.TTFT.P50Hi),
+			msBound(s.TTFT.P99, s.TTFT.P99Lo, s.TTFT.P99Hi), fixed(s.OutputTPS, 0), s.ConnectionsOpened, s.ConnectionsPeak, stageMarks(&s))
 	}
 	return nil
 }
 
-// msBound formats a percentile and its bound in milliseconds: "12.345 ms [12.301, 12.345]".
-func msBound(v, lo, hi int64) string {
-	return fmt.Sprintf("%.3f ms [%.3f, %.3f]", float64(v)/1e6, float64(lo)/1e6, float64(hi)/1e6)
+// none stands for a figure over nothing (null in the files), never 0.
+const none = "–"
+
+// msBound formats a percentile and its bound in milliseconds: "12.345 ms [12.301, 12.345]";
+// none for a stage without the figure.
+func msBound(v, lo, hi *int64) string {
+	if v == nil || lo == nil || hi == nil {
+		return none
+	}
+	return fmt.Sprintf("%.3f ms [%.3f, %.3f]", float64(*v)/1e6, float64(*lo)/1e6, float64(*hi)/1e6)
+}
+
+// fixed formats a nullable rate with prec decimals; none for null.
+func fixed(v *float64, prec int) string {
+	if v == nil {
+		return none
+	}
+	return strconv.FormatFloat(*v, 'f', prec, 64)
 }
 
 // stageMarks marks the saturation stage and the failed verdicts, with their reasons.

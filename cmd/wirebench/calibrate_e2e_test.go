@@ -142,8 +142,8 @@ func TestCalibrateSingleProcess(t *testing.T) {
 		}
 		// Stamped after decoding, an event has no lower bound but the send: the bounds are
 		// wide, and that is not the client's load.
-		if r.ClientBound || r.Uncertainty < int64(schemas.DefaultTolerance) {
-			t.Errorf("single process, rate %g: client_bound %v, uncertainty %v; want wide bounds, not client-bound", r.TargetRate, r.ClientBound, time.Duration(r.Uncertainty))
+		if r.ClientBound || val(r.Uncertainty) < int64(schemas.DefaultTolerance) {
+			t.Errorf("single process, rate %g: client_bound %v, uncertainty %v; want wide bounds, not client-bound", r.TargetRate, r.ClientBound, time.Duration(val(r.Uncertainty)))
 		}
 	}
 	if !strings.Contains(out, "SINGLE PROCESS") {

@@ -119,3 +119,13 @@ func TestSchemaCommandMatchesSchemasMarkdown(t *testing.T) {
 		t.Error("schema nope: want an error for an unknown kind")
 	}
 }
+
+// val is *p, or the zero value for null (a test that wants the figure then sees 0 and says so).
+func val[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
+	}
+	return v
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -127,8 +127,8 @@ func checkFaultMix(t *testing.T, tgt schemas.Target) {
 	if err := json.Unmarshal([]byte(stages[0].ErrorsByKind), &byKind); err != nil || !equalCounts(byKind, kinds) {
 		t.Errorf("stage errors_by_kind %s (%v); want the raw rows' %v", stages[0].ErrorsByKind, err, kinds)
 	}
-	if st := stages[0]; math.Abs(st.GoodputShare-float64(met)/float64(st.Requests)) > 1e-9 || st.Requests != planned || met > planned-sum(kinds) {
-		t.Errorf("stage goodput share %.4f of %d requests; want the %d that met the SLO of the %d planned, at most the %d ok", st.GoodputShare, st.Requests, met, planned, planned-sum(kinds))
+	if st := stages[0]; math.Abs(val(st.GoodputShare)-float64(met)/float64(st.Requests)) > 1e-9 || st.Requests != planned || met > planned-sum(kinds) {
+		t.Errorf("stage goodput share %.4f of %d requests; want the %d that met the SLO of the %d planned, at most the %d ok", val(st.GoodputShare), st.Requests, met, planned, planned-sum(kinds))
 	}
 	var p struct {
 		Runs []struct {

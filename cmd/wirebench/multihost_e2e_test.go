@@ -309,11 +309,11 @@ func checkFullRun(t *testing.T, run, merged string, m *schemas.Manifest, stages 
 		if s.Requests != want.n || s.Missing != "" || s.LoadBlame == schemas.BlameMissing {
 			t.Errorf("stage %d: %d requests, missing %q, blame %q; want %d, nothing missing", i, s.Requests, s.Missing, s.LoadBlame, want.n)
 		}
-		if d := s.PlannedRate/want.rate - 1; d > 1e-3 || d < -1e-3 {
-			t.Errorf("stage %d: planned rate %.3f/s; want the target %.0f/s", i, s.PlannedRate, want.rate)
+		if d := val(s.PlannedRate)/want.rate - 1; d > 1e-3 || d < -1e-3 {
+			t.Errorf("stage %d: planned rate %.3f/s; want the target %.0f/s", i, val(s.PlannedRate), want.rate)
 		}
-		if d := s.AchievedRate/want.rate - 1; d > 0.02 || d < -0.02 {
-			t.Errorf("stage %d: merged achieved rate %.3f/s; want %.0f/s within 2%%", i, s.AchievedRate, want.rate)
+		if d := val(s.AchievedRate)/want.rate - 1; d > 0.02 || d < -0.02 {
+			t.Errorf("stage %d: merged achieved rate %.3f/s; want %.0f/s within 2%%", i, val(s.AchievedRate), want.rate)
 		}
 		if s.ClockUncertaintyNs != 0 {
 			t.Errorf("stage %d: clock_uncertainty_ns %d; want 0 on one machine", i, s.ClockUncertaintyNs)

@@ -18,20 +18,21 @@ func writeMetrics(t *testing.T, dir, id string, speed float64) string {
 	for i, rate := range []float64{2, 4, 8} {
 		d := func(ns float64) schemas.Dist {
 			n := int64(ns)
+			at := func(num, den int64) *int64 { return ptr(n * num / den) }
 			// bounds 1% below and 0.5% above each percentile
-			return schemas.Dist{Count: 10, P50: n, P90: n * 3 / 2, P95: n * 7 / 4, P99: 2 * n, P999: 2 * n, Max: 3 * n, Mean: n,
-				P50Lo: n * 99 / 100, P50Hi: n * 201 / 200, P90Lo: n * 297 / 200, P90Hi: n * 603 / 400, P99Lo: n * 198 / 100, P99Hi: n * 201 / 100}
+			return schemas.Dist{Count: 10, P50: at(1, 1), P90: at(3, 2), P95: at(7, 4), P99: at(2, 1), P999: at(2, 1), Max: at(3, 1), Mean: at(1, 1),
+				P50Lo: at(99, 100), P50Hi: at(201, 200), P90Lo: at(297, 200), P90Hi: at(603, 400), P99Lo: at(198, 100), P99Hi: at(201, 100)}
 		}
 		s := schemas.Stage{Stage: int32(i), Name: "s" + string(rune('a'+i)), Mode: "open", TargetRate: rate,
-			Requests: int64(rate * 5), Completed: int64(rate * 5), AchievedRate: rate, CompletionRate: rate * 0.99,
-			OutputTPS: rate * 100 * speed, GoodputShare: 1, GoodputRate: rate, RateFidelity: 1, ExactShare: 1,
+			Requests: int64(rate * 5), Completed: int64(rate * 5), AchievedRate: ptr(rate), CompletionRate: ptr(rate * 0.99),
+			OutputTPS: ptr(rate * 100 * speed), GoodputShare: ptr(1.0), GoodputRate: ptr(rate), RateFidelity: ptr(1.0), ExactShare: ptr(1.0),
 			TTFT: d(40e6 * rate / speed), TPOT: d(8e6 / speed), ITL: d(8e6 / speed), NTPOT: d(9e6 / speed), E2E: d(900e6 / speed),
 			Queue: d(5e6 * rate), Prefill: d(30e6), Decode: d(800e6), SendLag: d(50e3), ReadLag: d(10e3),
-			Workers: 2, WorkerRhoMax: 0.1 * rate, WorkersForRhoHalf: 1, Saturated: i == 1,
-			PlannedRate: rate, LoadDelivered: true, UncertaintyNs: int64(15e4 / speed), UncertaintyFigure: "e2e p99"}
+			Workers: 2, WorkerRhoMax: ptr(0.1 * rate), WorkersForRhoHalf: 1, Saturated: i == 1,
+			PlannedRate: ptr(rate), LoadDelivered: true, UncertaintyNs: ptr(int64(15e4 / speed)), UncertaintyFigure: "e2e p99"}
 		if i == 2 {
 			s.ClientBound, s.ClientBoundReason = true, "e2e p99 bound [1782 ms, 1809 ms] is 27 ms wide > 18 ms"
-			s.LoadDelivered, s.LoadBlame, s.WorkerRhoMax, s.WorkersForRhoHalf = false, schemas.BlameClientCPU, 0.8, 4
+			s.LoadDelivered, s.LoadBlame, s.WorkerRhoMax, s.WorkersForRhoHalf = false, schemas.BlameClientCPU, ptr(0.8), 4
 			s.LoadReason = "send lag p99 2 ms > 1 ms; the client: 90% of the lateness was before the worker began the request (pacer and CPU); worker utilisation 0.80: 4 workers would bring it under 0.5"
 		}
 		stages = append(stages, s)

@@ -52,10 +52,10 @@ func TestRunSmokeEndToEnd(t *testing.T) {
 			t.Errorf("stage %d: %d requests, %d completed, %d errors; want %d, %d, 0", i, s.Requests, s.Completed, s.Errors, want, want)
 		}
 		// Fixed-mode simulator: TTFT 20 ms from its arrival, so the measured median sits just above.
-		if p50 := time.Duration(s.TTFT.P50); p50 < 20*time.Millisecond || p50 > 25*time.Millisecond {
+		if p50 := time.Duration(val(s.TTFT.P50)); p50 < 20*time.Millisecond || p50 > 25*time.Millisecond {
 			t.Errorf("stage %d: TTFT p50 %v; want 20-25 ms", i, p50)
 		}
-		if p50 := time.Duration(s.TPOT.P50); p50 < 4*time.Millisecond || p50 > 6*time.Millisecond {
+		if p50 := time.Duration(val(s.TPOT.P50)); p50 < 4*time.Millisecond || p50 > 6*time.Millisecond {
 			t.Errorf("stage %d: TPOT p50 %v; want about 5 ms", i, p50)
 		}
 	}

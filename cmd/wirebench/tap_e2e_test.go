@@ -143,9 +143,9 @@ func TestTapSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range stages {
-		if s.ExactShare < 0.999 || s.TapShare < 0.999 || s.ClientBound {
+		if val(s.ExactShare) < 0.999 || val(s.TapShare) < 0.999 || s.ClientBound {
 			t.Errorf("stage %d: exact share %.4f, tap share %.4f, client_bound %v (%s); want >= 99.9%% and not client-bound",
-				s.Stage, s.ExactShare, s.TapShare, s.ClientBound, s.ClientBoundReason)
+				s.Stage, val(s.ExactShare), val(s.TapShare), s.ClientBound, s.ClientBoundReason)
 		}
 	}
 }

@@ -170,7 +170,7 @@ func (c httpsCheck) String() string {
 	return fmt.Sprintf("%d requests (%d ok; %d new connections, %d handshakes, %d resumed); %d events: %d kernel-stamped, %d exact, %d with a stream offset; "+
 		"%d ttft intervals off 0; tap: %d timed, %d inside the socket bounds, %d exact at the tap time, %d departures; stage exact %.4f, uncertainty %v (%s), client_bound %v %s",
 		c.requests, c.ok, c.newConns, c.handshakes, c.resumed, c.events, c.kernel, c.exact, c.offsets, c.ttftLoAboveZero,
-		c.tapped, c.tapInBounds, c.exactAtTap, c.txTapped, c.stage.ExactShare, time.Duration(c.stage.UncertaintyNs), c.stage.UncertaintyFigure, c.stage.ClientBound, c.stage.ClientBoundReason)
+		c.tapped, c.tapInBounds, c.exactAtTap, c.txTapped, val(c.stage.ExactShare), time.Duration(val(c.stage.UncertaintyNs)), c.stage.UncertaintyFigure, c.stage.ClientBound, c.stage.ClientBoundReason)
 }
 
 // checkHTTPS aggregates run and reads what its files say about the events' times.

@@ -52,8 +52,8 @@ func boundsCoverage(t *testing.T, run string) coverage {
 func (cv coverage) String() string {
 	s := cv.stage
 	return fmt.Sprintf("%d of %d covered; exact share %.3f; uncertainty %v (%s); ttft p99 [%v, %v]; client_bound %v %s; load_delivered %v %s",
-		cv.Covered, cv.Requests, s.ExactShare, time.Duration(s.UncertaintyNs), s.UncertaintyFigure,
-		time.Duration(s.TTFT.P99Lo), time.Duration(s.TTFT.P99Hi), s.ClientBound, s.ClientBoundReason, s.LoadDelivered, s.LoadReason)
+		cv.Covered, cv.Requests, val(s.ExactShare), time.Duration(val(s.UncertaintyNs)), s.UncertaintyFigure,
+		time.Duration(val(s.TTFT.P99Lo)), time.Duration(val(s.TTFT.P99Hi)), s.ClientBound, s.ClientBoundReason, s.LoadDelivered, s.LoadReason)
 }
 
 // TestBoundsCoverGroundTruth runs capture against the simulator at rising rates, with the tap
@@ -107,8 +107,8 @@ func TestBoundsWidenWhenClientStarved(t *testing.T) {
 	if cv.Covered*1000 < cv.Requests*999 {
 		t.Errorf("coverage %d of %d < 99.9%%: %s", cv.Covered, cv.Requests, strings.Join(cv.Misses, "; "))
 	}
-	if !cv.stage.ClientBound || cv.stage.UncertaintyNs <= int64(500*time.Microsecond) {
-		t.Errorf("starved client: client_bound %v, uncertainty %v; want client-bound with a bound wider than 0.5 ms", cv.stage.ClientBound, time.Duration(cv.stage.UncertaintyNs))
+	if !cv.stage.ClientBound || val(cv.stage.UncertaintyNs) <= int64(500*time.Microsecond) {
+		t.Errorf("starved client: client_bound %v, uncertainty %v; want client-bound with a bound wider than 0.5 ms", cv.stage.ClientBound, time.Duration(val(cv.stage.UncertaintyNs)))
 	}
 }
 
@@ -198,13 +198,13 @@ func TestPoissonSentAsPlannedIsDelivered(t *testing.T) {
 	}
 	cv := boundsCoverage(t, run)
 	s := cv.stage
-	t.Logf("nominal %d/s, planned %.2f/s: %v; fidelity %.4f", rate, planned, cv, s.RateFidelity)
-	if math.Abs(s.PlannedRate-planned) > 1e-6*planned {
-		t.Errorf("planned_rate %.4f; want the schedule's %.4f", s.PlannedRate, planned)
+	t.Logf("nominal %d/s, planned %.2f/s: %v; fidelity %.4f", rate, planned, cv, val(s.RateFidelity))
+	if math.Abs(val(s.PlannedRate)-planned) > 1e-6*planned {
+		t.Errorf("planned_rate %.4f; want the schedule's %.4f", val(s.PlannedRate), planned)
 	}
-	if !s.LoadDelivered || math.Abs(s.RateFidelity-1) > 0.02 || s.ClientBound {
+	if !s.LoadDelivered || math.Abs(val(s.RateFidelity)-1) > 0.02 || s.ClientBound {
 		t.Errorf("load_delivered %v (%s), fidelity %.4f, client_bound %v (%s); want delivered, fidelity within 2%%, not client-bound",
-			s.LoadDelivered, s.LoadReason, s.RateFidelity, s.ClientBound, s.ClientBoundReason)
+			s.LoadDelivered, s.LoadReason, val(s.RateFidelity), s.ClientBound, s.ClientBoundReason)
 	}
 }
 
@@ -228,12 +228,12 @@ func TestServerAcceptingSlowlyIsBlamed(t *testing.T) {
 	}
 	s := stages[0]
 	t.Logf("load_delivered %v: %s; syn_retrans %d, conn_wait p50/p99 %v/%v, connect p99 %v over %d",
-		s.LoadDelivered, s.LoadReason, s.SynRetrans, time.Duration(s.ConnWait.P50), time.Duration(s.ConnWait.P99), time.Duration(s.Connect.P99), s.Connect.Count)
+		s.LoadDelivered, s.LoadReason, s.SynRetrans, time.Duration(val(s.ConnWait.P50)), time.Duration(val(s.ConnWait.P99)), time.Duration(val(s.Connect.P99)), s.Connect.Count)
 	if s.LoadDelivered || !strings.Contains(s.LoadReason, "the server was not accepting connections fast enough") {
 		t.Errorf("load_delivered %v, reason %q; want the server blamed for accepting too slowly", s.LoadDelivered, s.LoadReason)
 	}
-	if s.SynRetrans == 0 || s.ConnWait.P99 < int64(500*time.Millisecond) {
-		t.Errorf("syn_retrans %d, conn_wait p99 %v; want dropped SYNs and connection waits of the order of the 1 s retransmission", s.SynRetrans, time.Duration(s.ConnWait.P99))
+	if s.SynRetrans == 0 || val(s.ConnWait.P99) < int64(500*time.Millisecond) {
+		t.Errorf("syn_retrans %d, conn_wait p99 %v; want dropped SYNs and connection waits of the order of the 1 s retransmission", s.SynRetrans, time.Duration(val(s.ConnWait.P99)))
 	}
 	if s.Errors != 0 {
 		t.Errorf("%d errors (%s); want every request answered in the end", s.Errors, s.ErrorsByKind)
