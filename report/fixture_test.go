@@ -13,13 +13,15 @@ import (
 // fixtureRun describes a hand-made run: a sweep over rates against a server with the given
 // capacity (completions/s); the stage at clientBound (when >= 0) is client-bound and its load
 // not delivered for the client's CPU; the stage at serverLate (when >= 0) did not get its load
-// because the server accepted connections too slowly. Stages are -1 when none.
+// because the server accepted connections too slowly. Stages are -1 when none. With failedLast
+// every request of the last stage failed: it has no latency figure at all.
 type fixtureRun struct {
 	id          string
 	capacity    float64
 	rates       []float64
 	clientBound int
 	serverLate  int
+	failedLast  bool
 	missing     []string
 	name        func(i int, rate float64) string // stage i's name; nil: "r" and the rate (r12)
 	queueMs     float64                          // scale of the queueing delay past rho 0.5; 0: 25
@@ -98,6 +100,20 @@ func serverLateStage(s *schemas.Stage) {
 		fmtMs(*s.SendLag.P99), fmtMs(int64(0.1e9 / *s.PlannedRate)), fmtMs(*s.Connect.P99))
 }
 
+// failedStage makes every request of s fail (the server answered 503): no distribution but
+// send lag and connect has a value, so their figures are null; its rates are measured zeros.
+func failedStage(s *schemas.Stage) {
+	s.Completed, s.Errors, s.ErrorsByKind = 0, s.Requests, fmt.Sprintf(`{"http_status":%d}`, s.Requests)
+	for _, d := range []*schemas.Dist{&s.TTFT, &s.TPOT, &s.ITL, &s.ITLWeighted, &s.E2E, &s.NTPOT, &s.TTFTFromPlanned,
+		&s.E2EFromPlanned, &s.Queue, &s.Prefill, &s.Decode, &s.InputTokens, &s.OutputTokens, &s.ReadLag} {
+		*d = schemas.Dist{}
+	}
+	s.CompletionRate, s.InputTPS, s.OutputTPS, s.TotalTPS, s.SteadyOutputTPS = ptr(0.0), ptr(0.0), ptr(0.0), ptr(0.0), ptr(0.0)
+	s.GoodputShare, s.GoodputRate = ptr(0.0), ptr(0.0)
+	s.ExactShare, s.PrefillPerTokenNs, s.DecompositionSource = nil, nil, ""
+	s.UncertaintyNs, s.UncertaintyFigure = nil, ""
+}
+
 // write writes manifest.json, metrics/stages.parquet and metrics/timeseries.parquet of the
 // fixture under dir and returns the run directory.
 func (f fixtureRun) write(t testing.TB, dir string) string {
@@ -155,14 +171,21 @@ func (f fixtureRun) write(t testing.TB, dir string) string {
 		if i == f.serverLate {
 			serverLateStage(&s)
 		}
+		failed := f.failedLast && i == len(f.rates)-1
+		if failed {
+			failedStage(&s)
+		}
 		stages = append(stages, s)
 		for b := int64(0); b < stageNs/1e8; b++ {
 			w := 1 + 0.15*math.Sin(float64(b)/2+float64(i))
-			p50, p99 := int64(ttft*w), int64(ttft*w*(1.5+rho))
-			ts = append(ts, schemas.Timeseries{Stage: int32(i), BucketNs: s.StartNs + b*1e8,
+			b := schemas.Timeseries{Stage: int32(i), BucketNs: s.StartNs + b*1e8,
 				Sends: int64(rate / 10 * 2 * float64(b%5) / 4), Completions: int64(math.Round(done / 10 * w)),
 				Inflight: int64(*s.InflightMean * w), InputTokens: int64(done * 51 * w), OutputTokens: int64(done * 13 * w),
-				TTFTP50Ns: &p50, TTFTP99Ns: &p99})
+				TTFTP50Ns: ptr(int64(ttft * w)), TTFTP99Ns: ptr(int64(ttft * w * (1.5 + rho)))}
+			if failed {
+				b.Completions, b.InputTokens, b.OutputTokens, b.TTFTP50Ns, b.TTFTP99Ns = 0, 0, 0, nil, nil
+			}
+			ts = append(ts, b)
 		}
 	}
 	// the first planned (knee) rule: the last stage whose completions still follow the load.

@@ -156,7 +156,7 @@ tr.note td { background: var(--note); }
 <tr><th>run</th><th>host</th><th>CPUs</th><th>status</th><th>max done/s</th><th>max out tok/s</th><th>max goodput/s</th><th>saturation</th><th>client-bound stages</th></tr>
 {{range .Profile.Runs}}<tr{{if eq .Trust.Level "red"}} class="bad"{{else if eq .Trust.Level "amber"}} class="warn"{{end}}><td>{{.Label}}</td><td>{{.Host}}</td><td>{{.CPUs}}</td><td{{if eq .Status "failed"}} class="bad"{{end}}>{{.Status}}{{range .Missing}}<br>missing: {{.}}{{end}}{{range .Outages}}<br>{{.}}{{end}}</td><td>{{rate .Headline.MaxCompletionRate}}</td><td>{{rate .Headline.MaxOutputTPS}}</td><td>{{rate .Headline.MaxGoodputRate}}</td><td>{{with .Headline.SaturationStage}}stage {{.}}{{else}}not reached{{end}}{{if .Headline.SaturationStage}} at {{rate .Headline.SaturationRate}} done/s{{end}}</td><td>{{len .Headline.ClientBoundStages}}</td></tr>
 {{end}}</table></div>
-{{if .Advice}}<div class="advice {{.AdviceLevel}}" id="advice"><strong>Stages to read with care: the client's measurement error or the load it sent may have shaped these figures.</strong><ul>{{range .Advice}}<li>{{.}}</li>{{end}}</ul></div>
+{{if .Advice}}<div class="advice {{.AdviceLevel}}" id="advice"><strong>Stages to read with care: a stage that measured nothing, or figures the client's measurement error or the load it sent may have shaped.</strong><ul>{{range .Advice}}<li>{{.}}</li>{{end}}</ul></div>
 {{end}}
 {{range .Compare}}<h2>{{.Label}}</h2><p>Headline: {{.Headline}}.</p>{{template "table" .Table}}{{end}}
 {{range .Sections}}<h2 id="{{.ID}}">{{.Title}}</h2>

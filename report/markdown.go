@@ -59,7 +59,7 @@ func markdown(p schemas.Profile, charts []*chart) []byte {
 		}
 	}
 	if len(advice) > 0 {
-		b.WriteString("\n> [!CAUTION]\n> **Stages to read with care**: the client's measurement error or the load it sent may have shaped these figures.\n>\n")
+		b.WriteString("\n> [!CAUTION]\n> **Stages to read with care**: a stage that measured nothing, or figures the client's measurement error or the load it sent may have shaped.\n>\n")
 		for _, a := range advice {
 			b.WriteString("> - " + a + "\n")
 		}

@@ -68,6 +68,8 @@ func TestGolden(t *testing.T) {
 		{"single", []fixtureRun{fixtureA}},       // one run with a client-bound stage
 		{"ab", []fixtureRun{fixtureA, fixtureB}}, // A/B comparison: ratios B / A
 		{"interrupted", []fixtureRun{{id: "run-c", capacity: 5, rates: []float64{2, 4, 6}, clientBound: -1, serverLate: -1, missing: []string{"worker 1: signal: killed"}}}},
+		// the last stage's requests all failed: its figures are null and –, its trust red
+		{"failed", []fixtureRun{{id: "run-d", capacity: 5, rates: []float64{2, 4, 6}, clientBound: -1, serverLate: -1, failedLast: true}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
