@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,6 +161,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			GOMAXPROCS: cfg.GOMAXPROCS, PacerNice: pl.pacerNice, Target: cfg.Target, Headers: rc.Target.Headers, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
 			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: *cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
 			ConnectTimeout: cfg.ConnectTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
+			MemoryBudget:       cfg.MemoryBudget,
 			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode}
 		if err := c.start(exe, wc); err != nil {
 			c.stopAll()
@@ -253,6 +255,10 @@ func resolve(cfg *Config, rc *schemas.Config) error {
 			*cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout, cfg.ConnectTimeout, cfg.Watchdog)
 	}
 	cfg.PartInterval = pickD(cfg.PartInterval, co.PartInterval.D(), DefaultPartInterval)
+	cfg.MemoryBudget = cmp.Or(cfg.MemoryBudget, int64(co.MemoryBudget), DefaultMemoryBudget)
+	if cfg.MemoryBudget < 0 {
+		return fmt.Errorf("memory budget must be >= 0 (%d bytes)", cfg.MemoryBudget)
+	}
 	cfg.KeepText = cfg.KeepText || co.KeepText
 	return nil
 }

@@ -116,6 +116,7 @@ type CaptureOptions struct {
 	DrainTimeout   Duration `yaml:"drain_timeout" json:"drain_timeout,omitempty"`     // wait for in-flight requests after Ctrl-C
 	PartRows       int      `yaml:"part_rows" json:"part_rows,omitempty"`             // roll shard parts after this many chunk rows
 	PartInterval   Duration `yaml:"part_interval" json:"part_interval,omitempty"`     // ... or after this long
+	MemoryBudget   Bytes    `yaml:"memory_budget" json:"memory_budget,omitempty"`     // per worker: response state of the requests in flight; 0 = 256MiB
 }
 
 // Duration is a time.Duration written as "250ms", "5s" in YAML and JSON.

@@ -58,6 +58,11 @@ type ClientConfig struct {
 	// match with TCP_SYNCNT, see synRetries) and, on https, the TLS handshake. A request whose
 	// dial fails is recorded as connect. 0 = DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// MemoryBudget bounds the bytes of response state (events, text, buffered lines, whole
+	// bodies) all requests in flight hold together; a request whose growth would pass it ends
+	// with kind memory_budget (see budget.go). 0 = none. With a budget, call Result.Release
+	// once a Result's rows are written.
+	MemoryBudget int64
 }
 
 // DefaultClientConfig returns the configuration capture starts from: 64 connections, no
@@ -75,6 +80,7 @@ type Client struct {
 	hold   func() // releases the timestamping holder socket
 	once   sync.Once
 
+	budget    *memBudget             // nil without ClientConfig.MemoryBudget
 	eps       sync.Map               // URL string -> *endpoint
 	pools     sync.Map               // scheme://host:port -> *plainPool
 	sessions  tls.ClientSessionCache // TLS sessions to resume on new connections
@@ -92,6 +98,9 @@ func NewClient(cfg ClientConfig) *Client {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
 	c := &Client{cfg: cfg, hold: func() {}, closed: make(chan struct{}), sessions: tls.NewLRUClientSessionCache(0)}
+	if cfg.MemoryBudget > 0 {
+		c.budget = &memBudget{limit: cfg.MemoryBudget}
+	}
 	if cfg.Timestamps {
 		c.hold = holdTimestamps()
 	}
@@ -186,6 +195,9 @@ type reqState struct {
 	tok    []int32 // per chunk: tokens, -1 = not said
 	srv    []int64 // server send times from x-sim, per content chunk
 	final  bool    // the API's terminal event has arrived
+
+	budget   *memBudget // the client's budget this request's state is counted in; nil: none
+	reserved int64      // bytes of it reserved for this request (see Client.reserve)
 }
 
 // ptrs backs the optional (pointer) fields of one request's rows. It is allocated per Do, so
@@ -236,6 +248,7 @@ func (s *reqState) int32p(i int, v int64) *int32 {
 }
 
 func (res *Result) reset() {
+	res.Release()
 	s := &res.st
 	res.Req = schemas.RawRequest{}
 	res.Chunks = res.Chunks[:0]
@@ -459,6 +472,11 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 			res.Req.DoneNs = nil // the stream did not end
 			break
 		}
+		if err := c.reserve(res); err != nil {
+			c.fail(ctx, res, schemas.ErrMemoryBudget, err)
+			res.Req.DoneNs = nil
+			break
+		}
 		if rerr == io.EOF {
 			break
 		}
@@ -636,6 +654,11 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 			return
 		}
 		body = append(body, s.buf[:n]...)
+		s.sim = body // counted by the memory budget
+		if err := c.reserve(res); err != nil {
+			c.fail(ctx, res, schemas.ErrMemoryBudget, err)
+			return
+		}
 		if rerr == io.EOF {
 			break
 		}

@@ -744,7 +744,9 @@ func (c *Client) serve(pc *plainConn, cl *call, err error) bool {
 	} else {
 		c.handle(cl.ctx, cl.ctx, response{status: status, statusText: text, header: rawHeader(head), body: b}, cl.req, res)
 	}
-	if res.Req.ErrorKind != "" && res.Req.ErrorKind != schemas.ErrHTTPStatus && res.Req.ErrorKind != schemas.ErrServerEvent {
+	switch res.Req.ErrorKind {
+	case "", schemas.ErrHTTPStatus, schemas.ErrServerEvent, schemas.ErrNotStreamed: // a whole answer: the connection may serve the next
+	default:
 		return false
 	}
 	// Read the rest of an error body or anything the decoder left, up to maxDrain, so the next

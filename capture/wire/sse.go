@@ -56,6 +56,11 @@ func (d *Decoder) Reset() {
 	*d = Decoder{line: d.line[:0], data: d.data[:0], typ: d.typ[:0], id: d.id[:0]}
 }
 
+// pending returns the bytes of the partial line and event the decoder holds (memory budget);
+// capacity what its buffers have allocated.
+func (d *Decoder) pending() int  { return len(d.line) + len(d.data) }
+func (d *Decoder) capacity() int { return cap(d.line) + cap(d.data) + cap(d.typ) + cap(d.id) }
+
 // Offset returns the number of body bytes consumed so far.
 func (d *Decoder) Offset() int64 { return d.base + int64(d.pos) }
 

@@ -35,6 +35,7 @@ type CaptureFlags struct {
 	Watchdog       time.Duration  `help:"Fail the run when a worker that has not finished sends no progress for this long (stopped or hung): it is killed and named (0 = 30s)." default:"0s"`
 	PartRows       int            `help:"Roll each worker's shard parts after this many chunk rows (0 = capture.part_rows, else 500000)." default:"0"`
 	PartInterval   time.Duration  `help:"... or after this long (0 = capture.part_interval, else 10s)." default:"0s"`
+	MemoryBudget   schemas.Bytes  `placeholder:"SIZE" help:"Bytes of response state (events at 256 bytes each, text, buffered lines, whole bodies) each worker's requests in flight may hold together, e.g. 1GiB; past it a request ends with error kind memory_budget, never the worker for want of memory (0 = capture.memory_budget, else 256MiB: 1,048,576 events)." default:"0"`
 	Gomaxprocs     int            `help:"GOMAXPROCS of each worker (0 = 4, see README)." default:"0"`
 	CPUs           string         `name:"cpus" placeholder:"LIST" help:"CPUs to pin the workers to, worker i to the i-th (mod the list), e.g. 0,2-3 (default: the CPUs this process may use). Hosts sharing one machine give each a CPU of its own."`
 	NoPin          bool           `help:"Do not pin workers to CPUs."`
@@ -65,7 +66,7 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) err
 func (c *CaptureFlags) config(run, target string, args []string, lf logFlags) (capture.Config, error) {
 	cfg := capture.Config{Run: run, Workers: c.Workers, Target: target, MaxInflight: c.MaxInflight, MaxConns: c.MaxConns, Connections: c.Connections,
 		KeepText: c.KeepText, DrainTimeout: c.DrainTimeout, Timeout: c.Timeout, TTFTTimeout: c.TTFTTimeout, GapTimeout: c.GapTimeout,
-		ConnectTimeout: c.ConnectTimeout, Watchdog: c.Watchdog, PartRows: c.PartRows, PartInterval: c.PartInterval,
+		ConnectTimeout: c.ConnectTimeout, Watchdog: c.Watchdog, PartRows: c.PartRows, PartInterval: c.PartInterval, MemoryBudget: int64(c.MemoryBudget),
 		GOMAXPROCS: c.Gomaxprocs, NoPin: c.NoPin, KeepAwake: c.KeepAwake, Tap: c.Tap, StopBelowFidelity: c.StopBelow, Quiet: c.Quiet, Progress: os.Stderr, Args: args, WorkerArgs: lf}
 	var err error
 	if cfg.Shard, cfg.Shards, err = schemas.ParseShard(c.Shard); err != nil {

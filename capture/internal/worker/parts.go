@@ -64,7 +64,18 @@ func (w *partWriter) add(r *schemas.RawRequest, chunks []schemas.RawChunk) error
 		w.opened = time.Now()
 	}
 	w.reqBuf = append(w.reqBuf, *r)
-	w.chunkBf = append(w.chunkBf, chunks...)
+	if len(chunks) >= flushRows {
+		// A long response goes to the writer as it is: copied into the buffer, it would leave
+		// the buffer as large as the longest response for the rest of the run.
+		if err := w.flush(); err != nil {
+			return err
+		}
+		if err := w.chunks.Write(chunks); err != nil {
+			return err
+		}
+	} else {
+		w.chunkBf = append(w.chunkBf, chunks...)
+	}
 	if len(w.reqBuf) >= flushRows || len(w.chunkBf) >= flushRows {
 		if err := w.flush(); err != nil {
 			return err

@@ -55,9 +55,12 @@ type Config struct {
 	GapTimeout   time.Duration `json:"gap_timeout"`  // 0 = none
 	// ConnectTimeout bounds each dial; 0 = wire.DefaultConnectTimeout.
 	ConnectTimeout time.Duration `json:"connect_timeout"`
-	PartRows       int           `json:"part_rows"`
-	PartInterval   time.Duration `json:"part_interval"`
-	Args           []string      `json:"args"`
+	// MemoryBudget bounds the bytes of response state all requests in flight hold together
+	// (wire.ClientConfig.MemoryBudget): past it a request ends with kind memory_budget. 0 = none.
+	MemoryBudget int64         `json:"memory_budget"`
+	PartRows     int           `json:"part_rows"`
+	PartInterval time.Duration `json:"part_interval"`
+	Args         []string      `json:"args"`
 	// NoKernelTimestamps and StampAfterDecode: see Config.
 	NoKernelTimestamps bool `json:"no_kernel_timestamps,omitempty"`
 	StampAfterDecode   bool `json:"stamp_after_decode,omitempty"`
@@ -218,7 +221,7 @@ func (w *worker) newClient() *wire.Client {
 	w.log.Info("connections", "max_connections", maxConns, "open_files_limit", OpenFilesLimit())
 	w.log.Info("timeouts", "timeout", cfg.Timeout, "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout, "connect_timeout", cfg.ConnectTimeout)
 	return wire.NewClient(wire.ClientConfig{API: w.api, MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
-		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, ConnectTimeout: cfg.ConnectTimeout, TLS: w.tls,
+		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, ConnectTimeout: cfg.ConnectTimeout, TLS: w.tls, MemoryBudget: cfg.MemoryBudget,
 		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
 }
 
@@ -726,6 +729,7 @@ func (w *worker) writeLoop() error {
 			}
 			res.Text = ""
 			res.Req.OutputText = ""
+			res.Release() // its rows are copied: the memory budget has them back
 			w.pool.Put(res)
 		case now := <-tick.C:
 			clk.advance(w)
