@@ -364,3 +364,24 @@ func TestCompletionsWithin(t *testing.T) {
 		}
 	}
 }
+
+// One content event carrying every token (a whole answer, a server that buffers the stream)
+// has no time between tokens: its TPOT is null, not 0, and the stage's TPOT has no value from it;
+// its NTPOT (E2E / N) stands.
+func TestOneEventHasNoTPOT(t *testing.T) {
+	f := newFixture()
+	f.req(schemas.RawRequest{Seq: 1, PlannedNs: t0, SentNs: t0, DoneNs: p64(t0 + 20*ms), UsagePrompt: p32(10), UsageComplete: p32(4), InputTokens: 10})
+	f.chunk(0, schemas.RawChunk{Seq: 1, Index: 0, RxUserNs: t0 + 20*ms, Kind: "content"})
+	dir := f.write(t, t.TempDir())
+	sum, err := Run(context.Background(), Config{Runs: []string{dir}}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := readRequests(t, dir)[1]
+	if m.TPOTNs != nil || m.TPOTLoNs != nil || m.NTPOTNs == nil || *m.NTPOTNs != 5*ms {
+		t.Errorf("tpot %s [%s, %s], ntpot %s; want tpot null, ntpot 20 ms / 4", show(m.TPOTNs), show(m.TPOTLoNs), show(m.TPOTHiNs), show(m.NTPOTNs))
+	}
+	if d := sum.Stages[0].TPOT; d.Count != 0 || d.P50 != nil {
+		t.Errorf("stage tpot %v; want no value", d)
+	}
+}

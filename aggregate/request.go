@@ -168,7 +168,9 @@ func (s *reqState) addEvent(sp span, content, answer bool) (gap span, hasGap boo
 //   - TTFC = t(first event carrying answer tokens: text or tool-call arguments) − S, so
 //     TTFC − TTFT is the time spent reasoning before the answer. reasoning_tokens: usage's;
 //     answer_tokens = N − reasoning_tokens when both come from usage.
-//   - TPOT = (t_last − t_first)/(N − 1) for N > 1, integer division; null otherwise.
+//   - TPOT = (t_last − t_first)/(N − 1) for N > 1 over at least two content events, integer
+//     division; null otherwise (one event carrying every token, as a whole answer does, has no
+//     time between tokens to divide: its TPOT is unknown, not 0).
 //   - ITL: gaps between consecutive content events; the row keeps their mean and maximum.
 //   - NTPOT = E2E/N for N > 0, integer division; null when N = 0 (never 0).
 //   - *_from_planned: the same from P instead of S. send_lag = S − P.
@@ -215,7 +217,7 @@ func (s *reqState) metric(slo schemas.SLO) schemas.MetricRequest {
 		m.TTFTNs = ptr(s.firstNs - s.sNs)
 		m.TTFTLoNs, m.TTFTHiNs = ptr(max(s.first.lo-s.sEndNs, 0)), ptr(s.first.hi-s.sNs)
 		m.TTFTFromPlannedNs = ptr(s.firstNs - s.plannedNs)
-		if n > 1 {
+		if n > 1 && s.content > 1 {
 			d := int64(n - 1)
 			m.TPOTNs = ptr((s.lastNs - s.firstNs) / d)
 			m.TPOTLoNs, m.TPOTHiNs = ptr(max(s.last.lo-s.first.hi, 0)/d), ptr((s.last.hi-s.first.lo)/d)

@@ -44,7 +44,7 @@ type MetricRequest struct {
 	TTFCHiNs            *int64 `parquet:"ttfc_hi_ns,optional" doc:"upper end: hi(first answer event) - S"`
 	ReasoningTokens     *int32 `parquet:"reasoning_tokens,optional" doc:"reasoning tokens the server reported in its usage (usage_reasoning_tokens); null when not reported"`
 	AnswerTokens        *int32 `parquet:"answer_tokens,optional" doc:"output_tokens - reasoning_tokens when the server reported both; null otherwise"`
-	TPOTNs              *int64 `parquet:"tpot_ns,optional" doc:"(t_last - t_first) / (N - 1) for N > 1; null otherwise"`
+	TPOTNs              *int64 `parquet:"tpot_ns,optional" doc:"(t_last - t_first) / (N - 1) for N > 1 over at least two content events; null otherwise (never 0 for one event carrying every token)"`
 	TPOTLoNs            *int64 `parquet:"tpot_lo_ns,optional" doc:"lower end of TPOT's interval: max(0, lo(last) - hi(first)) / (N - 1)"`
 	TPOTHiNs            *int64 `parquet:"tpot_hi_ns,optional" doc:"upper end: (hi(last) - lo(first)) / (N - 1)"`
 	ITLMeanNs           *int64 `parquet:"itl_mean_ns,optional" doc:"mean gap between consecutive content chunks; null with fewer than two"`

@@ -23,6 +23,12 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// WIREBENCH_E2E_BINARY runs the tests against another build (e.g. main's, to see a new
+	// test fail there).
+	if b := os.Getenv("WIREBENCH_E2E_BINARY"); b != "" {
+		binary = b
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "wirebench-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

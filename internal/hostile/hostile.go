@@ -62,6 +62,25 @@ func WholeJSON(w io.Writer) {
 	fmt.Fprintf(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(wholeAnswer), wholeAnswer)
 }
 
+// Events returns a response of n minimal events ("data: {}", an empty chunk each) and [DONE],
+// written in 64 KiB chunks: a stream that is long in events but quick to send.
+func Events(n int) func(io.Writer) {
+	const ev = "data: {}\n\n"
+	block := chunk(strings.Repeat(ev, (64<<10)/len(ev)))
+	perBlock := (64 << 10) / len(ev)
+	return func(w io.Writer) {
+		if _, err := io.WriteString(w, sseHead); err != nil {
+			return
+		}
+		for i := 0; i+perBlock <= n; i += perBlock {
+			if _, err := io.WriteString(w, block); err != nil {
+				return
+			}
+		}
+		io.WriteString(w, chunk(strings.Repeat(ev, n%perBlock)+doneEv)+lastChunk)
+	}
+}
+
 // repeat writes head, then p over and over until a write fails or endless bytes went out.
 func repeat(w io.Writer, head string, p []byte) {
 	if _, err := io.WriteString(w, head); err != nil {
@@ -145,6 +164,7 @@ type Server struct {
 	cases []Case
 	mu    sync.Mutex
 	posts int
+	after int // with StartAfter: POSTs answered well before every one gets cases[0]; -1 otherwise
 	conns map[net.Conn]struct{}
 	log   []Served
 	wg    sync.WaitGroup
@@ -154,11 +174,21 @@ type Server struct {
 // /case/NAME gets that case (/case/ a good answer); any other POST gets, in turn, a good answer and the next of cases
 // (good, cases[0], good, cases[1], ...), so a run's first second always holds good answers.
 func Start(cases []Case, cfg *tls.Config) (*Server, error) {
+	return start(&Server{cases: cases, after: -1}, cfg)
+}
+
+// StartAfter starts a server that answers the first good POSTs well and every later one with
+// case c: a server that breaks down (or starts to misbehave) mid-run.
+func StartAfter(good int, c Case, cfg *tls.Config) (*Server, error) {
+	return start(&Server{cases: []Case{c}, after: good}, cfg)
+}
+
+func start(s *Server, cfg *tls.Config) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), ln: ln, cases: cases, conns: map[net.Conn]struct{}{}}
+	s.URL, s.ln, s.conns = "http://"+ln.Addr().String(), ln, map[net.Conn]struct{}{}
 	if cfg != nil {
 		s.ln = tls.NewListener(ln, cfg)
 		s.URL = "https://" + ln.Addr().String()
@@ -255,7 +285,12 @@ func (s *Server) pick(path, auth string, port, n int) *Case {
 			}
 		}
 	} else {
-		if i := s.posts; i%2 == 1 && i/2 < len(s.cases) {
+		switch i := s.posts; {
+		case s.after >= 0:
+			if i >= s.after {
+				cs = &s.cases[0]
+			}
+		case i%2 == 1 && i/2 < len(s.cases):
 			cs = &s.cases[i/2]
 		}
 		s.posts++
