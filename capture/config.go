@@ -103,15 +103,15 @@ const (
 	DefaultConnectTimeout = wire.DefaultConnectTimeout
 	// DefaultWatchdog: a worker reports its progress every second while it runs; 30 s of silence
 	// is a worker stopped (SIGSTOP, a debugger) or hung, not a slow one.
-	DefaultWatchdog = 30 * time.Second
-	DefaultPartRows = 500_000
+	DefaultWatchdog     = 30 * time.Second
+	DefaultPartRows     = 500_000
+	DefaultPartInterval = 10 * time.Second
 	// DefaultMemoryBudget bounds what one worker's requests in flight hold of their responses
 	// (events at 256 bytes each, text, buffered lines, whole bodies): 1,048,576 events, as many
 	// as the longest single response may have. A 2-CPU machine runs two workers: 512 MiB, and
 	// about twice that of memory with the garbage collector's headroom. Past it a request ends
 	// with kind memory_budget, not the worker with an out-of-memory kill.
 	DefaultMemoryBudget = 256 << 20
-	DefaultPartInterval = 10 * time.Second
 	// DefaultGOMAXPROCS is 4 for a worker pinned to one CPU: the pacer's locked thread gives up
 	// its P while it sleeps in clock_nanosleep and must find an idle one when it wakes, or wait
 	// for a thread handoff (milliseconds on a busy CPU); with readers busy on the other Ps, 4

@@ -185,12 +185,12 @@ func rawServer(tb testing.TB, events int, tcfg *tls.Config) string {
 }
 
 // BenchmarkClientEvents measures events per second through one client (Do over a keep-alive
-// connection, 200 events per response) with the server in the same process: a lower bound on
-// one client core's capacity.
+// connection, 200 events per response) with the server in the same process, under capture's
+// default memory budget: a lower bound on one client core's capacity.
 func BenchmarkClientEvents(b *testing.B) {
 	const events = 200
 	url := rawServer(b, events, nil)
-	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true})
+	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true, MemoryBudget: 256 << 20})
 	defer c.Close()
 	var res Result
 	req := &Request{URL: url, Body: []byte(`{"stream":true}`)}
