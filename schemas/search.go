@@ -77,24 +77,24 @@ type SearchRecord struct {
 
 // SearchStep is one step of a search: an ordinary run directory at one rate.
 type SearchStep struct {
-	Index         int     `json:"index" doc:"step number, from 0"`
-	Rate          float64 `json:"rate" doc:"offered rate of the step"`
-	Dir           string  `json:"dir" doc:"its run directory, relative to DIR (re-analysable like any run)"`
-	Why           string  `json:"why" doc:"why this rate was chosen"`
-	Verdict       string  `json:"verdict" doc:"pass, fail or untrusted"`
-	Reason        string  `json:"reason" doc:"the figures behind the verdict"`
-	EarlyStop     string  `json:"early_stop,omitempty" doc:"why the step was stopped before its end (already clearly failing); empty when it ran whole"`
-	GoodputShare  float64 `json:"goodput_share" doc:"share of the step's requests meeting every SLO (stages.parquet goodput_share)"`
-	AchievedRate  float64 `json:"achieved_rate" doc:"sends per second over the send window"`
-	Requests      int64   `json:"requests" doc:"requests sent"`
-	LoadDelivered bool    `json:"load_delivered" doc:"the load verdict (stages.parquet load_delivered)"`
-	LoadBlame     string  `json:"load_blame,omitempty" doc:"who waited when the load was not delivered (stages.parquet load_blame)"`
-	ClientBound   bool    `json:"client_bound" doc:"the latency verdict (stages.parquet client_bound): the client's error is too wide"`
-	LatencyNote   string  `json:"latency_note,omitempty" doc:"stages.parquet client_bound_reason, when not empty"`
-	Misses        Misses  `json:"misses" doc:"requests missing each SLO (a request may miss several)"`
-	TTFTP50Ns     int64   `json:"ttft_p50_ns" doc:"TTFT p50 of the step"`
-	TTFTP99Ns     int64   `json:"ttft_p99_ns" doc:"TTFT p99 of the step"`
-	E2EP99Ns      int64   `json:"e2e_p99_ns" doc:"E2E p99 of the step"`
+	Index         int      `json:"index" doc:"step number, from 0"`
+	Rate          float64  `json:"rate" doc:"offered rate of the step"`
+	Dir           string   `json:"dir" doc:"its run directory, relative to DIR (re-analysable like any run)"`
+	Why           string   `json:"why" doc:"why this rate was chosen"`
+	Verdict       string   `json:"verdict" doc:"pass, fail or untrusted"`
+	Reason        string   `json:"reason" doc:"the figures behind the verdict"`
+	EarlyStop     string   `json:"early_stop,omitempty" doc:"why the step was stopped before its end (already clearly failing); empty when it ran whole"`
+	GoodputShare  *float64 `json:"goodput_share" doc:"share of the step's requests meeting every SLO (stages.parquet goodput_share); null without requests"`
+	AchievedRate  *float64 `json:"achieved_rate" doc:"sends per second over the send window; null with fewer than two sends"`
+	Requests      int64    `json:"requests" doc:"requests sent"`
+	LoadDelivered bool     `json:"load_delivered" doc:"the load verdict (stages.parquet load_delivered)"`
+	LoadBlame     string   `json:"load_blame,omitempty" doc:"who waited when the load was not delivered (stages.parquet load_blame)"`
+	ClientBound   bool     `json:"client_bound" doc:"the latency verdict (stages.parquet client_bound): the client's error is too wide"`
+	LatencyNote   string   `json:"latency_note,omitempty" doc:"stages.parquet client_bound_reason, when not empty"`
+	Misses        Misses   `json:"misses" doc:"requests missing each SLO (a request may miss several)"`
+	TTFTP50Ns     *int64   `json:"ttft_p50_ns" doc:"TTFT p50 of the step; null without an ok request"`
+	TTFTP99Ns     *int64   `json:"ttft_p99_ns" doc:"TTFT p99 of the step; null without an ok request"`
+	E2EP99Ns      *int64   `json:"e2e_p99_ns" doc:"E2E p99 of the step; null without an ok request"`
 }
 
 // Misses counts a step's requests that missed each SLO.

@@ -58,10 +58,12 @@ func Judge(st *schemas.Stage, goodput float64, earlyStop string) (verdict, reaso
 		return schemas.StepUntrusted, fmt.Sprintf("load verdict: not delivered (%s: %s)", st.LoadBlame, st.LoadReason)
 	case st.ClientBound || st.ClientBoundReason != "":
 		return schemas.StepUntrusted, "latency verdict: " + st.ClientBoundReason
-	case st.GoodputShare >= goodput:
-		return schemas.StepPass, fmt.Sprintf("goodput %.2f%% ≥ %g%%", 100*st.GoodputShare, 100*goodput)
+	case st.GoodputShare == nil:
+		return schemas.StepUntrusted, "no request recorded: no goodput to judge"
+	case *st.GoodputShare >= goodput:
+		return schemas.StepPass, fmt.Sprintf("goodput %.2f%% ≥ %g%%", 100**st.GoodputShare, 100*goodput)
 	}
-	return schemas.StepFail, fmt.Sprintf("goodput %.2f%% < %g%%", 100*st.GoodputShare, 100*goodput)
+	return schemas.StepFail, fmt.Sprintf("goodput %.2f%% < %g%%", 100**st.GoodputShare, 100*goodput)
 }
 
 // Advice says what an untrusted step means and what to do about it.

@@ -17,8 +17,8 @@ func Markdown(rec *schemas.SearchRecord) string {
 	b.WriteString("| step | rate (req/s) | verdict | goodput | TTFT p50 (ms) | TTFT p99 (ms) | E2E p99 (ms) | why this rate | verdict reason |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range rec.Steps {
-		fmt.Fprintf(&b, "| [%d](%s/) | %s | %s | %.2f%% | %s | %s | %s | %s | %s |\n", s.Index, s.Dir, Rate(s.Rate), s.Verdict,
-			100*s.GoodputShare, ms(s.TTFTP50Ns), ms(s.TTFTP99Ns), ms(s.E2EP99Ns), s.Why, s.Reason)
+		fmt.Fprintf(&b, "| [%d](%s/) | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Index, s.Dir, Rate(s.Rate), s.Verdict,
+			pct(s.GoodputShare), ms(s.TTFTP50Ns), ms(s.TTFTP99Ns), ms(s.E2EP99Ns), s.Why, s.Reason)
 	}
 	b.WriteString("\n")
 	for _, n := range rec.Notes {

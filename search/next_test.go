@@ -106,7 +106,8 @@ func TestClearlyFailing(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	green := schemas.Stage{LoadDelivered: true, GoodputShare: 0.995}
+	share := func(v float64) *float64 { return &v }
+	green := schemas.Stage{LoadDelivered: true, GoodputShare: share(0.995)}
 	tests := []struct {
 		name  string
 		edit  func(*schemas.Stage)
@@ -114,7 +115,8 @@ func TestJudge(t *testing.T) {
 		want  string
 	}{
 		{"goodput above", func(s *schemas.Stage) {}, "", P},
-		{"goodput below", func(s *schemas.Stage) { s.GoodputShare = 0.98 }, "", F},
+		{"goodput below", func(s *schemas.Stage) { s.GoodputShare = share(0.98) }, "", F},
+		{"no request", func(s *schemas.Stage) { s.GoodputShare = nil }, "", U},
 		{"load not delivered", func(s *schemas.Stage) { s.LoadDelivered, s.LoadBlame = false, schemas.BlameClient }, "", U},
 		{"client-bound", func(s *schemas.Stage) { s.ClientBound, s.ClientBoundReason = true, "ttft p99 wide" }, "", U},
 		{"unbounded events", func(s *schemas.Stage) { s.ClientBoundReason = "no lower bound" }, "", U},

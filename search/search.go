@@ -277,5 +277,19 @@ func sloText(slo schemas.SLO) string {
 	return strings.Join(parts, ", ")
 }
 
-// ms formats nanoseconds as milliseconds for the table.
-func ms(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/float64(time.Millisecond)) }
+// ms formats a nullable duration in milliseconds; – (never 0) for null: a step without an ok
+// request has no latency.
+func ms(ns *int64) string {
+	if ns == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", float64(*ns)/float64(time.Millisecond))
+}
+
+// pct formats a nullable share as a percentage; – for null.
+func pct(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f%%", 100**v)
+}
