@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/wirebench/wirebench/schemas"
@@ -167,7 +169,9 @@ func (r *runDir) listParts(w *warner) error {
 			r.parts = append(r.parts, p)
 		}
 	}
-	for _, e := range r.manifest.Files {
+	// In path order, so that --strict names the same first missing part every time.
+	files := slices.SortedFunc(slices.Values(r.manifest.Files), func(a, b schemas.FileEntry) int { return strings.Compare(a.Path, b.Path) })
+	for _, e := range files {
 		f := filepath.Join(r.dir, e.Path)
 		if e.Kind != reqKind.Name && e.Kind != chunkKind.Name {
 			continue
