@@ -177,6 +177,10 @@ func startWirebench(t *testing.T, args ...string) (cmd *exec.Cmd, stdout, stderr
 	cmd = exec.Command(binary, args...)
 	stdout, stderr = new(strings.Builder), new(strings.Builder)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// Workers inherit stderr: a worker that outlives a killed coordinator (stopped, or still
+	// closing its parts) holds the pipe open, and Wait would wait for it rather than for the
+	// process the test signalled.
+	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
