@@ -578,6 +578,10 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 	for len(c.msgs) > 0 {
 		c.handle(<-c.msgs)
 	}
+	// A short run can end before a tick saw its first second's last failure: judge it now.
+	if checkFirst && c.failure == nil && !c.interrupted {
+		c.checkFirstSecond()
+	}
 	tr.finish()
 	stopScrape()
 	c.server = <-scraped
