@@ -258,7 +258,7 @@ func TestHTTPSThroughNginx(t *testing.T) {
 				needTap(t)
 			}
 			run := constantRun(t, p.tlsTarget(false), simkit.ConstantStage{Rate: 100, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: 16})
-			if _, stderr, err := wirebench(t, time.Minute, "capture", run, "--quiet", "--workers", "1", "--tap", tap); err != nil {
+			if _, stderr, err := wirebench(t, time.Minute, "capture", run, "--quiet", "--workers", "1", "--connections", "1", "--tap", tap); err != nil {
 				t.Fatalf("capture: %v\n%s", err, stderr)
 			}
 			c := checkHTTPS(t, run)
