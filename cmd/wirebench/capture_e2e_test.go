@@ -242,16 +242,19 @@ func waitWorkers(t *testing.T, pid, n int) []int {
 	return nil
 }
 
-func waitExit(t *testing.T, cmd *exec.Cmd, errb *strings.Builder) error {
+// waitExit waits up to limit for the started cmd to end and returns Wait's error; a cmd still
+// running then is killed and fails the test, with its stderr.
+func waitExit(t *testing.T, cmd *exec.Cmd, limit time.Duration, stderr fmt.Stringer) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(15 * time.Second):
+	case <-time.After(limit):
 		cmd.Process.Kill()
-		t.Fatalf("capture did not end 15s after the signal; stderr:\n%s", errb.String())
+		<-done
+		t.Fatalf("%v still running after %v; stderr:\n%s", cmd.Args[1:2], limit, stderr.String())
 	}
 	return nil
 }
@@ -262,7 +265,7 @@ func TestCaptureSIGINTDrainsAndMarksInterrupted(t *testing.T) {
 	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet")
 	waitWorkers(t, cmd.Process.Pid, 2)
 	cmd.Process.Signal(os.Interrupt)
-	err := waitExit(t, cmd, errb)
+	err := waitExit(t, cmd, 15*time.Second, errb)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 		t.Errorf("capture after SIGINT: %v; want exit status 130\n%s", err, errb.String())
 	}
@@ -289,7 +292,7 @@ func TestCaptureSIGKILLOneWorkerOthersGoOn(t *testing.T) {
 	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet")
 	kids := waitWorkers(t, cmd.Process.Pid, 2)
 	syscall.Kill(kids[1], syscall.SIGKILL)
-	err := waitExit(t, cmd, errb)
+	err := waitExit(t, cmd, 15*time.Second, errb)
 	if err == nil || !strings.Contains(errb.String(), "worker died") {
 		t.Errorf("capture after a worker was killed: %v; want a failure naming the dead worker\n%s", err, errb.String())
 	}
@@ -331,7 +334,7 @@ func TestCaptureSIGKILLCoordinatorKeepsParts(t *testing.T) {
 		}
 	}
 	cmd.Process.Kill()
-	waitExit(t, cmd, errb)
+	waitExit(t, cmd, 15*time.Second, errb)
 	// The orphaned workers see their stdin close, close their open parts and exit; so does the
 	// keep-awake spinner.
 	deadline := time.Now().Add(10 * time.Second)

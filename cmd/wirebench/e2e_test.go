@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/hostile"
 	"github.com/wirebench/wirebench/internal/simkit"
 )
 
@@ -135,3 +137,26 @@ func val[T any](p *T) (v T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// overPlainAndTLS runs f as the subtests "plain" and "tls"; srvTLS is nil on "plain" and
+// trustedServerTLS's config on "tls".
+func overPlainAndTLS(t *testing.T, f func(t *testing.T, srvTLS *tls.Config)) {
+	t.Run("plain", func(t *testing.T) { f(t, nil) })
+	t.Run("tls", func(t *testing.T) { f(t, trustedServerTLS(t)) })
+}
+
+// trustedServerTLS returns a self-signed server config whose certificate the wirebench commands
+// the test starts trust (SSL_CERT_FILE, set for the test's duration).
+func trustedServerTLS(t *testing.T) *tls.Config {
+	t.Helper()
+	cfg, pem, err := hostile.SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile := filepath.Join(t.TempDir(), "cert.pem")
+	if err := os.WriteFile(certFile, pem, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SSL_CERT_FILE", certFile)
+	return cfg
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/csv"
 	"encoding/json"
 	"io"
@@ -208,67 +209,48 @@ var wholeJSON = hostile.Case{Name: "whole JSON", Respond: hostile.WholeJSON}
 // not_streamed (its text still parsed), on plain http and https: not ok, and aggregate counts it
 // as an error with no TPOT, not as a completion with TPOT 0.
 func TestWholeJSONAnswerIsNotStreamed(t *testing.T) {
-	tcfg, pem, err := hostile.SelfSigned()
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile := filepath.Join(t.TempDir(), "cert.pem")
-	if err := os.WriteFile(certFile, pem, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		tls  bool
-	}{{"plain", false}, {"tls", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := tcfg
-			if !tc.tls {
-				cfg = nil
-			}
-			srv, err := hostile.StartAfter(5, wholeJSON, cfg)
+	overPlainAndTLS(t, func(t *testing.T, srvTLS *tls.Config) {
+		srv, err := hostile.StartAfter(5, wholeJSON, srvTLS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: 10, Duration: time.Second, MaxTokens: 4})
+		var out []byte
+		for _, args := range [][]string{{"capture", run, "--workers", "1", "--quiet", "--tap", "off"}, {"aggregate", run}} {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			out, err = exec.CommandContext(ctx, binary, args...).CombinedOutput()
+			cancel()
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%s: %v\n%s", args[0], err, out)
 			}
-			defer srv.Close()
-			run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: 10, Duration: time.Second, MaxTokens: 4})
-			var out []byte
-			for _, args := range [][]string{{"capture", run, "--workers", "1", "--quiet", "--tap", "off"}, {"aggregate", run}} {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				cmd := exec.CommandContext(ctx, binary, args...)
-				cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+certFile)
-				out, err = cmd.CombinedOutput()
-				cancel()
-				if err != nil {
-					t.Fatalf("%s: %v\n%s", args[0], err, out)
-				}
+		}
+		if !strings.Contains(string(out), ": 10 requests, 5 ok,") {
+			t.Errorf("aggregate says\n%s\nwant 10 requests, 5 ok (the whole answers are not)", out)
+		}
+		_, reqs, _ := rawFiles(t, run)
+		kinds := map[string]int{}
+		for _, r := range reqs {
+			kinds[r.ErrorKind]++
+			if r.ErrorKind == schemas.ErrNotStreamed && (r.Chunks != 1 || !strings.Contains(r.ErrorMessage, `"application/json", not text/event-stream`)) {
+				t.Errorf("seq %d: not_streamed with %d chunks, message %q; want the whole answer kept as one chunk, the content type named", r.Seq, r.Chunks, r.ErrorMessage)
 			}
-			if !strings.Contains(string(out), ": 10 requests, 5 ok,") {
-				t.Errorf("aggregate says\n%s\nwant 10 requests, 5 ok (the whole answers are not)", out)
+		}
+		if kinds[""] != 5 || kinds[schemas.ErrNotStreamed] != 5 {
+			t.Errorf("kinds %v; want 5 ok and 5 not_streamed", kinds)
+		}
+		metrics, err := schemas.ReadFile[schemas.MetricRequest](schemas.FileOf[schemas.MetricRequest](run))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range metrics {
+			if m.ErrorKind == schemas.ErrNotStreamed && (m.OK || m.TPOTNs != nil || m.SLOMet) {
+				t.Errorf("seq %d (not_streamed): ok %v, tpot %v, slo_met %v; want a failed request with no TPOT", m.Seq, m.OK, m.TPOTNs, m.SLOMet)
 			}
-			_, reqs, _ := rawFiles(t, run)
-			kinds := map[string]int{}
-			for _, r := range reqs {
-				kinds[r.ErrorKind]++
-				if r.ErrorKind == schemas.ErrNotStreamed && (r.Chunks != 1 || !strings.Contains(r.ErrorMessage, `"application/json", not text/event-stream`)) {
-					t.Errorf("seq %d: not_streamed with %d chunks, message %q; want the whole answer kept as one chunk, the content type named", r.Seq, r.Chunks, r.ErrorMessage)
-				}
-			}
-			if kinds[""] != 5 || kinds[schemas.ErrNotStreamed] != 5 {
-				t.Errorf("kinds %v; want 5 ok and 5 not_streamed", kinds)
-			}
-			metrics, err := schemas.ReadFile[schemas.MetricRequest](schemas.FileOf[schemas.MetricRequest](run))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range metrics {
-				if m.ErrorKind == schemas.ErrNotStreamed && (m.OK || m.TPOTNs != nil || m.SLOMet) {
-					t.Errorf("seq %d (not_streamed): ok %v, tpot %v, slo_met %v; want a failed request with no TPOT", m.Seq, m.OK, m.TPOTNs, m.SLOMet)
-				}
-			}
-			stages, err := schemas.ReadFile[schemas.Stage](schemas.FileOf[schemas.Stage](run))
-			if err != nil || len(stages) != 1 || stages[0].Completed != 5 || stages[0].Errors != 5 {
-				t.Fatalf("stages: %v; want one stage with 5 ok and 5 errors: %+v", err, stages)
-			}
-		})
-	}
+		}
+		stages, err := schemas.ReadFile[schemas.Stage](schemas.FileOf[schemas.Stage](run))
+		if err != nil || len(stages) != 1 || stages[0].Completed != 5 || stages[0].Errors != 5 {
+			t.Fatalf("stages: %v; want one stage with 5 ok and 5 errors: %+v", err, stages)
+		}
+	})
 }

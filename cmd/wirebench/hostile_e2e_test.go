@@ -2,9 +2,8 @@ package main
 
 import (
 	"context"
-	"os"
+	"crypto/tls"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -23,54 +22,34 @@ import (
 // answers between them are ok, and nothing hangs. Over TLS the same kinds as over plain http, and
 // the events carry kernel times as on plain http.
 func TestCaptureAgainstHostileServer(t *testing.T) {
-	tcfg, pem, err := hostile.SelfSigned()
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile := filepath.Join(t.TempDir(), "cert.pem")
-	if err := os.WriteFile(certFile, pem, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		tls  bool
-	}{{"plain", false}, {"tls", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var srv *hostile.Server
-			var err error
-			if tc.tls {
-				srv, err = hostile.Start(hostile.Cases, tcfg)
-			} else {
-				srv, err = hostile.Start(hostile.Cases, nil)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			planned := 2 * len(hostile.Cases)
-			run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: 10, Duration: time.Duration(planned) * 100 * time.Millisecond, MaxTokens: 4})
-			t0 := time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, binary, "capture", run, "--workers", "1", "--connections", "2", "--quiet", "--tap", "off",
-				"--gap-timeout", "1s", "--ttft-timeout", "2s")
-			cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+certFile)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("capture: %v\n%s", err, out)
-			}
-			if strings.Contains(string(out), "panic") {
-				t.Errorf("capture output mentions a panic:\n%s", out)
-			}
-			m, reqs, chunks := rawFiles(t, run)
-			if m.Status != schemas.StatusComplete {
-				t.Errorf("manifest status %q (missing %q); want complete", m.Status, m.Missing)
-			}
-			checkHostileRows(t, reqs, srv.Log(), planned)
-			checkKernelTimes(t, tc.tls, reqs, chunks)
-			t.Logf("%d requests in %v", len(reqs), time.Since(t0).Round(time.Millisecond))
-		})
-	}
+	overPlainAndTLS(t, func(t *testing.T, srvTLS *tls.Config) {
+		srv, err := hostile.Start(hostile.Cases, srvTLS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		planned := 2 * len(hostile.Cases)
+		run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: 10, Duration: time.Duration(planned) * 100 * time.Millisecond, MaxTokens: 4})
+		t0 := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, binary, "capture", run, "--workers", "1", "--connections", "2", "--quiet", "--tap", "off",
+			"--gap-timeout", "1s", "--ttft-timeout", "2s")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("capture: %v\n%s", err, out)
+		}
+		if strings.Contains(string(out), "panic") {
+			t.Errorf("capture output mentions a panic:\n%s", out)
+		}
+		m, reqs, chunks := rawFiles(t, run)
+		if m.Status != schemas.StatusComplete {
+			t.Errorf("manifest status %q (missing %q); want complete", m.Status, m.Missing)
+		}
+		checkHostileRows(t, reqs, srv.Log(), planned)
+		checkKernelTimes(t, srvTLS != nil, reqs, chunks)
+		t.Logf("%d requests in %v", len(reqs), time.Since(t0).Round(time.Millisecond))
+	})
 }
 
 // checkHostileRows matches each row to the answer the server gave it (by the client's port and

@@ -5,11 +5,11 @@ package main
 // worker is killed by the coordinator's watchdog, and SIGTERM stops every command.
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -99,57 +99,39 @@ var dripHeaders = hostile.Case{Name: "headers dripped a byte every 2s", Hold: tr
 // --ttft-timeout 3s although no gap reaches --gap-timeout 3s (before, on plain http, only
 // --timeout cut them), over plain http and https; the requests around it are answered.
 func TestDrippedHeadersCutByTTFTTimeout(t *testing.T) {
-	tcfg, pem, err := hostile.SelfSigned()
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile := filepath.Join(t.TempDir(), "cert.pem")
-	if err := os.WriteFile(certFile, pem, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		tls  bool
-	}{{"plain", false}, {"tls", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := tcfg
-			if !tc.tls {
-				cfg = nil
+	overPlainAndTLS(t, func(t *testing.T, srvTLS *tls.Config) {
+		srv, err := hostile.Start([]hostile.Case{dripHeaders}, srvTLS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		const planned = 4
+		run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: planned, Duration: time.Second, MaxTokens: 4})
+		cmd := exec.Command(binary, "capture", run, "--workers", "1", "--connections", "2", "--quiet", "--tap", "off",
+			"--ttft-timeout", "3s", "--gap-timeout", "3s")
+		t0 := time.Now()
+		out, err := runBounded(t, cmd, 30*time.Second)
+		if err != nil {
+			t.Fatalf("capture: %v\n%s", err, out)
+		}
+		m, reqs, _ := rawFiles(t, run)
+		if m.Status != schemas.StatusComplete {
+			t.Errorf("manifest status %q; want complete", m.Status)
+		}
+		var cut int
+		for _, r := range reqs {
+			switch {
+			case r.ErrorKind == schemas.ErrTTFTTimeout && strings.Contains(r.ErrorMessage, "(ttft_timeout 3s)"):
+				cut++
+			case r.ErrorKind != "":
+				t.Errorf("seq %d: %s %q; want ok, or ttft_timeout for the dripped headers", r.Seq, r.ErrorKind, r.ErrorMessage)
 			}
-			srv, err := hostile.Start([]hostile.Case{dripHeaders}, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			const planned = 4
-			run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: planned, Duration: time.Second, MaxTokens: 4})
-			cmd := exec.Command(binary, "capture", run, "--workers", "1", "--connections", "2", "--quiet", "--tap", "off",
-				"--ttft-timeout", "3s", "--gap-timeout", "3s")
-			cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+certFile)
-			t0 := time.Now()
-			out, err := runBounded(t, cmd, 30*time.Second)
-			if err != nil {
-				t.Fatalf("capture: %v\n%s", err, out)
-			}
-			m, reqs, _ := rawFiles(t, run)
-			if m.Status != schemas.StatusComplete {
-				t.Errorf("manifest status %q; want complete", m.Status)
-			}
-			var cut int
-			for _, r := range reqs {
-				switch {
-				case r.ErrorKind == schemas.ErrTTFTTimeout && strings.Contains(r.ErrorMessage, "(ttft_timeout 3s)"):
-					cut++
-				case r.ErrorKind != "":
-					t.Errorf("seq %d: %s %q; want ok, or ttft_timeout for the dripped headers", r.Seq, r.ErrorKind, r.ErrorMessage)
-				}
-			}
-			if len(reqs) != planned || cut != 1 {
-				t.Errorf("%d requests, %d cut by ttft_timeout 3s; want %d, the one with dripped headers cut", len(reqs), cut, planned)
-			}
-			t.Logf("%d requests in %v", len(reqs), time.Since(t0).Round(time.Millisecond))
-		})
-	}
+		}
+		if len(reqs) != planned || cut != 1 {
+			t.Errorf("%d requests, %d cut by ttft_timeout 3s; want %d, the one with dripped headers cut", len(reqs), cut, planned)
+		}
+		t.Logf("%d requests in %v", len(reqs), time.Since(t0).Round(time.Millisecond))
+	})
 }
 
 // runBounded runs cmd and returns its combined output; it fails the test when cmd is still
@@ -161,17 +143,8 @@ func runBounded(t *testing.T, cmd *exec.Cmd, limit time.Duration) (string, error
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return out.String(), err
-	case <-time.After(limit):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("%v still running after %v; output:\n%s", cmd.Args, limit, out.String())
-	}
-	return "", nil
+	err := waitExit(t, cmd, limit, &out)
+	return out.String(), err
 }
 
 // TestRequestTimeoutDefault: every request has an overall timeout by default (30m), which a
@@ -232,14 +205,7 @@ func TestStoppedWorkerIsKilledByWatchdog(t *testing.T) {
 	if err := syscall.Kill(stopped, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(40 * time.Second):
-		t.Fatalf("capture still running 40s after worker %d was stopped; stderr:\n%s", stopped, errb.String())
-	}
+	err := waitExit(t, cmd, 40*time.Second, errb)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("capture: %v; want exit status 1\n%s", err, errb.String())

@@ -71,7 +71,7 @@ func TestSecondWriterFailsAtOnce(t *testing.T) {
 		}
 	}
 	first.Process.Signal(os.Interrupt)
-	if err := waitExit(t, first, stderr); err == nil || first.ProcessState.ExitCode() != 130 {
+	if err := waitExit(t, first, 15*time.Second, stderr); err == nil || first.ProcessState.ExitCode() != 130 {
 		t.Fatalf("the first run after Ctrl-C: %v; want exit status 130\n%s", err, stderr)
 	}
 	m := readManifest(t, run)
@@ -112,7 +112,7 @@ func TestLeftoversOfAKilledCaptureRemovedNextTime(t *testing.T) {
 		syscall.Kill(k, syscall.SIGSTOP)
 	}
 	cmd.Process.Kill()
-	waitExit(t, cmd, errb)
+	waitExit(t, cmd, 15*time.Second, errb)
 	for _, k := range kids {
 		syscall.Kill(k, syscall.SIGKILL)
 		waitGone(t, k)

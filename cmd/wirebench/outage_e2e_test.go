@@ -72,15 +72,8 @@ func TestRunSurvivesServerDeath(t *testing.T) {
 	restarting := time.Now()
 	startSim(t, simArgs...)
 	back := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v\n%s", err, stderr.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("run did not end 60s after the restart\n%s", stderr.String())
+	if err := waitExit(t, cmd, 60*time.Second, stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 
 	m, reqs, _ := rawFiles(t, out)

@@ -20,7 +20,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/wirebench/wirebench/internal/hostile"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -39,16 +38,7 @@ func startEchoServer(t *testing.T, tls bool) *echoServer {
 	s := &echoServer{}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	if tls {
-		cfg, pem, err := hostile.SelfSigned()
-		if err != nil {
-			t.Fatal(err)
-		}
-		certFile := filepath.Join(t.TempDir(), "cert.pem")
-		if err := os.WriteFile(certFile, pem, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Setenv("SSL_CERT_FILE", certFile)
-		s.TLS = cfg
+		s.TLS = trustedServerTLS(t)
 		s.StartTLS()
 	} else {
 		s.Start()

@@ -32,19 +32,7 @@ func TestSIGTERMIsTheFirstCtrlC(t *testing.T) {
 			}
 			cmd, stdout, stderr := startWirebench(t, append(args, "--workers", "1", "--tap", "off", "--quiet")...)
 			waitSending(t, dir, time.Second)
-			cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s did not end 30s after SIGTERM\n%s", cmdName, stderr.String())
-			}
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-				t.Errorf("%s after SIGTERM: %v; want exit status 130\n%s", cmdName, err, stderr.String())
-			}
+			stopAndExpect130(t, cmd, stderr, 30*time.Second)
 			if !strings.Contains(stderr.String(), "interrupt: stopping and draining") {
 				t.Errorf("%s logged no drain after SIGTERM:\n%s", cmdName, stderr.String())
 			}
@@ -86,7 +74,7 @@ func TestSecondSIGTERMExitsAtOnce(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the drain waits for 5 s streams
 	t0 := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
-	err := waitExit(t, cmd, errb)
+	err := waitExit(t, cmd, 15*time.Second, errb)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 || time.Since(t0) > 2*time.Second {
 		t.Errorf("capture after a second SIGTERM: %v after %v; want exit status 130 at once\n%s", err, time.Since(t0), errb.String())
@@ -167,16 +155,7 @@ func stopAndExpect130(t *testing.T, cmd *exec.Cmd, stderr fmt.Stringer, limit ti
 	t.Helper()
 	t0 := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(limit):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("%v still running %v after SIGTERM; stderr:\n%s", cmd.Args[1:2], limit, stderr.String())
-	}
+	err := waitExit(t, cmd, limit, stderr)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Errorf("%v after SIGTERM: %v after %v; want exit status 130\n%s", cmd.Args[1:2], err, time.Since(t0).Round(time.Millisecond), stderr.String())

@@ -101,17 +101,8 @@ func TestSimExitsCleanlyOnSignal(t *testing.T) {
 			t.Fatalf("first stdout line %q (%v); want the base URL", line, err)
 		}
 		cmd.Process.Signal(sig)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("wirebench sim after %v: %v; want exit status 0", sig, err)
-			}
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Errorf("wirebench sim did not exit within 10s of %v", sig)
+		if err := waitExit(t, cmd, 10*time.Second, new(strings.Builder)); err != nil {
+			t.Errorf("wirebench sim after %v: %v; want exit status 0", sig, err)
 		}
 	}
 }
