@@ -251,16 +251,7 @@ func TestPlainConnectionCap(t *testing.T) {
 		}), nil)
 		c := NewClient(ClientConfig{MaxConns: 2, Timestamps: true})
 		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		results := make([]Result, 8)
-		done := make(chan struct{}, len(results))
-		for i := range results {
-			c.Send(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &results[i], func(*Result) { done <- struct{}{} })
-		}
-		for range results {
-			<-done
-		}
+		results := sendAtOnce(c, srv.URL, 8)
 		for i := range results {
 			mustOK(t, fmt.Sprint("request ", i), &results[i], 3)
 		}
@@ -363,16 +354,7 @@ func TestConnectionCounters(t *testing.T) {
 	}), nil)
 	c := NewClient(ClientConfig{MaxConns: 8, Timestamps: true})
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	results := make([]Result, 3)
-	done := make(chan struct{}, len(results))
-	for i := range results {
-		c.Send(ctx, &Request{URL: slow.URL + "/v1/completions", Body: []byte(`{}`)}, &results[i], func(*Result) { done <- struct{}{} })
-	}
-	for range results {
-		<-done
-	}
+	sendAtOnce(c, slow.URL, 3)
 	if o, p := c.Opened(), c.TakeOpenPeak(); o != 3 || p != 3 {
 		t.Errorf("3 concurrent requests: Opened %d, TakeOpenPeak %d; want 3, 3", o, p)
 	}
@@ -386,6 +368,8 @@ func TestConnectionCounters(t *testing.T) {
 	}), nil)
 	c2 := NewClient(ClientConfig{MaxConns: 8, Timestamps: true})
 	defer c2.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for i := range 3 {
 		var res Result
 		c2.Do(ctx, &Request{URL: closing.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
@@ -427,4 +411,20 @@ func TestWaitersTakeConnectionsInOrder(t *testing.T) {
 	if n := conns.Load(); n != 1 {
 		t.Errorf("%d connections; want 1", n)
 	}
+}
+
+// sendAtOnce sends n completions requests to base at once (10 s deadline) and returns their
+// results when all are done.
+func sendAtOnce(c *Client, base string, n int) []Result {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	results := make([]Result, n)
+	done := make(chan struct{}, n)
+	for i := range results {
+		c.Send(ctx, &Request{URL: base + "/v1/completions", Body: []byte(`{}`)}, &results[i], func(*Result) { done <- struct{}{} })
+	}
+	for range results {
+		<-done
+	}
+	return results
 }
