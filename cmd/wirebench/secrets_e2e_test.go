@@ -71,7 +71,7 @@ func (s *echoServer) serve(w http.ResponseWriter, r *http.Request) {
 	if n%4 == 3 {
 		fmt.Fprintf(w, "data: {\"error\":{\"message\":\"rejected %s\",\"code\":401}}\n\n", echo.String())
 	} else {
-		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"text\":\"ok\",\"finish_reason\":\"length\"}]}\n\n")
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"ok %s\",\"finish_reason\":\"length\"}]}\n\n", echo.String())
 	}
 	io.WriteString(w, "data: [DONE]\n\n")
 }
@@ -133,8 +133,9 @@ func randomHex() string {
 
 // Secrets planted everywhere a config can hold one (the API key through api_key_env, literal
 // Authorization, x-api-key and Proxy-Authorization headers, an api-key header read from a
-// variable, a password in the target URL) are sent, echoed back by the server in 401 bodies and
-// in error events of 200 streams, and written nowhere: not in any file of the run (the manifest,
+// variable, a password in the target URL) are sent, echoed back by the server in 401 bodies, in
+// error events of 200 streams and in the generated text (kept with --keep-text), and written
+// nowhere: not in any file of the run (the manifest,
 // the schedule, raw and metrics Parquet with their columns decoded, the report), not in a log
 // line at debug level (replay, capture, its workers, aggregate, report), not on stdout.
 func TestSecretsWrittenNowhere(t *testing.T) {
@@ -175,7 +176,7 @@ workload: {synthetic: {input: {kind: fixed, value: 4}, output: {kind: fixed, val
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	stdout, stderr, err := wirebench(t, time.Minute, "--log-level", "debug", "run", cfg, "-o", out, "--workers", "1", "--tap", "off")
+	stdout, stderr, err := wirebench(t, time.Minute, "--log-level", "debug", "run", cfg, "-o", out, "--workers", "1", "--tap", "off", "--keep-text")
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr)
 	}

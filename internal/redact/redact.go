@@ -4,8 +4,8 @@
 // Writer does it for every line a log handler writes. URL userinfo is replaced wherever it
 // appears in a text, registered or not.
 //
-// It is not on the hot path: a worker redacts a request's error message once, when it records
-// a failed request, never per event.
+// It is not on the hot path: a worker redacts a request's error message (and, with --keep-text,
+// its text) once, when it writes the request's row, never per event.
 package redact
 
 import (

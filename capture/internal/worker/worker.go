@@ -720,8 +720,12 @@ func (w *worker) writeLoop() error {
 				}
 				return werr
 			}
-			if res.Req.ErrorMessage != "" { // a server may echo the request's credentials
+			// A server may echo the request's credentials, in an error or in its text.
+			if res.Req.ErrorMessage != "" {
 				res.Req.ErrorMessage = redact.String(res.Req.ErrorMessage)
+			}
+			if res.Req.OutputText != "" {
+				res.Req.OutputText = redact.String(res.Req.OutputText)
 			}
 			tl.add(res, w.startNs)
 			if werr == nil {
