@@ -3,7 +3,7 @@
 //
 // Process model: Run (the coordinator) starts k worker processes, the same binary's hidden
 // `worker` subcommand, k defaulting to the CPUs this process may use (affinity mask and cgroup
-// v2 cpu.max, not the host's core count). Each worker pins itself to one CPU, takes its share of
+// v2 cpu.max, not the host's core count), or to half of them beside the server (colocated.go). Each worker pins itself to one CPU, takes its share of
 // the schedule and paces it open loop: every request is sent at its planned time whatever
 // happened to earlier ones; a late send is recorded as send lag (sent_ns - planned_ns), never
 // hidden.
@@ -13,7 +13,7 @@
 // takes keys with (key / n) mod k == w, so whole conversations and users stay on one worker.
 //
 // Worker <-> coordinator protocol (private to this package, one JSON object per line): the
-// coordinator writes the WorkerConfig as the first line of the worker's stdin, then
+// coordinator writes the worker.Config as the first line of the worker's stdin, then
 // {"start_ns":N} once every worker reported ready, and {"stop":true} on the first interrupt.
 // A closed stdin means the coordinator is gone: the worker cancels what is in flight, closes its
 // open parts and exits. The worker writes messages (ready, progress, file, worker, done) to
