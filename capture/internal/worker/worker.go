@@ -73,7 +73,7 @@ type Config struct {
 	Out io.Writer `json:"-"` // messages for the coordinator
 }
 
-// ReadConfig reads the first line of in as a WorkerConfig and leaves the rest of in for
+// ReadConfig reads the first line of in as a Config and leaves the rest of in for
 // Run.
 func ReadConfig(in io.Reader) (Config, *bufio.Reader, error) {
 	br := bufio.NewReader(in)
