@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 		}
 	}
 	if err := os.Rename(pass2, schemas.FileOf[schemas.MetricRequest](out)); err != nil {
-		return nil, fmt.Errorf("aggregate: %w", err)
+		return nil, err
 	}
 	if err := schemas.WriteFile(schemas.FileOf[schemas.Stage](out), rows, prod); err != nil {
 		return nil, err

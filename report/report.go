@@ -7,6 +7,7 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -40,7 +41,7 @@ const (
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	started := time.Now()
 	if len(cfg.Runs) == 0 {
-		return fmt.Errorf("report: no run directory given")
+		return errors.New("no run directory given")
 	}
 	out := cfg.Out
 	if out == "" {
@@ -48,18 +49,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	runs, err := loadRuns(cfg.Runs, log)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	files, err := renderFiles(runs, out)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return err
 	}
 	for _, f := range files {
 		if err := schemas.WriteFileAtomic(filepath.Join(out, f.Name), f.Data); err != nil {
-			return fmt.Errorf("report: %w", err)
+			return err
 		}
 	}
 	index := filepath.Join(out, IndexName)
@@ -69,7 +70,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		m := runs[0].Manifest
 		m.Steps = append(m.Steps, schemas.Step{Name: "report", Args: cfg.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: "complete"})
 		if err := m.Write(filepath.Join(cfg.Runs[0], schemas.ManifestName)); err != nil {
-			return fmt.Errorf("report: record step: %w", err)
+			return fmt.Errorf("record the report step: %w", err)
 		}
 	}
 	if cfg.Open {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -130,8 +131,7 @@ func (w *Writer[T]) Close() error {
 		os.Remove(w.tmp.Name())
 		return fmt.Errorf("close %s: %w", w.path, err)
 	}
-	syncDir(filepath.Dir(w.path))
-	return nil
+	return syncDir(filepath.Dir(w.path))
 }
 
 // Abort discards the file: the temporary file is removed and the final name is never created.
@@ -187,8 +187,7 @@ func WriteFileAtomic(path string, data []byte) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	syncDir(dir)
-	return nil
+	return syncDir(dir)
 }
 
 // createTemp creates the hidden temporary file ".NAME.tmp-*" next to the final name, readable
@@ -206,11 +205,18 @@ func createTemp(dir, base string) (*os.File, error) {
 	return f, nil
 }
 
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+// syncDir makes a rename in dir durable. A file system that cannot sync a directory (EINVAL,
+// ENOTSUP: some network and FUSE mounts) is not an error: the rename is as durable as it allows.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
 	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
 }
 
 // File is an opened Parquet file whose version and kind were checked.
