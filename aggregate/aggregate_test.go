@@ -18,32 +18,32 @@ import (
 func handRun() *fixture {
 	f := newFixture()
 	f.slo = schemas.SLO{TTFT: schemas.Duration(30 * ms)}
-	kern := func(v int64) *int64 { return p64(t0 + v) }
+	kern := func(v int64) *int64 { return ptr[int64](t0 + v) }
 	// seq 1: S = 1 ms, content at 10, 30, 40 ms (kernel; user 0.2 ms later), usage N = 4,
 	// done at 42 ms; server prefill 5 ms.
-	f.req(schemas.RawRequest{Seq: 1, PlannedNs: t0, SentNs: t0 + 1*ms, DoneNs: kern(42 * ms), UsagePrompt: p32(100), UsageComplete: p32(4), InputTokens: 90,
-		ServerQueueNs: p64(2 * ms), ServerPrefillNs: p64(5 * ms), ServerDecodeNs: p64(30 * ms)})
+	f.req(schemas.RawRequest{Seq: 1, PlannedNs: t0, SentNs: t0 + 1*ms, DoneNs: kern(42 * ms), UsagePrompt: ptr[int32](100), UsageComplete: ptr[int32](4), InputTokens: 90,
+		ServerQueueNs: ptr[int64](2 * ms), ServerPrefillNs: ptr[int64](5 * ms), ServerDecodeNs: ptr[int64](30 * ms)})
 	for i, at := range []int64{5, 10, 30, 40, 41, 42} {
 		kind := []string{"empty", "content", "content", "content", "usage", "done"}[i]
 		f.chunk(0, schemas.RawChunk{Seq: 1, Index: int32(i), RxKernelNs: kern(at * ms), RxUserNs: t0 + at*ms + 200_000, Kind: kind})
 	}
 	// seq 2: one-token answer: S = P = 100 ms, content at 150, done at 151; server prefill 20 ms.
-	f.req(schemas.RawRequest{Seq: 2, PlannedNs: t0 + 100*ms, SentNs: t0 + 100*ms, DoneNs: kern(151 * ms), UsagePrompt: p32(10), UsageComplete: p32(1), InputTokens: 10,
-		ServerQueueNs: p64(25 * ms), ServerPrefillNs: p64(20 * ms), ServerDecodeNs: p64(0)})
+	f.req(schemas.RawRequest{Seq: 2, PlannedNs: t0 + 100*ms, SentNs: t0 + 100*ms, DoneNs: kern(151 * ms), UsagePrompt: ptr[int32](10), UsageComplete: ptr[int32](1), InputTokens: 10,
+		ServerQueueNs: ptr[int64](25 * ms), ServerPrefillNs: ptr[int64](20 * ms), ServerDecodeNs: ptr[int64](0)})
 	f.chunk(0, schemas.RawChunk{Seq: 2, Index: 0, RxKernelNs: kern(150 * ms), RxUserNs: t0 + 150*ms + 100_000, Kind: "content"})
 	f.chunk(0, schemas.RawChunk{Seq: 2, Index: 1, RxKernelNs: kern(151 * ms), RxUserNs: t0 + 151*ms + 100_000, Kind: "done"})
 	// seq 3: N = 0: usage says 0 tokens, no content, done 5 ms after S = 200 ms.
-	f.req(schemas.RawRequest{Seq: 3, PlannedNs: t0 + 200*ms, SentNs: t0 + 200*ms, DoneNs: kern(205 * ms), UsagePrompt: p32(10), UsageComplete: p32(0), InputTokens: 10})
+	f.req(schemas.RawRequest{Seq: 3, PlannedNs: t0 + 200*ms, SentNs: t0 + 200*ms, DoneNs: kern(205 * ms), UsagePrompt: ptr[int32](10), UsageComplete: ptr[int32](0), InputTokens: 10})
 	f.chunk(0, schemas.RawChunk{Seq: 3, Index: 0, RxUserNs: t0 + 205*ms, Kind: "done"})
 	// seq 4: failed with HTTP 500, no stream.
 	f.req(schemas.RawRequest{Seq: 4, PlannedNs: t0 + 300*ms, SentNs: t0 + 302*ms, Status: 500, ErrorKind: "http_status", InputTokens: 10})
 	// seq 5: reasoning-only stream without usage, events carrying 3 and 2 tokens, user times only.
-	f.req(schemas.RawRequest{Seq: 5, PlannedNs: t0 + 400*ms, SentNs: t0 + 400*ms, DoneNs: p64(t0 + 431*ms), InputTokens: 20})
-	f.chunk(0, schemas.RawChunk{Seq: 5, Index: 0, RxUserNs: t0 + 420*ms, Kind: "content", ReasoningBytes: 12, Tokens: p32(3)})
-	f.chunk(0, schemas.RawChunk{Seq: 5, Index: 1, RxUserNs: t0 + 430*ms, Kind: "content", ReasoningBytes: 8, Tokens: p32(2)})
+	f.req(schemas.RawRequest{Seq: 5, PlannedNs: t0 + 400*ms, SentNs: t0 + 400*ms, DoneNs: ptr[int64](t0 + 431*ms), InputTokens: 20})
+	f.chunk(0, schemas.RawChunk{Seq: 5, Index: 0, RxUserNs: t0 + 420*ms, Kind: "content", ReasoningBytes: 12, Tokens: ptr[int32](3)})
+	f.chunk(0, schemas.RawChunk{Seq: 5, Index: 1, RxUserNs: t0 + 430*ms, Kind: "content", ReasoningBytes: 8, Tokens: ptr[int32](2)})
 	f.chunk(0, schemas.RawChunk{Seq: 5, Index: 2, RxUserNs: t0 + 431*ms, Kind: "done"})
 	// seq 6: kept text "hello big world" (3 whitespace tokens), no usage, content at 510 and 520.
-	f.req(schemas.RawRequest{Seq: 6, PlannedNs: t0 + 500*ms, SentNs: t0 + 500*ms, DoneNs: p64(t0 + 521*ms), InputTokens: 30, OutputText: "hello big world"})
+	f.req(schemas.RawRequest{Seq: 6, PlannedNs: t0 + 500*ms, SentNs: t0 + 500*ms, DoneNs: ptr[int64](t0 + 521*ms), InputTokens: 30, OutputText: "hello big world"})
 	f.chunk(0, schemas.RawChunk{Seq: 6, Index: 0, RxUserNs: t0 + 510*ms, Kind: "content"})
 	f.chunk(0, schemas.RawChunk{Seq: 6, Index: 1, RxUserNs: t0 + 520*ms, Kind: "content"})
 	f.chunk(0, schemas.RawChunk{Seq: 6, Index: 2, RxUserNs: t0 + 521*ms, Kind: "done"})
@@ -77,23 +77,23 @@ func TestRequestMetrics(t *testing.T) {
 		dsrc                                string
 	}{
 		// multi-chunk with usage: TTFT 10-1, E2E 42-1, TPOT (40-10)/3, gaps 20 and 10, NTPOT 41/4
-		{1, true, true, 100, 4, "usage", p64(9 * ms), p64(41 * ms), p64(10 * ms), p64(15 * ms), p64(20 * ms),
-			p64(41 * ms / 4), p64(10 * ms), p64(42 * ms), p64(42 * ms / 4), p64(200_000), 1 * ms, p64(4 * ms), p64(5 * ms), p64(32 * ms), "server"},
+		{1, true, true, 100, 4, "usage", ptr[int64](9 * ms), ptr[int64](41 * ms), ptr[int64](10 * ms), ptr[int64](15 * ms), ptr[int64](20 * ms),
+			ptr[int64](41 * ms / 4), ptr[int64](10 * ms), ptr[int64](42 * ms), ptr[int64](42 * ms / 4), ptr[int64](200_000), 1 * ms, ptr[int64](4 * ms), ptr[int64](5 * ms), ptr[int64](32 * ms), "server"},
 		// one token: no TPOT or ITL; TTFT 50 ms misses the 30 ms SLO
-		{2, true, false, 10, 1, "usage", p64(50 * ms), p64(51 * ms), null, null, null,
-			p64(51 * ms), p64(50 * ms), p64(51 * ms), p64(51 * ms), p64(100_000), 0, p64(30 * ms), p64(20 * ms), p64(1 * ms), "server"},
+		{2, true, false, 10, 1, "usage", ptr[int64](50 * ms), ptr[int64](51 * ms), null, null, null,
+			ptr[int64](51 * ms), ptr[int64](50 * ms), ptr[int64](51 * ms), ptr[int64](51 * ms), ptr[int64](100_000), 0, ptr[int64](30 * ms), ptr[int64](20 * ms), ptr[int64](1 * ms), "server"},
 		// N = 0: NTPOT null, no TTFT (so the TTFT SLO is missed), no decomposition
-		{3, true, false, 10, 0, "usage", null, p64(5 * ms), null, null, null,
-			null, null, p64(5 * ms), null, null, 0, null, null, null, ""},
+		{3, true, false, 10, 0, "usage", null, ptr[int64](5 * ms), null, null, null,
+			null, null, ptr[int64](5 * ms), null, null, 0, null, null, null, ""},
 		// failed
 		{4, false, false, 10, 0, "chunks", null, null, null, null, null,
 			null, null, null, null, null, 2 * ms, null, null, null, ""},
 		// reasoning-only, events carry 3 + 2 tokens: N = 5, TPOT 10/4 ms
-		{5, true, true, 20, 5, "chunks", p64(20 * ms), p64(31 * ms), p64(10 * ms / 4), p64(10 * ms), p64(10 * ms),
-			p64(31 * ms / 5), p64(20 * ms), p64(31 * ms), p64(31 * ms / 5), null, 0, nil, nil, nil, "fit"},
+		{5, true, true, 20, 5, "chunks", ptr[int64](20 * ms), ptr[int64](31 * ms), ptr[int64](10 * ms / 4), ptr[int64](10 * ms), ptr[int64](10 * ms),
+			ptr[int64](31 * ms / 5), ptr[int64](20 * ms), ptr[int64](31 * ms), ptr[int64](31 * ms / 5), null, 0, nil, nil, nil, "fit"},
 		// kept text: tokenizer gives 3; TPOT 10/2 ms
-		{6, true, true, 30, 3, "tokenizer", p64(10 * ms), p64(21 * ms), p64(5 * ms), p64(10 * ms), p64(10 * ms),
-			p64(7 * ms), p64(10 * ms), p64(21 * ms), p64(7 * ms), null, 0, nil, nil, nil, "fit"},
+		{6, true, true, 30, 3, "tokenizer", ptr[int64](10 * ms), ptr[int64](21 * ms), ptr[int64](5 * ms), ptr[int64](10 * ms), ptr[int64](10 * ms),
+			ptr[int64](7 * ms), ptr[int64](10 * ms), ptr[int64](21 * ms), ptr[int64](7 * ms), null, 0, nil, nil, nil, "fit"},
 	}
 	for _, tt := range tests {
 		m, ok := got[tt.seq]
@@ -370,7 +370,7 @@ func TestCompletionsWithin(t *testing.T) {
 // its NTPOT (E2E / N) stands.
 func TestOneEventHasNoTPOT(t *testing.T) {
 	f := newFixture()
-	f.req(schemas.RawRequest{Seq: 1, PlannedNs: t0, SentNs: t0, DoneNs: p64(t0 + 20*ms), UsagePrompt: p32(10), UsageComplete: p32(4), InputTokens: 10})
+	f.req(schemas.RawRequest{Seq: 1, PlannedNs: t0, SentNs: t0, DoneNs: ptr[int64](t0 + 20*ms), UsagePrompt: ptr[int32](10), UsageComplete: ptr[int32](4), InputTokens: 10})
 	f.chunk(0, schemas.RawChunk{Seq: 1, Index: 0, RxUserNs: t0 + 20*ms, Kind: "content"})
 	dir := f.write(t, t.TempDir())
 	sum, err := Run(context.Background(), Config{Runs: []string{dir}}, quietLog())

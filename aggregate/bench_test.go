@@ -49,16 +49,16 @@ func genRun(tb testing.TB, dir string, n int) int64 {
 				seq++
 				s := t0 + seq*200_000
 				ttft := 20*ms + (seq%97)*100_000
-				rb = append(rb, schemas.RawRequest{Seq: seq, Worker: int32(w), PlannedNs: s, SentNs: s + 50_000, DoneNs: p64(s + ttft + 16*20*ms),
-					Status: 200, InputTokens: int32(100 + seq%500), UsagePrompt: p32(int32(100 + seq%500)), UsageComplete: p32(16),
-					ServerPrefillNs: p64(10 * ms)})
+				rb = append(rb, schemas.RawRequest{Seq: seq, Worker: int32(w), PlannedNs: s, SentNs: s + 50_000, DoneNs: ptr[int64](s + ttft + 16*20*ms),
+					Status: 200, InputTokens: int32(100 + seq%500), UsagePrompt: ptr[int32](int32(100 + seq%500)), UsageComplete: ptr[int32](16),
+					ServerPrefillNs: ptr[int64](10 * ms)})
 				for j := range 17 {
 					kind := "content"
 					if j == 16 {
 						kind = "done"
 					}
 					at := s + ttft + int64(j)*20*ms + (seq*int64(j))%1000
-					cb = append(cb, schemas.RawChunk{Seq: seq, Index: int32(j), RxKernelNs: p64(at), RxUserNs: at + 30_000, Quality: "exact", Kind: kind})
+					cb = append(cb, schemas.RawChunk{Seq: seq, Index: int32(j), RxKernelNs: ptr[int64](at), RxUserNs: at + 30_000, Quality: "exact", Kind: kind})
 				}
 				if len(rb) == batch {
 					if err := rw.Write(rb); err != nil {

@@ -64,7 +64,7 @@ func TestHistStagePrefill(t *testing.T) {
 func withServerTimings(f *fixture) *fixture {
 	for k, rows := range f.reqs {
 		for i := range rows {
-			rows[i].ServerQueueNs, rows[i].ServerPrefillNs, rows[i].ServerDecodeNs = p64(1*ms), p64(1*ms), p64(10*ms)
+			rows[i].ServerQueueNs, rows[i].ServerPrefillNs, rows[i].ServerDecodeNs = ptr[int64](1*ms), ptr[int64](1*ms), ptr[int64](10*ms)
 		}
 		f.reqs[k] = rows
 	}
@@ -144,7 +144,7 @@ func oneLengthRun() *fixture {
 	f := linearRun()
 	for k, rows := range f.reqs {
 		for i := range rows {
-			rows[i].UsagePrompt = p32(300)
+			rows[i].UsagePrompt = ptr[int32](300)
 		}
 		f.reqs[k] = rows
 	}

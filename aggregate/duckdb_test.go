@@ -97,12 +97,12 @@ func TestDuckDBCrossCheck(t *testing.T) {
 func TestDuckDBTapJoin(t *testing.T) {
 	f := newFixture()
 	sent := func(ns int64) int64 { return t0 + ns }
-	f.req(schemas.RawRequest{Seq: 1, PlannedNs: sent(100), SentNs: sent(105), LocalPort: p32(9), TxStreamEnd: p64(300), DoneNs: p64(sent(400))})
-	f.req(schemas.RawRequest{Seq: 2, PlannedNs: sent(1000), SentNs: sent(1005), LocalPort: p32(9), TxStreamEnd: p64(10), DoneNs: p64(sent(1200))})
+	f.req(schemas.RawRequest{Seq: 1, PlannedNs: sent(100), SentNs: sent(105), LocalPort: ptr[int32](9), TxStreamEnd: ptr[int64](300), DoneNs: ptr[int64](sent(400))})
+	f.req(schemas.RawRequest{Seq: 2, PlannedNs: sent(1000), SentNs: sent(1005), LocalPort: ptr[int32](9), TxStreamEnd: ptr[int64](10), DoneNs: ptr[int64](sent(1200))})
 	for _, c := range []struct {
 		seq, index, end int64
 	}{{1, 0, 20}, {1, 1, 50}, {1, 2, 60}, {2, 0, 5}} {
-		f.chunk(0, schemas.RawChunk{Seq: c.seq, Index: int32(c.index), RxUserNs: sent(500), Kind: "content", RxStreamEnd: p64(c.end)})
+		f.chunk(0, schemas.RawChunk{Seq: c.seq, Index: int32(c.index), RxUserNs: sent(500), Kind: "content", RxStreamEnd: ptr[int64](c.end)})
 	}
 	dir := f.write(t, t.TempDir())
 	isnRx := int64(0xffff_fff0)

@@ -3,7 +3,6 @@ package aggregate
 import (
 	"cmp"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -21,9 +20,6 @@ import (
 const t0 = int64(1_700_000_000_000_000_000)
 
 const ms = int64(1e6)
-
-func p64(v int64) *int64 { return &v }
-func p32(v int32) *int32 { return &v }
 
 // fixture is a hand-made run directory.
 type fixture struct {
@@ -151,7 +147,7 @@ func pad(v, n int) string {
 	return string(s)
 }
 
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // readRequests reads metrics/requests.parquet keyed by seq.
 func readRequests(t testing.TB, dir string) map[int64]schemas.MetricRequest {

@@ -16,7 +16,7 @@ import (
 func reconcileRun() *fixture {
 	f := handRun()
 	f.planned = map[int32]int64{0: 7}
-	f.req(schemas.RawRequest{Seq: 7, Worker: 1, PlannedNs: t0 + 600*ms, SentNs: t0 + 600*ms, DoneNs: p64(t0 + 611*ms), InputTokens: 10})
+	f.req(schemas.RawRequest{Seq: 7, Worker: 1, PlannedNs: t0 + 600*ms, SentNs: t0 + 600*ms, DoneNs: ptr[int64](t0 + 611*ms), InputTokens: 10})
 	f.chunk(1, schemas.RawChunk{Seq: 7, Index: 0, RxUserNs: t0 + 610*ms, Kind: "content"})
 	f.chunk(1, schemas.RawChunk{Seq: 7, Index: 1, RxUserNs: t0 + 611*ms, Kind: "done"})
 	return f
@@ -53,7 +53,7 @@ func TestReconcile(t *testing.T) {
 			f.reqs[[2]int{1, 0}][0].PlannedNs = t0 - 3600e9
 		}, requests: 6, missing: []string{"raw/requests-w01-0000.parquet: corrupt parquet file: row 1: planned_ns", "outside the run's window", "6 of its 7 planned requests recorded"}},
 		{name: "a negative duration", edit: func(f *fixture) {
-			f.reqs[[2]int{1, 0}][0].ConnectNs = p64(-5)
+			f.reqs[[2]int{1, 0}][0].ConnectNs = ptr[int64](-5)
 		}, requests: 6, missing: []string{"row 1: connect_ns -5 is a negative or impossible duration"}},
 		{name: "a listed part deleted", damage: func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "raw", "requests-w01-0000.parquet"))

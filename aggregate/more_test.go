@@ -101,7 +101,7 @@ func linearRun() *fixture {
 			in := int32(100 * (i + 1))
 			s := t0 + int64(stage)*1e9 + int64(i)*50*ms
 			ttft := 2*ms + 10_000*int64(in) + int64(stage)*5*ms
-			f.req(schemas.RawRequest{Seq: seq, Stage: int32(stage), PlannedNs: s, SentNs: s, DoneNs: p64(s + ttft + 10*ms), UsagePrompt: p32(in), UsageComplete: p32(3)})
+			f.req(schemas.RawRequest{Seq: seq, Stage: int32(stage), PlannedNs: s, SentNs: s, DoneNs: ptr[int64](s + ttft + 10*ms), UsagePrompt: ptr[int32](in), UsageComplete: ptr[int32](3)})
 			for j, at := range []int64{ttft, ttft + 5*ms, ttft + 10*ms} {
 				f.chunk(0, schemas.RawChunk{Seq: seq, Index: int32(j), RxUserNs: s + at, Kind: "content"})
 			}

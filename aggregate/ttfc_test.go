@@ -17,7 +17,7 @@ import (
 //   - seq 3: reasoning only (cut by the limit before any answer): no TTFC.
 func reasoningRun() *fixture {
 	f := newFixture()
-	at := func(seq int64, v int64) *int64 { return p64(t0 + seq*100*ms + v) }
+	at := func(seq int64, v int64) *int64 { return ptr[int64](t0 + seq*100*ms + v) }
 	type ev struct {
 		at                    int64
 		kind                  string
@@ -25,17 +25,17 @@ func reasoningRun() *fixture {
 	}
 	add := func(seq int64, usage, reasoning *int32, evs ...ev) {
 		s := t0 + seq*100*ms
-		f.req(schemas.RawRequest{Seq: seq, PlannedNs: s, SentNs: s, SentEndNs: p64(s + 100_000), DoneNs: at(seq, evs[len(evs)-1].at),
-			UsagePrompt: p32(10), UsageComplete: usage, UsageReasoning: reasoning, InputTokens: 10})
+		f.req(schemas.RawRequest{Seq: seq, PlannedNs: s, SentNs: s, SentEndNs: ptr[int64](s + 100_000), DoneNs: at(seq, evs[len(evs)-1].at),
+			UsagePrompt: ptr[int32](10), UsageComplete: usage, UsageReasoning: reasoning, InputTokens: 10})
 		for i, e := range evs {
 			f.chunk(0, schemas.RawChunk{Seq: seq, Index: int32(i), RxKernelNs: at(seq, e.at), RxUserNs: *at(seq, e.at) + 50_000, Kind: e.kind,
 				ContentBytes: e.content, ReasoningBytes: e.reason, ToolCalls: e.tool})
 		}
 	}
-	add(1, p32(4), p32(2), ev{10 * ms, "content", 0, 6, 0}, ev{15 * ms, "content", 0, 6, 0}, ev{20 * ms, "content", 6, 0, 0},
+	add(1, ptr[int32](4), ptr[int32](2), ev{10 * ms, "content", 0, 6, 0}, ev{15 * ms, "content", 0, 6, 0}, ev{20 * ms, "content", 6, 0, 0},
 		ev{25 * ms, "content", 6, 0, 0}, ev{26 * ms, "usage", 0, 0, 0}, ev{27 * ms, "done", 0, 0, 0})
-	add(2, p32(2), nil, ev{10 * ms, "content", 0, 6, 0}, ev{30 * ms, "content", 0, 0, 1}, ev{31 * ms, "usage", 0, 0, 0})
-	add(3, p32(2), p32(2), ev{10 * ms, "content", 0, 6, 0}, ev{15 * ms, "content", 0, 6, 0}, ev{16 * ms, "done", 0, 0, 0})
+	add(2, ptr[int32](2), nil, ev{10 * ms, "content", 0, 6, 0}, ev{30 * ms, "content", 0, 0, 1}, ev{31 * ms, "usage", 0, 0, 0})
+	add(3, ptr[int32](2), ptr[int32](2), ev{10 * ms, "content", 0, 6, 0}, ev{15 * ms, "content", 0, 6, 0}, ev{16 * ms, "done", 0, 0, 0})
 	return f
 }
 
@@ -54,11 +54,11 @@ func TestTTFC(t *testing.T) {
 		reasoning, answer  *int32
 	}{
 		// TTFC = 20 ms; lo = (20 ms − allowance) − sent_end (0.1 ms), hi = 20 ms − S.
-		{1, p64(10 * ms), p64(20 * ms), p64(20*ms - allow - 100_000), p64(20 * ms), p32(2), p32(2)},
+		{1, ptr[int64](10 * ms), ptr[int64](20 * ms), ptr[int64](20*ms - allow - 100_000), ptr[int64](20 * ms), ptr[int32](2), ptr[int32](2)},
 		// The tool-call delta is the answer; no reasoning tokens reported, so no split.
-		{2, p64(10 * ms), p64(30 * ms), p64(30*ms - allow - 100_000), p64(30 * ms), nil, nil},
+		{2, ptr[int64](10 * ms), ptr[int64](30 * ms), ptr[int64](30*ms - allow - 100_000), ptr[int64](30 * ms), nil, nil},
 		// Reasoning only: no answer token arrived.
-		{3, p64(10 * ms), nil, nil, nil, p32(2), p32(0)},
+		{3, ptr[int64](10 * ms), nil, nil, nil, ptr[int32](2), ptr[int32](0)},
 	}
 	for _, tt := range tests {
 		m := got[tt.seq]

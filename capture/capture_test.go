@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -302,7 +301,7 @@ func TestRunRefusesUsedRunDir(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(run, "raw"), 0o755)
 	os.WriteFile(filepath.Join(run, "raw", "requests-w00-0000.parquet"), nil, 0o644)
-	err := Run(context.Background(), Config{Run: run, Exe: testExe(t)}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	err := Run(context.Background(), Config{Run: run, Exe: testExe(t)}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "already holds a capture") {
 		t.Errorf("Run on a captured run = %v; want an error saying it already holds a capture", err)
 	}

@@ -2,7 +2,6 @@ package capture
 
 import (
 	"errors"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -14,7 +13,7 @@ import (
 // TestTapFallback: a target the tap cannot follow turns it off with the reason under auto, and
 // fails the capture under on; off never opens it.
 func TestTapFallback(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	tests := []struct {
 		name, target, mode string
 		wantErr            bool

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -30,7 +29,7 @@ workload:
 `), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	for b.Loop() {
 		out := filepath.Join(dir, "run")
 		if err := Run(context.Background(), Options{ConfigPath: cfg, Out: out, Force: true}, log); err != nil {

@@ -3,7 +3,6 @@ package replay_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -16,7 +15,7 @@ func ExampleRun() {
 		ConfigPath: "../examples/smoke.yaml",
 		DryRun:     true,
 		DryRunOut:  os.Stdout,
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Println(err)
 	}

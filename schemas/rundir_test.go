@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -15,7 +14,7 @@ import (
 	"testing"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.DiscardHandler)
 
 func TestLockRunRefusesASecondHolder(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")

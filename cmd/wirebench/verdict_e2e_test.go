@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -122,7 +121,7 @@ func starvedCapture(t *testing.T, itl, tapMode string) string {
 		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", set, err)
 	}
 	var errb syncBuffer
-	url, stop, err := simkit.StartSim(binary, []string{"sim", "--listen", "127.0.0.1:0", "--ttft", "20ms", "--itl", itl}, 1, &errb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	url, stop, err := simkit.StartSim(binary, []string{"sim", "--listen", "127.0.0.1:0", "--ttft", "20ms", "--itl", itl}, 1, &errb, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, errb.String())
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -53,6 +52,6 @@ func WriteConstantRun(dir string, target schemas.Target, stages []ConstantStage)
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	return replay.Run(context.Background(), replay.Options{ConfigPath: path, Out: dir, ToolVersion: "simkit.WriteConstantRun"}, log)
 }

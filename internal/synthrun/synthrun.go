@@ -187,10 +187,6 @@ type part struct {
 	cb     []schemas.RawChunk
 }
 
-func (p *part) path(kind string) string {
-	return fmt.Sprintf("raw/%s-w%02d-%04d.parquet", kind, p.worker, p.num)
-}
-
 // request appends one request and its events; it returns the number of events.
 func (p *part) request(rng *rand.Rand, seq, planned int64) int {
 	sent := planned + int64(rng.ExpFloat64()*sendLagNs)
@@ -202,27 +198,26 @@ func (p *part) request(rng *rand.Rand, seq, planned int64) int {
 		if i > 0 && i < tokens {
 			t += int64(ITLMin) + rng.Int64N(int64(ITLMax-ITLMin))
 		}
-		kind, content, tok := "content", int32(6), p32(1)
+		kind, content, tok := "content", int32(6), ptr[int32](1)
 		switch i {
 		case tokens:
 			kind, content, tok = "usage", 0, nil
 		case tokens + 1:
 			kind, content, tok = "done", 0, nil
 		}
-		p.cb = append(p.cb, schemas.RawChunk{Seq: seq, Index: int32(i), RxKernelNs: p64(t), RxUserNs: t + readLagNs, RxAfterNs: p64(prev),
+		p.cb = append(p.cb, schemas.RawChunk{Seq: seq, Index: int32(i), RxKernelNs: ptr(t), RxUserNs: t + readLagNs, RxAfterNs: ptr(prev),
 			Quality: schemas.QualityExact, Kind: kind, Bytes: bytesPerEv, ContentBytes: content, Tokens: tok})
 		prev = t
 	}
 	p.rb = append(p.rb, schemas.RawRequest{Seq: seq, Worker: int32(p.worker), Shard: int32(p.host.shard), Conversation: -1,
-		InputTokens: input, MaxTokens: int32(tokens), PlannedNs: planned, SentNs: sent, SentEndNs: p64(sent + 5_000),
-		SendStartNs: sent - 2_000, ConnReused: true, HeadersNs: p64(first - 1_000_000), DoneNs: p64(t), Status: 200,
-		Chunks: int32(tokens + 2), ContentBytes: int64(tokens) * 6, UsagePrompt: p32(input), UsageComplete: p32(int32(tokens)),
+		InputTokens: input, MaxTokens: int32(tokens), PlannedNs: planned, SentNs: sent, SentEndNs: ptr(sent + 5_000),
+		SendStartNs: sent - 2_000, ConnReused: true, HeadersNs: ptr(first - 1_000_000), DoneNs: ptr(t), Status: 200,
+		Chunks: int32(tokens + 2), ContentBytes: int64(tokens) * 6, UsagePrompt: ptr(input), UsageComplete: ptr(int32(tokens)),
 		FinishReason: "length"})
 	return tokens + 2
 }
 
-func p64(v int64) *int64 { return &v }
-func p32(v int32) *int32 { return &v }
+func ptr[T any](v T) *T { return &v }
 
 // flush writes the buffered rows, opening the part's files first.
 func (p *part) flush() error {
@@ -231,10 +226,10 @@ func (p *part) flush() error {
 	}
 	if p.reqs == nil {
 		var err error
-		if p.reqs, err = schemas.Create[schemas.RawRequest](filepath.Join(p.host.dir, p.path("requests")), producer); err != nil {
+		if p.reqs, err = schemas.Create[schemas.RawRequest](filepath.Join(p.host.dir, schemas.KindOf[schemas.RawRequest]().PartPath(p.worker, p.num)), producer); err != nil {
 			return err
 		}
-		if p.chunks, err = schemas.Create[schemas.RawChunk](filepath.Join(p.host.dir, p.path("chunks")), producer); err != nil {
+		if p.chunks, err = schemas.Create[schemas.RawChunk](filepath.Join(p.host.dir, schemas.KindOf[schemas.RawChunk]().PartPath(p.worker, p.num)), producer); err != nil {
 			p.reqs.Abort()
 			return err
 		}
@@ -265,11 +260,12 @@ func (p *part) close() error {
 		return nil
 	}
 	h := p.host
+	reqs, chunks := schemas.KindOf[schemas.RawRequest](), schemas.KindOf[schemas.RawChunk]()
 	for _, f := range []struct {
 		path, kind string
 		rows       int64
 		close      func() error
-	}{{p.path("requests"), "raw-requests", p.reqs.Rows(), p.reqs.Close}, {p.path("chunks"), "raw-chunks", p.chunks.Rows(), p.chunks.Close}} {
+	}{{reqs.PartPath(p.worker, p.num), reqs.Name, p.reqs.Rows(), p.reqs.Close}, {chunks.PartPath(p.worker, p.num), chunks.Name, p.chunks.Rows(), p.chunks.Close}} {
 		if err := f.close(); err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package synthrun
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -51,7 +50,7 @@ func TestWriteAggregates(t *testing.T) {
 		t.Errorf("the hosts' shard_planned add up to %d; want the %d requests written", shardPlanned, res.Requests)
 	}
 
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	out := filepath.Join(cfg.Dir, "merged")
 	sum, err := aggregate.Run(context.Background(), aggregate.Config{Runs: res.Dirs, Out: out, Strict: true}, log)
 	if err != nil {
