@@ -207,7 +207,7 @@ func RecordFailure(cfg Config, started time.Time, stepErr error) error {
 	if errors.Is(stepErr, context.Canceled) {
 		status = schemas.StatusInterrupted // Ctrl-C, SIGTERM: nothing of it was written
 	}
-	m.Steps = append(m.Steps, schemas.Step{Name: "aggregate", Args: cfg.Args, Started: started, Ended: time.Now(), Status: status, Error: stepErr.Error()})
+	m.Steps = append(m.Steps, schemas.Step{Name: schemas.StepAggregate, Args: cfg.Args, Started: started, Ended: time.Now(), Status: status, Error: stepErr.Error()})
 	return m.Write(path)
 }
 
@@ -550,7 +550,7 @@ func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, re
 		m = &cp
 		mergeManifest(m, runs, clockUncertainty(runs))
 	}
-	m.Steps = append(m.Steps, schemas.Step{Name: "aggregate", Args: cfg.Args, Started: started, Ended: time.Now(), Status: "ok"})
+	m.Steps = append(m.Steps, schemas.Step{Name: schemas.StepAggregate, Args: cfg.Args, Started: started, Ended: time.Now(), Status: schemas.StepOK})
 	m.Outages = outages
 	m.AddFile(schemas.EntryOf[schemas.MetricRequest](reqRows))
 	m.AddFile(schemas.EntryOf[schemas.Stage](stageRows))

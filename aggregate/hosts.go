@@ -23,7 +23,7 @@ func hostShard(m *schemas.Manifest) (shard, shards int, err error) {
 		return schemas.ParseShard(m.Shard)
 	}
 	for _, st := range m.Steps {
-		if st.Name == "capture" {
+		if st.Name == schemas.StepCapture {
 			return 0, 1, nil
 		}
 	}

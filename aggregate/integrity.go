@@ -45,7 +45,7 @@ type bounds struct {
 func runBounds(r *runDir, seqs int64, now time.Time) bounds {
 	end := now
 	for _, st := range r.manifest.Steps {
-		if st.Name == "capture" && !st.Ended.IsZero() {
+		if st.Name == schemas.StepCapture && !st.Ended.IsZero() {
 			end = st.Ended
 		}
 	}

@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 
 	// The manifest says "running" and what may be missing until the end rewrites it, so a
 	// killed coordinator leaves an honest manifest behind.
-	step := schemas.Step{Name: "capture", Args: cfg.Args, Started: time.Now(), Status: schemas.StatusRunning}
+	step := schemas.Step{Name: schemas.StepCapture, Args: cfg.Args, Started: time.Now(), Status: schemas.StatusRunning}
 	m.Steps = append(m.Steps, step)
 	stepIdx := len(m.Steps) - 1
 	m.Status = schemas.StatusRunning

@@ -184,7 +184,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 	if err := o.reqW.Close(); err != nil {
 		return fail(err)
 	}
-	m.Steps = []schemas.Step{{Name: "replay", Args: opts.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: "ok"}}
+	m.Steps = []schemas.Step{{Name: schemas.StepReplay, Args: opts.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: schemas.StepOK}}
 	if err := m.Write(filepath.Join(opts.Out, schemas.ManifestName)); err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	if cfg.Out == "" && runs[0].Manifest != nil {
 		m := runs[0].Manifest
-		m.Steps = append(m.Steps, schemas.Step{Name: "report", Args: cfg.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: "complete"})
+		m.Steps = append(m.Steps, schemas.Step{Name: schemas.StepReport, Args: cfg.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: schemas.StepOK})
 		if err := m.Write(filepath.Join(cfg.Runs[0], schemas.ManifestName)); err != nil {
 			return fmt.Errorf("record the report step: %w", err)
 		}

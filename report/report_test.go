@@ -158,7 +158,7 @@ func TestReportFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(m.Steps); n == 0 || m.Steps[n-1].Name != "report" || m.Steps[n-1].Status != "complete" {
+	if n := len(m.Steps); n == 0 || m.Steps[n-1].Name != "report" || m.Steps[n-1].Status != schemas.StepOK {
 		t.Errorf("manifest steps = %+v; want a last step report/complete", m.Steps)
 	}
 }

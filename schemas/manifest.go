@@ -21,6 +21,17 @@ const (
 	StatusFailed      = "failed"      // stopped by an error; finished parts are kept
 )
 
+// Step names and the status of a step that succeeded (manifest.json's steps). A step that did
+// not succeed has the run status it left: StatusInterrupted or StatusFailed (capture's step
+// also StatusRunning while it sends, then StatusComplete).
+const (
+	StepReplay    = "replay"
+	StepCapture   = "capture"
+	StepAggregate = "aggregate"
+	StepReport    = "report"
+	StepOK        = "ok"
+)
+
 // ManifestName is the manifest's file name inside a run directory.
 const ManifestName = "manifest.json"
 
@@ -213,11 +224,11 @@ type StageInfo struct {
 
 // Step records one stage command applied to the run.
 type Step struct {
-	Name    string    `json:"name" doc:"replay, capture, aggregate or report"`
+	Name    string    `json:"name" doc:"replay, capture, aggregate or report (StepReplay...)"`
 	Args    []string  `json:"args,omitempty" doc:"its command-line arguments"`
 	Started time.Time `json:"started" doc:"when it began"`
 	Ended   time.Time `json:"ended,omitzero" doc:"when it ended"`
-	Status  string    `json:"status" doc:"ok, or how it ended"`
+	Status  string    `json:"status" doc:"ok (StepOK), or how it ended: interrupted, failed; capture's: running, then the run's status"`
 	Error   string    `json:"error,omitempty" doc:"its error"`
 }
 

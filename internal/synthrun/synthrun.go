@@ -299,8 +299,8 @@ func (h *host) manifest(planned int64) *schemas.Manifest {
 		Config: cfg, Status: schemas.StatusComplete, Files: h.files, ShardPlanned: map[int32]int64{0: h.requests},
 		Stages: []schemas.StageInfo{{Index: 0, Name: name, Mode: "open", Arrival: "poisson", Rate: c.Rate * float64(c.Hosts),
 			DurationNs: int64(c.Duration), Requests: planned}},
-		Steps: []schemas.Step{{Name: "replay", Started: created, Ended: created, Status: schemas.StatusComplete},
-			{Name: "capture", Started: created, Ended: ended, Status: schemas.StatusComplete}}}
+		Steps: []schemas.Step{{Name: schemas.StepReplay, Started: created, Ended: created, Status: schemas.StepOK},
+			{Name: schemas.StepCapture, Started: created, Ended: ended, Status: schemas.StatusComplete}}}
 	for w := range c.Workers {
 		m.Workers = append(m.Workers, schemas.WorkerStatus{Worker: int32(w), Shard: int32(h.shard), CPU: int32(w), Exit: "ok"})
 	}
