@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			return err
 		}
 	}
-	return c.loop(ctx, rc.Target.MetricsURL)
+	return c.loop(ctx, rc.Target)
 }
 
 // inFile prefixes each of the errors joined in err with the file they are about.
@@ -469,7 +469,7 @@ func (c *coord) handle(wm workerMsg) {
 }
 
 // loop waits for the workers to be ready, starts them together, follows them to the end.
-func (c *coord) loop(ctx context.Context, metricsURL string) error {
+func (c *coord) loop(ctx context.Context, target schemas.Target) error {
 	readyBy := time.NewTimer(2 * time.Minute)
 	defer readyBy.Stop()
 	for ready := 0; ready < len(c.procs); {
@@ -518,12 +518,14 @@ func (c *coord) loop(ctx context.Context, metricsURL string) error {
 
 	scrapeCtx, stopScrape := context.WithCancel(context.Background())
 	scraped := make(chan []schemas.ServerMetric, 1)
-	if metricsURL != "" {
-		go func() {
-			scraped <- scrape(scrapeCtx, metricsURL, c.stageAt, func(err error) { c.log.Warn("server metrics", "err", err) })
-		}()
-	} else {
+	warn := func(err error) { c.log.Warn("server metrics", "err", err) }
+	if target.MetricsURL == "" {
 		scraped <- nil
+	} else if client, err := metricsClient(target); err != nil {
+		warn(err)
+		scraped <- nil
+	} else {
+		go func() { scraped <- scrape(scrapeCtx, client, target.MetricsURL, c.stageAt, warn) }()
 	}
 
 	var live io.Writer

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,11 +15,31 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// scrape fetches the Prometheus text endpoint url once a second until ctx ends and returns every
-// sample, stamped with stageAt(scrape time). A failed scrape is logged once and skipped: the
-// server's metrics are a side channel and never stop a capture.
-func scrape(ctx context.Context, url string, stageAt func(int64) int32, warn func(error)) []schemas.ServerMetric {
+// metricsClient is the scrape's HTTP client. The target's TLS settings (ca_file, client
+// certificate, server_name, insecure_skip_verify) apply when metrics_url is on the target's
+// host, as where vLLM and SGLang serve /metrics beside the API; another host is verified with
+// the system's roots.
+func metricsClient(t schemas.Target) (*http.Client, error) {
 	client := &http.Client{Timeout: 900 * time.Millisecond}
+	m, err := url.Parse(t.MetricsURL)
+	if err != nil {
+		return nil, fmt.Errorf("target.metrics_url: %w", err)
+	}
+	if u, err := url.Parse(t.URL); err != nil || m.Scheme != "https" || u.Hostname() != m.Hostname() {
+		return client, nil
+	}
+	cfg, err := t.TLS.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	client.Transport = &http.Transport{TLSClientConfig: cfg, Proxy: http.ProxyFromEnvironment}
+	return client, nil
+}
+
+// scrape fetches the Prometheus text endpoint url with client once a second until ctx ends and
+// returns every sample, stamped with stageAt(scrape time). A failed scrape is logged once and
+// skipped: the server's metrics are a side channel and never stop a capture.
+func scrape(ctx context.Context, client *http.Client, url string, stageAt func(int64) int32, warn func(error)) []schemas.ServerMetric {
 	var rows []schemas.ServerMetric
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
