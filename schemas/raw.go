@@ -134,7 +134,7 @@ type Worker struct {
 	GCPauseNs     int64 `parquet:"gc_pause_ns" doc:"total stop-the-world GC pause in the stage"`
 	HeapPeakBytes int64 `parquet:"heap_peak_bytes" doc:"largest live heap seen in the stage"`
 	MaxRSSBytes   int64 `parquet:"max_rss_bytes" doc:"peak resident set size of the process so far"`
-	Requests      int64 `parquet:"requests" doc:"requests sent in the stage"`
+	Requests      int64 `parquet:"requests" doc:"requests the worker sent while the stage ran (its window, as for the CPU columns: a late send of an earlier stage counts here)"`
 	Reads         int64 `parquet:"reads" doc:"socket reads in the stage"`
 	BytesRead     int64 `parquet:"read_bytes" doc:"bytes read from sockets in the stage"`
 	InflightPeak  int32 `parquet:"inflight_peak" doc:"most requests in flight at once"`

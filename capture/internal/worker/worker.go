@@ -640,13 +640,14 @@ func (h *timedHeap) Pop() any {
 
 // usage is a snapshot of the process's resource counters.
 type usage struct {
-	wall, user, sys, gcPause, maxRSS, reads, bytes, opened int64
+	wall, user, sys, gcPause, maxRSS, reads, bytes, opened, sent int64
 }
 
 var gcSamples = []metrics.Sample{{Name: "/sched/pauses/total/gc:seconds"}, {Name: "/memory/classes/heap/objects:bytes"}}
 
 func (w *worker) usage() (u usage, heapBytes int64) {
 	u.wall = time.Now().UnixNano()
+	u.sent = w.sentTotal.Load()
 	var ru unix.Rusage
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
 		u.user = ru.Utime.Nano()
@@ -812,6 +813,9 @@ func (c *stageClock) advance(w *worker) {
 		u, hb := w.usage()
 		c.closeStage(w, u)
 		c.begin, c.heapPeak = u, hb
+		if c.cur < 0 {
+			c.begin.sent = 0 // the pacer may send before this goroutine sees the first stage begin
+		}
 		c.cur = c.order[c.next].Index
 		c.next++
 	}
@@ -835,7 +839,7 @@ func (c *stageClock) closeStage(w *worker, now usage) {
 		Worker: int32(w.cfg.Worker), Shard: int32(w.cfg.Shard), Stage: c.cur, CPU: int32(w.cfg.CPU),
 		GOMAXPROCS: int32(runtime.GOMAXPROCS(0)), WallNs: now.wall - b.wall,
 		CPUUserNs: now.user - b.user, CPUSysNs: now.sys - b.sys, GCPauseNs: now.gcPause - b.gcPause,
-		HeapPeakBytes: c.heapPeak, MaxRSSBytes: now.maxRSS, Requests: w.sent[c.cur].Load(),
+		HeapPeakBytes: c.heapPeak, MaxRSSBytes: now.maxRSS, Requests: now.sent - b.sent,
 		Reads: now.reads - b.reads, BytesRead: now.bytes - b.bytes,
 		InflightPeak: int32(w.peak.Swap(w.inflight.Load())), InflightWaits: w.waits[c.cur].Load(),
 		ConnsOpened: now.opened - b.opened, ConnsWarm: int32(w.cfg.Connections),
