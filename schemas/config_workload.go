@@ -1,8 +1,8 @@
 package schemas
 
 // Workload says what is sent: exactly one source (synthetic, shared_prefix, conversations,
-// dataset, trace, run), and optionally images, tools and an embeddings batch size, which apply
-// to every request of the source.
+// dataset, trace, run), and optionally images, tools, an embeddings batch size and the
+// documents of the ranking APIs, which apply to every request of the source.
 type Workload struct {
 	Synthetic     *Synthetic     `yaml:"synthetic" json:"synthetic,omitempty"`
 	SharedPrefix  *SharedPrefix  `yaml:"shared_prefix" json:"shared_prefix,omitempty"`
@@ -16,6 +16,21 @@ type Workload struct {
 	// Batch is the embeddings API's inputs per request (default 1): each request carries that
 	// many prompts of the source as its "input" array.
 	Batch int `yaml:"batch" json:"batch,omitempty"`
+	// Documents are the documents each request of a ranking API (rerank, score, tei_rerank)
+	// scores against its query, the source's prompt.
+	Documents *Documents `yaml:"documents" json:"documents,omitempty"`
+}
+
+// Documents shapes the requests of the ranking APIs (target.api rerank, score, tei_rerank): the
+// source's prompt is the query, and each request carries count documents (a distribution),
+// each of tokens tokens (a distribution, drawn per document), cut from the same corpus as
+// synthetic prompts. A jsonl dataset row's own "documents" array wins over them. top_n (rerank
+// only; 0 = all) asks the server for the n best documents. A request's input_tokens is the
+// tokens a cross-encoder reads: the sum over its documents of query + document tokens.
+type Documents struct {
+	Count  LengthDist `yaml:"count" json:"count"`
+	Tokens LengthDist `yaml:"tokens" json:"tokens"`
+	TopN   int        `yaml:"top_n" json:"top_n,omitempty"`
 }
 
 // Images adds synthetic images to every request of the workload (chat, responses and messages

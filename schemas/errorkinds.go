@@ -22,6 +22,7 @@ const (
 	ErrContentEncoding  = "content_encoding"
 	ErrTooLarge         = "too_large"
 	ErrNotStreamed      = "not_streamed"
+	ErrMalformedAnswer  = "malformed_answer"
 	ErrMemoryBudget     = "memory_budget"
 	ErrCancelled        = "cancelled"
 )
@@ -45,6 +46,7 @@ var ErrorKinds = []ErrorKindDoc{
 	{ErrContentEncoding, "the server compressed the body (`Content-Encoding` other than identity) although wirebench asks for none: event offsets would not be the wire's, so it is not decoded"},
 	{ErrTooLarge, "the response passed a bound that keeps a broken server from exhausting the client: headers over 64 KiB, an SSE line or event over 16 MiB, 16 MiB of body without an event, more than 1,048,576 events, a streamed body over 1 GiB, or a non-streaming body over 256 MiB (or declaring more); reading stops there and the connection is closed"},
 	{ErrNotStreamed, "a 200 to a streaming request whose body is one whole JSON answer (`Content-Type` not `text/event-stream`): a server or proxy that ignored `stream: true`. The answer is kept as one chunk (text, usage and finish reason parsed), but it carries no token timing (no TTFT, TPOT or ITL), so it is not a measured streaming answer"},
+	{ErrMalformedAnswer, "a ranking API's answer (rerank, score, tei_rerank) that is JSON but not the answer asked for: no `results` (rerank), `data` (score) or top-level array (tei_rerank), an entry without an integer `index` or a numeric score (`relevance_score`, `score`), an index outside the documents sent, or another number of entries than expected (documents sent; rerank: min(top_n, documents))"},
 	{ErrMemoryBudget, "the worker's memory budget for responses in flight (`capture.memory_budget`, `--memory-budget`, default 256 MiB per worker) was spent: holding this response's events (256 bytes each) or buffered bytes would have passed it. Reading stops there, the chunks so far are kept and the connection is closed; the other requests go on"},
 	{ErrCancelled, "the run was interrupted (Ctrl-C, SIGTERM) and the request did not end within `--drain-timeout`"},
 }

@@ -30,6 +30,7 @@ type MetricRequest struct {
 	ErrorKind           string `parquet:"error_kind,dict" doc:"empty on success, else the capture error kind (see Error kinds)"`
 	OK                  bool   `parquet:"ok" doc:"status 200, no error kind, stream ended"`
 	InputTokens         *int32 `parquet:"input_tokens,optional" doc:"I: the server's usage prompt_tokens, else the scheduled count"`
+	Documents           int32  `parquet:"documents" doc:"documents the request carried (raw documents): ranking APIs' documents, embeddings' inputs; 0 otherwise"`
 	OutputTokens        *int32 `parquet:"output_tokens,optional" doc:"N: the server's usage completion_tokens, else the configured tokenizer over the text, else the number of content chunks"`
 	TokensSource        string `parquet:"tokens_source,dict" doc:"usage, tokenizer or chunks: where output_tokens came from"`
 	Chunks              int32  `parquet:"chunks" doc:"content-bearing events"`
@@ -141,6 +142,7 @@ type Stage struct {
 	InputTPS            *float64 `parquet:"input_tps,optional" doc:"input tokens per second of ok requests (any stage) completing inside the send window [first S, last S]; null without a window"`
 	OutputTPS           *float64 `parquet:"output_tps,optional" doc:"output tokens per second of ok requests (any stage) completing inside the send window [first S, last S]; null without a window"`
 	TotalTPS            *float64 `parquet:"total_tps,optional" doc:"input_tps + output_tps; null without a window"`
+	DocumentsPerS       *float64 `parquet:"documents_per_s,optional" doc:"documents per second of ok requests (any stage) completing inside the send window [first S, last S]: the ranking APIs' documents scored, embeddings' inputs embedded; null without a window or when no request carried documents (the generating APIs)"`
 	SteadyOutputTPS     *float64 `parquet:"steady_output_tps,optional" doc:"output tokens per second of ok requests (any stage) completing in the steady part (the middle 80% of the send window); null without a window"`
 	InflightMean        *float64 `parquet:"inflight_mean,optional" doc:"time-weighted mean of requests in flight: sum over requests of (end - S) / (end_ns - start_ns); null without a window"`
 	GoodputShare        *float64 `parquet:"goodput_share,optional" doc:"share of requests meeting every SLO; failures count as misses; null without requests"`

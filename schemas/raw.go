@@ -29,7 +29,7 @@ type RawRequest struct {
 	HeadersNs       *int64 `parquet:"headers_ns,optional" doc:"time the response headers arrived; null when none arrived"`
 	DoneNs          *int64 `parquet:"done_ns,optional" doc:"time of the final event ([DONE] or end of body); null when the stream did not end"`
 	Status          int32  `parquet:"status" doc:"HTTP status code; 0 when no response"`
-	ErrorKind       string `parquet:"error_kind,dict" doc:"empty on success, else why the request failed: connect, timeout, ttft_timeout, gap_timeout, http_status, reset, malformed_stream, incomplete_stream, server_error_event, content_encoding, too_large, not_streamed, memory_budget or cancelled (see Error kinds)"`
+	ErrorKind       string `parquet:"error_kind,dict" doc:"empty on success, else why the request failed: connect, timeout, ttft_timeout, gap_timeout, http_status, reset, malformed_stream, incomplete_stream, server_error_event, content_encoding, too_large, not_streamed, malformed_answer, memory_budget or cancelled (see Error kinds)"`
 	ErrorMessage    string `parquet:"error_message" doc:"error text, the server's error body or event"`
 	Chunks          int32  `parquet:"chunks" doc:"number of SSE events received (including usage, item and block events, [DONE]); 1 for a non-streaming response"`
 	ContentBytes    int64  `parquet:"content_bytes" doc:"bytes of answer text received (reasoning and tool-call arguments not included)"`
@@ -39,6 +39,7 @@ type RawRequest struct {
 	UsageCached     *int32 `parquet:"usage_cached_tokens,optional" doc:"cached prompt tokens from the usage (prompt_tokens_details.cached_tokens, input_tokens_details.cached_tokens, Anthropic cache_read_input_tokens); null when not sent"`
 	UsageReasoning  *int32 `parquet:"usage_reasoning_tokens,optional" doc:"reasoning tokens from the usage (completion_tokens_details.reasoning_tokens, output_tokens_details.reasoning_tokens), part of usage_completion_tokens; null when not sent (Anthropic never sends it)"`
 	Embeddings      int32  `parquet:"embeddings" doc:"embeddings API: vectors in the response's data (one per input); 0 otherwise"`
+	Documents       int32  `parquet:"documents" doc:"documents the request carried (schedule documents): ranking APIs' documents, embeddings' inputs; 0 otherwise"`
 	FinishReason    string `parquet:"finish_reason,dict" doc:"finish_reason of the last choice chunk; Responses: the final response's status (completed) or incomplete reason; Anthropic: stop_reason"`
 	OffsetMismatch  bool   `parquet:"offset_mismatch" doc:"the read that delivered the last event did not end at the decoder's body offset (framing check failed)"`
 	ServerQueueNs   *int64 `parquet:"server_queue_ns,optional" doc:"server-reported queue duration (e.g. the simulator's x-sim-queue-ns); null when not reported"`

@@ -21,6 +21,7 @@ type ScheduleRequest struct {
 	InputTokens     int32  `parquet:"input_tokens" doc:"prompt length in tokens of the configured tokenizer: text plus the contents of messages_json (system prompt, earlier user turns); the server's earlier answers that capture inserts are not counted"`
 	MaxTokens       int32  `parquet:"max_tokens" doc:"output tokens asked for: sent as max_tokens (unless target.max_tokens is none)"`
 	PrefixGroup     int32  `parquet:"prefix_group" doc:"shared_prefix: the group; mooncake trace: the first hash id (prompts with equal hash ids share those 512-token blocks); -1 when none"`
+	Documents       int32  `parquet:"documents" doc:"documents the request carries: rerank, score, tei_rerank: the documents scored against the query; embeddings: its inputs; 0 for the generating APIs"`
 	Source          string `parquet:"source,dict" doc:"where the request came from: synthetic, shared_prefix, conversations, dataset, trace, run"`
 }
 
@@ -40,12 +41,13 @@ type ScheduleRequest struct {
 // The responses and messages APIs take the same messages as chat (a system message becomes
 // Anthropic's "system" field). Images (images_json) go with the last user message as image
 // parts. For the embeddings API inputs_json holds the request's batch of inputs and text is
-// empty.
+// empty. For the ranking APIs (rerank, score, tei_rerank) text is the query and inputs_json its
+// documents.
 type Prompt struct {
 	PromptID     int64  `parquet:"prompt_id,delta" doc:"prompt key referenced by schedule requests"`
 	InputTokens  int32  `parquet:"input_tokens" doc:"length of the prompt in tokens of the configured tokenizer"`
 	Text         string `parquet:"text" doc:"the prompt (completions API) or the content of the last user message (chat API)"`
 	MessagesJSON string `parquet:"messages_json" doc:"chat, responses and messages APIs: JSON array of {role, content} messages that precede text (system prompt, earlier turns; for conversations only the earlier user turns, capture interleaves the answers); empty when none"`
 	ImagesJSON   string `parquet:"images_json" doc:"JSON array of the images sent with text, each an http(s) URL, a data: URL (base64) or a synthetic reference synthetic:FORMAT:WxH:SEED that capture renders into a data: URL (seeded random pixels, the same bytes for the same reference); empty when none"`
-	InputsJSON   string `parquet:"inputs_json" doc:"embeddings API: JSON array of the request's input strings (its batch); empty otherwise"`
+	InputsJSON   string `parquet:"inputs_json" doc:"embeddings API: JSON array of the request's input strings (its batch); ranking APIs (rerank, score, tei_rerank): JSON array of the documents scored against the query in text; empty otherwise"`
 }

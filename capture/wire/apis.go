@@ -19,11 +19,22 @@ const (
 	APIMessages
 	// APIEmbeddings: a whole (non-streaming) embeddings list with usage.
 	APIEmbeddings
+	// APIRerank: a whole rerank answer, {"results": [{"index", "relevance_score"}], "usage"}
+	// (vLLM /v1/rerank, Cohere and Jina style).
+	APIRerank
+	// APIScore: a whole score answer, {"data": [{"index", "score"}], "usage"} (vLLM /v1/score).
+	APIScore
+	// APITEIRerank: a whole TEI /rerank answer, a top-level array of {"index", "score"}.
+	APITEIRerank
 )
 
 // Streams reports whether requests of the API ask for a streamed answer (stream: true): every
-// API but embeddings. A whole answer to one is kind not_streamed.
-func (a API) Streams() bool { return a != APIEmbeddings }
+// API but embeddings and the ranking APIs. A whole answer to one is kind not_streamed.
+func (a API) Streams() bool { return a < APIEmbeddings }
+
+// Ranks reports whether the API scores documents against a query (rerank, score, tei_rerank):
+// its answer is checked against the documents sent (error kind malformed_answer).
+func (a API) Ranks() bool { return a >= APIRerank }
 
 // ParseAPI maps a target.api name to its response format.
 func ParseAPI(name string) (API, error) {
@@ -36,8 +47,14 @@ func ParseAPI(name string) (API, error) {
 		return APIMessages, nil
 	case "embeddings":
 		return APIEmbeddings, nil
+	case "rerank":
+		return APIRerank, nil
+	case "score":
+		return APIScore, nil
+	case "tei_rerank":
+		return APITEIRerank, nil
 	}
-	return 0, fmt.Errorf("unknown api %q: want completions, chat, responses, messages or embeddings", name)
+	return 0, fmt.Errorf("unknown api %q: want completions, chat, responses, messages, embeddings, rerank, score or tei_rerank", name)
 }
 
 // ParseEvent parses one event's data (typ is its SSE event: field, empty when none) in the
@@ -47,8 +64,14 @@ func ParseEvent(api API, typ, data []byte, p *Payload, keepText bool) error {
 	switch api {
 	case APIResponses, APIMessages:
 		return parseTyped(api, data, typ, p, keepText)
+	case APITEIRerank:
+		return ParseRankArray(data, p)
 	}
-	return ParsePayload(data, p, keepText)
+	err := ParsePayload(data, p, keepText)
+	if api.Ranks() && p.Prompt < 0 {
+		p.Prompt = p.Total // vLLM's rerank usage has only total_tokens: every token is a prompt token
+	}
+	return err
 }
 
 // typed holds what a typed event (Responses, Messages) says before its "type" is known: JSON

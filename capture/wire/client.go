@@ -155,6 +155,10 @@ type Request struct {
 	URL    string // full URL, e.g. http://127.0.0.1:8000/v1/completions
 	Body   []byte
 	Header http.Header // may be nil; Content-Type application/json is set by Do
+	// Ranking APIs (rerank, score, tei_rerank): the documents sent and the answer entries
+	// expected (rerank: min(top_n, documents)); the answer is checked against them (error kind
+	// malformed_answer). 0: not checked.
+	Documents, Answers int32
 }
 
 // Result receives everything measured about one request. Do resets it and fills it; Chunks
@@ -547,7 +551,9 @@ func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *
 	res.Req.ContentBytes += int64(pl.Content)
 	s.final = s.final || pl.Final
 	res.Req.ReasoningBytes += int64(pl.Reasoning)
-	res.Req.Embeddings += int32(pl.Items)
+	if c.cfg.API == APIEmbeddings {
+		res.Req.Embeddings += int32(pl.Items)
+	}
 	if pl.Tokens >= 0 {
 		s.tok[len(s.tok)-1] = int32(pl.Tokens)
 	}
@@ -702,6 +708,11 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 			}
 		}
 	}
+	if c.cfg.API.Ranks() && res.Req.ErrorKind == "" {
+		if err := checkRanked(&s.pl, r); err != nil {
+			c.fail(ctx, res, schemas.ErrMalformedAnswer, fmt.Errorf("%w: %s", err, clip(body)))
+		}
+	}
 	c.finish(res)
 	if ch := &res.Chunks[0]; ch.ServerSentNs == nil && sent != 0 {
 		ch.ServerSentNs = &sent // a whole response without tokens (embeddings) is still one event
@@ -711,6 +722,23 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 		c.fail(ctx, res, schemas.ErrNotStreamed, fmt.Errorf("a whole answer of %d bytes with Content-Type %q, not text/event-stream, to a streaming request: no token timing",
 			end, resp.header.Get("Content-Type")))
 	}
+}
+
+// checkRanked checks a ranking API's answer (parsed into pl) against the request: every entry
+// has an index and a score, no index is outside the documents sent, and there are as many
+// entries as expected.
+func checkRanked(pl *Payload, r *Request) error {
+	switch {
+	case pl.Items == 0 && r.Answers > 0:
+		return fmt.Errorf("no scores in the answer (want %d: results, data or a top-level array)", r.Answers)
+	case pl.Ranked != pl.Items:
+		return fmt.Errorf("%d of the answer's %d entries lack an integer index or a numeric score", pl.Items-pl.Ranked, pl.Items)
+	case r.Documents > 0 && pl.MaxIndex >= int64(r.Documents):
+		return fmt.Errorf("index %d in the answer, but %d documents were sent", pl.MaxIndex, r.Documents)
+	case r.Answers > 0 && pl.Items != int(r.Answers):
+		return fmt.Errorf("%d scores in the answer; want %d", pl.Items, r.Answers)
+	}
+	return nil
 }
 
 // clip returns at most 1 KiB of b as a string for error messages.

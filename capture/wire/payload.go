@@ -16,12 +16,15 @@ type Payload struct {
 	Reasoning    int // bytes of reasoning text (reasoning_content or reasoning; reasoning_text deltas; thinking_delta)
 	ToolCalls    int // tool-call deltas (chat tool_calls entries; function_call_arguments deltas; input_json_delta)
 	Choices      int // entries in choices
-	Items        int // entries in data (embeddings: one vector per input)
+	Items        int // entries in data (embeddings: one vector per input; score: one score per pair) or results (rerank), or of a top-level array (tei_rerank)
+	Ranked       int   // of those, entries with an integer index >= 0 and a numeric score (relevance_score or score)
+	MaxIndex     int64 // the largest index of a ranked entry; -1 when none
 	Tokens       int // tokens the server says the chunk carries (token_ids or logprobs entries); -1 when not said
 	FinishReason []byte
 	Final        bool // the API's terminal event (response.completed, .incomplete, .failed; message_stop)
 	HasUsage     bool
 	Prompt       int64  // usage prompt (input) tokens; -1 when absent
+	Total        int64  // usage total_tokens; -1 when absent
 	Completion   int64  // usage completion (output) tokens, reasoning included; -1 when absent
 	Cached       int64  // usage cached prompt tokens; -1 when absent
 	ReasoningTok int64  // usage reasoning tokens (completion_tokens_details or output_tokens_details); -1 when absent
@@ -43,7 +46,7 @@ type jscan struct {
 // (which is kept, not reset). It reports malformed JSON as an error.
 func ParsePayload(data []byte, p *Payload, keepText bool) error {
 	text := p.Text
-	*p = Payload{Tokens: -1, Prompt: -1, Completion: -1, Cached: -1, ReasoningTok: -1, Text: text}
+	*p = Payload{Tokens: -1, Prompt: -1, Total: -1, Completion: -1, Cached: -1, ReasoningTok: -1, MaxIndex: -1, Text: text}
 	s := jscan{b: data, keep: keepText, p: p}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
@@ -56,8 +59,8 @@ func ParsePayload(data []byte, p *Payload, keepText bool) error {
 			s.array(func() { p.Choices++; s.choice() })
 		case "usage":
 			s.usage()
-		case "data":
-			s.array(func() { p.Items++; s.skip() })
+		case "data", "results":
+			s.array(func() { p.Items++; s.rankEntry() })
 		case "error":
 			start := s.i
 			if s.null() {
@@ -195,6 +198,8 @@ func (s *jscan) usage() {
 			s.p.Prompt = s.int()
 		case "completion_tokens", "output_tokens":
 			s.p.Completion = s.int()
+		case "total_tokens":
+			s.p.Total = s.int()
 		case "prompt_tokens_details", "input_tokens_details":
 			s.detail("cached_tokens", &s.p.Cached)
 		case "completion_tokens_details", "output_tokens_details":
@@ -203,6 +208,74 @@ func (s *jscan) usage() {
 			s.skip()
 		}
 	})
+}
+
+// ParseRankArray parses a TEI /rerank answer, a top-level array of {"index", "score"} (an
+// object, such as an error, is parsed by ParsePayload).
+func ParseRankArray(data []byte, p *Payload) error {
+	s := jscan{b: data}
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '{' {
+		return ParsePayload(data, p, false)
+	}
+	text := p.Text
+	*p = Payload{Tokens: -1, Prompt: -1, Total: -1, Completion: -1, Cached: -1, ReasoningTok: -1, MaxIndex: -1, Text: text}
+	s.p = p
+	if s.i >= len(s.b) || s.b[s.i] != '[' {
+		return errJSON
+	}
+	s.array(func() { p.Items++; s.rankEntry() })
+	s.ws()
+	if s.err == nil && s.i != len(s.b) {
+		s.err = errJSON
+	}
+	return s.err
+}
+
+// rankEntry reads one entry of a data, results or TEI array: a ranking API's entry counts as
+// ranked when it has an integer index >= 0 and a numeric relevance_score or score (an
+// embeddings entry has no score and is only counted as an item).
+func (s *jscan) rankEntry() {
+	index, scored := int64(-1), false
+	s.object(func(key []byte) {
+		switch string(key) {
+		case "index":
+			if s.isInt() {
+				index = s.int()
+			} else {
+				s.skip()
+			}
+		case "relevance_score", "score":
+			scored = s.isNumber()
+			if scored {
+				s.int()
+			} else {
+				s.skip()
+			}
+		default:
+			s.skip()
+		}
+	})
+	if index >= 0 && scored {
+		s.p.Ranked++
+		s.p.MaxIndex = max(s.p.MaxIndex, index)
+	}
+}
+
+// isNumber reports whether a number comes next (without consuming it).
+func (s *jscan) isNumber() bool {
+	s.ws()
+	return s.i < len(s.b) && (s.b[s.i] == '-' || s.b[s.i] >= '0' && s.b[s.i] <= '9')
+}
+
+// isInt reports whether an integer (digits, not followed by a fraction or exponent) comes next.
+func (s *jscan) isInt() bool {
+	s.ws()
+	j := s.i
+	for j < len(s.b) && s.b[j] >= '0' && s.b[j] <= '9' {
+		j++
+	}
+	return j > s.i && (j == len(s.b) || (s.b[j] != '.' && s.b[j] != 'e' && s.b[j] != 'E'))
 }
 
 // detail reads the integer field name of a usage details object (or null) into *dst.

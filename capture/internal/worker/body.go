@@ -18,6 +18,7 @@ import (
 type bodyBuilder struct {
 	api       string
 	maxTokens bool   // send the output limit (target.max_tokens policy "workload", the default)
+	topN      int    // rerank: top_n sent with every request (workload.documents.top_n); 0: none
 	prefix    []byte // `{"model":...,"stream":true,...` up to and excluding the per-request fields
 	// urls maps each images_json entry seen by prepareImages to the URL sent: a synthetic
 	// reference's rendered data: URL, any other entry itself.
@@ -30,9 +31,9 @@ func newBodyBuilder(t schemas.Target, tools *schemas.Tools) (*bodyBuilder, error
 		api = "completions"
 	}
 	switch api {
-	case "completions", "chat", "responses", "messages", "embeddings":
+	case "completions", "chat", "responses", "messages", "embeddings", "rerank", "score", "tei_rerank":
 	default:
-		return nil, fmt.Errorf("target.api: %q is not completions, chat, responses, messages or embeddings", api)
+		return nil, fmt.Errorf("target.api: %q is not completions, chat, responses, messages, embeddings, rerank, score or tei_rerank", api)
 	}
 	fields, err := constantFields(api, t, tools)
 	if err != nil {
@@ -47,7 +48,7 @@ func newBodyBuilder(t schemas.Target, tools *schemas.Tools) (*bodyBuilder, error
 	b.WriteString(`{"model":`)
 	m, _ := json.Marshal(t.Model)
 	b.Write(m)
-	if api != "embeddings" {
+	if schemas.OutputAPI(api) {
 		b.WriteString(`,"stream":true`)
 	}
 	for _, k := range keys {
@@ -64,7 +65,7 @@ func newBodyBuilder(t schemas.Target, tools *schemas.Tools) (*bodyBuilder, error
 	var sendMax bool
 	switch t.MaxTokens {
 	case "", "workload":
-		sendMax = api != "embeddings"
+		sendMax = schemas.OutputAPI(api)
 	case "none":
 		if api == "messages" {
 			return nil, fmt.Errorf("target.max_tokens: none: the messages API requires max_tokens")
@@ -87,7 +88,7 @@ func constantFields(api string, t schemas.Target, tools *schemas.Tools) (map[str
 	case "embeddings":
 		fields["encoding_format"] = "float"
 	}
-	if t.IgnoreEOS && api != "embeddings" {
+	if t.IgnoreEOS && schemas.OutputAPI(api) {
 		fields["ignore_eos"] = true
 	}
 	if tools != nil {
@@ -162,8 +163,12 @@ func (bb *bodyBuilder) prepareImages(imagesJSON string) error {
 // For a later turn, prev is the history of the turn it follows and answer that turn's real output;
 // p.MessagesJSON is then ignored (the earlier turns are in prev). Images must have been prepared.
 func (bb *bodyBuilder) build(maxTokens int32, p *schemas.Prompt, prev []byte, answer string) (body, hist []byte, err error) {
-	if bb.api == "embeddings" {
+	switch bb.api {
+	case "embeddings":
 		body, err = bb.embeddings(p)
+		return body, nil, err
+	case "rerank", "score", "tei_rerank":
+		body, err = bb.rank(p)
 		return body, nil, err
 	}
 	if bb.api == "completions" {
@@ -251,6 +256,42 @@ func (bb *bodyBuilder) embeddings(p *schemas.Prompt) ([]byte, error) {
 		body = appendJSONString(body, p.Text)
 	}
 	return append(body, '}'), nil
+}
+
+// rankKeys are the body keys of the query and the documents, by ranking API.
+var rankKeys = map[string][2]string{
+	"rerank":     {"query", "documents"}, // vLLM /v1/rerank (Cohere, Jina)
+	"score":      {"text_1", "text_2"},   // vLLM /v1/score
+	"tei_rerank": {"query", "texts"},     // TEI /rerank
+}
+
+// rank builds a ranking body: the prompt's text as the query and its inputs_json as the
+// documents.
+func (bb *bodyBuilder) rank(p *schemas.Prompt) ([]byte, error) {
+	in := p.InputsJSON
+	if in == "" || !json.Valid([]byte(in)) {
+		return nil, fmt.Errorf("prompt %d: inputs_json holds no JSON array of documents", p.PromptID)
+	}
+	k := rankKeys[bb.api]
+	body := bb.start(len(in)+len(p.Text)+32, 0, "")
+	body = append(body, `,"`+k[0]+`":`...)
+	body = appendJSONString(body, p.Text)
+	body = append(body, `,"`+k[1]+`":`...)
+	body = append(body, in...)
+	if bb.topN > 0 {
+		body = append(body, `,"top_n":`...)
+		body = strconv.AppendInt(body, int64(bb.topN), 10)
+	}
+	return append(body, '}'), nil
+}
+
+// answers is the number of scores a ranking answer to docs documents holds: all of them, or
+// rerank's top_n when fewer.
+func (bb *bodyBuilder) answers(docs int32) int32 {
+	if bb.topN > 0 {
+		return min(docs, int32(bb.topN))
+	}
+	return docs
 }
 
 // appendUser appends the user message: plain text, or with images the API's content parts.
@@ -391,8 +432,10 @@ func endpoint(base, api string) string {
 	switch api {
 	case "chat":
 		return base + "/chat/completions"
-	case "responses", "messages", "embeddings":
+	case "responses", "messages", "embeddings", "rerank", "score":
 		return base + "/" + api
+	case "tei_rerank": // TEI serves /rerank at its root, not under /v1
+		return strings.TrimSuffix(base, "/v1") + "/rerank"
 	}
 	return base + "/completions"
 }
@@ -408,7 +451,7 @@ func requestHeader(t schemas.Target) (http.Header, error) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "text/event-stream")
 	switch t.API {
-	case "embeddings":
+	case "embeddings", "rerank", "score", "tei_rerank":
 		h.Set("Accept", "application/json")
 	case "messages":
 		h.Set("anthropic-version", anthropicVersion)

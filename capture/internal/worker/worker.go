@@ -309,6 +309,9 @@ func (w *worker) load() error {
 	if w.bb, err = newBodyBuilder(w.tgt, rc.Workload.Tools); err != nil {
 		return err
 	}
+	if d := rc.Workload.Documents; d != nil && w.tgt.API == "rerank" {
+		w.bb.topN = d.TopN
+	}
 	if w.api, err = wire.ParseAPI(w.tgt.API); err != nil {
 		return fmt.Errorf("target.api: %w", err)
 	}
@@ -525,6 +528,9 @@ func (w *worker) dispatch(ctx context.Context, it *item, planned int64) {
 	}
 	res := w.pool.Get().(*wire.Result)
 	it.req = wire.Request{Seq: it.r.Seq, URL: w.url, Body: it.body, Header: w.header}
+	if w.api.Ranks() {
+		it.req.Documents, it.req.Answers = it.r.Documents, w.bb.answers(it.r.Documents)
+	}
 	// On a warm connection the request is written right here, on the pacer's thread.
 	w.client.Send(ctx, &it.req, res, func(res *wire.Result) { w.finished(ctx, it, planned, delayed, res) })
 }
@@ -540,6 +546,7 @@ func (w *worker) finished(ctx context.Context, it *item, planned int64, delayed 
 	q.Seq, q.Stage, q.Worker, q.Shard = it.r.Seq, it.r.Stage, int32(w.cfg.Worker), int32(w.cfg.Shard)
 	q.Warmup, q.Conversation, q.Turn = it.r.Warmup, it.r.Conversation, it.r.Turn
 	q.InputTokens, q.MaxTokens, q.PlannedNs, q.InflightDelay = it.r.InputTokens, it.r.MaxTokens, planned, delayed
+	q.Documents = it.r.Documents
 	if w.cfg.KeepText {
 		q.OutputText = res.Text
 	}
