@@ -22,6 +22,7 @@ type row struct {
 	text   string
 	msgs   string // MessagesJSON for chat
 	images string // images_json; "" when none
+	docs   string // jsonl "documents" as a JSON array (the ranking APIs' documents); "" when none
 	input  int32
 	output int32 // 0: none in the file
 }
@@ -159,6 +160,7 @@ type jsonlRow struct {
 	Messages  []message `json:"messages"`
 	MaxTokens *int      `json:"max_tokens"`
 	Images    []string  `json:"images"`
+	Documents []string  `json:"documents"` // ranking APIs: the documents scored against prompt
 }
 
 // readJSONLines decodes one JSON object a non-blank line of path into a T and hands it to fn
@@ -236,6 +238,13 @@ func readJSONL(path string, chat bool, tok tokenizer.Tokenizer) ([]row, error) {
 		var err error
 		if r.images, err = imagesJSON(j.Images); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if j.Documents != nil {
+			if len(j.Documents) == 0 {
+				return fmt.Errorf("%s:%d: documents: empty; want at least one, or no documents key", path, line)
+			}
+			b, _ := json.Marshal(j.Documents) // strings only: cannot fail
+			r.docs = string(b)
 		}
 		rows = append(rows, r)
 		return nil
@@ -350,7 +359,10 @@ type dataset struct {
 	stored int
 }
 
-func newDataset(cfg *schemas.Dataset, chat bool, tok tokenizer.Tokenizer, rng *rand.Rand, o *output) (*dataset, error) {
+// newDataset reads the dataset for target.api api: a messages API keeps rows' messages, an API
+// without output takes no output length, and only a ranking API sends a row's documents.
+func newDataset(cfg *schemas.Dataset, api string, tok tokenizer.Tokenizer, rng *rand.Rand, o *output) (*dataset, error) {
+	chat, needOut, docs := schemas.MessageAPI(api), schemas.OutputAPI(api), schemas.RankAPI(api)
 	var rows []row
 	var err error
 	switch cfg.Format {
@@ -373,13 +385,16 @@ func newDataset(cfg *schemas.Dataset, chat bool, tok tokenizer.Tokenizer, rng *r
 	total := len(rows)
 	kept := rows[:0]
 	for _, r := range rows {
+		if !docs {
+			r.docs = ""
+		}
 		if r.input < int32(cfg.MinInputTokens) || (cfg.MaxInputTokens > 0 && r.input > int32(cfg.MaxInputTokens)) {
 			continue
 		}
 		if r.output > 0 && (r.output < int32(cfg.MinOutputTokens) || (cfg.MaxOutputTokens > 0 && r.output > int32(cfg.MaxOutputTokens))) {
 			continue
 		}
-		if r.output == 0 && d.out == nil {
+		if r.output == 0 && d.out == nil && needOut {
 			return nil, fmt.Errorf("workload.dataset.output: required: %s has rows without max_tokens", cfg.File)
 		}
 		kept = append(kept, r)
@@ -400,13 +415,19 @@ func (d *dataset) unit(buf []turn, limit int64) ([]turn, error) {
 	d.next++
 	r := &d.rows[k]
 	if k == d.stored {
-		if _, err := d.o.addPromptImages(r.text, r.msgs, r.images, int(r.input)); err != nil {
+		var err error
+		if r.docs != "" {
+			err = d.o.addPromptRow(schemas.Prompt{PromptID: d.o.nPrompt, InputTokens: r.input, Text: r.text, MessagesJSON: r.msgs, InputsJSON: r.docs})
+		} else {
+			_, err = d.o.addPromptImages(r.text, r.msgs, r.images, int(r.input))
+		}
+		if err != nil {
 			return buf, err
 		}
 		d.stored++
 	}
 	out := r.output
-	if out == 0 {
+	if out == 0 && d.out != nil {
 		out = int32(d.out.draw(d.rng))
 	}
 	return append(buf, turn{promptID: d.first + int64(k), input: r.input, output: out, group: -1}), nil

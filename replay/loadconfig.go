@@ -283,6 +283,10 @@ func fileFields(c *schemas.Config) []fileField {
 		dist("workload.synthetic.input", &s.Input)
 		dist("workload.synthetic.output", &s.Output)
 	}
+	if d := w.Documents; d != nil {
+		dist("workload.documents.count", &d.Count)
+		dist("workload.documents.tokens", &d.Tokens)
+	}
 	if cv := w.Conversations; cv != nil {
 		dist("workload.conversations.turns", &cv.Turns)
 		dist("workload.conversations.input", &cv.Input)
@@ -369,7 +373,9 @@ func (v *validator) config(c *schemas.Config) {
 	v.search(&c.Search)
 	if s := w.Synthetic; s != nil {
 		v.length(&s.Input, "workload.synthetic.input")
-		v.length(&s.Output, "workload.synthetic.output")
+		if s.Output.Kind != "" || schemas.OutputAPI(c.Target.API) {
+			v.length(&s.Output, "workload.synthetic.output") // embeddings and the ranking APIs need none
+		}
 	}
 	if s := w.SharedPrefix; s != nil {
 		f := "workload.shared_prefix."
@@ -377,7 +383,7 @@ func (v *validator) config(c *schemas.Config) {
 			name string
 			val  int
 		}{{"groups", s.Groups}, {"prefix_tokens", s.PrefixTokens}, {"users_per_group", s.UsersPerGroup}, {"question_tokens", s.QuestionTokens}, {"output_tokens", s.OutputTokens}} {
-			if p.val <= 0 {
+			if p.val <= 0 && (p.name != "output_tokens" || schemas.OutputAPI(c.Target.API) || p.val < 0) {
 				v.errf(f+p.name, "must be > 0")
 			}
 		}
@@ -469,9 +475,9 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 		}
 	}
 	switch t.API {
-	case "completions", "chat", "responses", "messages", "embeddings":
+	case "completions", "chat", "responses", "messages", "embeddings", "rerank", "score", "tei_rerank":
 	default:
-		v.errf("target.api", "%q: want completions, chat, responses, messages or embeddings", t.API)
+		v.errf("target.api", "%q: want completions, chat, responses, messages, embeddings, rerank, score or tei_rerank", t.API)
 	}
 	if t.API == "messages" && t.MaxTokens == "none" {
 		v.errf("target.max_tokens", "none: the messages API requires max_tokens")

@@ -86,6 +86,7 @@ type turn struct {
 	output   int32
 	group    int32 // prefix group, -1 none
 	think    int64 // conversations: wait after the previous turn, ns
+	docs     int32 // documents (ranking APIs) or inputs (embeddings) the request carries
 }
 
 // source draws units of work; it adds the prompts it makes to the output.
@@ -319,7 +320,7 @@ func planStages(ctx context.Context, stages []stage, src source, seed int64, out
 		return schemas.ScheduleRequest{
 			Seq: seq, Stage: st.info.Index, Warmup: st.info.Warmup, PlannedOffsetNs: planned,
 			User: -1, Conversation: -1, DependsOn: -1, PromptID: t.promptID,
-			InputTokens: t.input, MaxTokens: t.output, PrefixGroup: t.group, Source: src.name(),
+			InputTokens: t.input, MaxTokens: t.output, PrefixGroup: t.group, Source: src.name(), Documents: t.docs,
 		}
 	}
 	for i := range stages {

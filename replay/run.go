@@ -250,7 +250,7 @@ func plan(ctx context.Context, cfg *schemas.Config, tok tokenizer.Tokenizer, o *
 	// Embeddings: the source's prompts go to a private output and each request carries a batch
 	// of them (see batched).
 	so := o
-	if cfg.Target.API == "embeddings" && w.Batch > 1 {
+	if (cfg.Target.API == "embeddings" && w.Batch > 1) || schemas.RankAPI(cfg.Target.API) {
 		so = &output{keep: true}
 	}
 	var src source
@@ -263,13 +263,18 @@ func plan(ctx context.Context, cfg *schemas.Config, tok tokenizer.Tokenizer, o *
 	case w.Conversations != nil:
 		src, err = newConversations(w.Conversations, chat, gen, rng, so)
 	case w.Dataset != nil:
-		src, err = newDataset(w.Dataset, chat, tok, rng, so)
+		src, err = newDataset(w.Dataset, cfg.Target.API, tok, rng, so)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Target.API == "embeddings" {
 		src = &batched{inner: src, n: w.Batch, o: o, priv: so}
+	}
+	if schemas.RankAPI(cfg.Target.API) {
+		if src, err = newRanked(src, w.Documents, gen, cfg.Seed, o, so); err != nil {
+			return nil, err
+		}
 	}
 	if err := planStages(ctx, stages, src, cfg.Seed, o); err != nil {
 		return nil, err
