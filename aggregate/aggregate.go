@@ -310,7 +310,7 @@ func (a *aggregator) addPart(ctx context.Context, pr *partReader, p *part, pw *s
 			s.acc.addRequest(s, &m)
 		}
 		if m.OK {
-			*done = append(*done, completion{endNs: s.endNs(), in: *m.InputTokens, out: *m.OutputTokens})
+			*done = append(*done, completion{endNs: s.endNs(), in: *m.InputTokens, out: *m.OutputTokens, docs: m.Documents})
 		}
 		a.outs.add(s)
 		pr.rows = append(pr.rows, m)

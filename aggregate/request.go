@@ -23,6 +23,7 @@ type reqState struct {
 	conversation int64
 	turn         int32
 	inputSched   int32
+	docs         int32 // documents (ranking APIs) or inputs (embeddings) it carried
 	plannedNs    int64
 	sentNs       int64
 	sentEndNs    int64 // end of the write that took the last byte; sentNs when unknown
@@ -184,7 +185,7 @@ func (s *reqState) metric(slo schemas.SLO) schemas.MetricRequest {
 	m := schemas.MetricRequest{
 		Seq: s.seq, Stage: s.stage, Worker: s.worker, Shard: s.shard, Warmup: s.warmup,
 		Conversation: s.conversation, Turn: s.turn, PlannedNs: s.plannedNs, SentNs: s.sentNs,
-		Status: s.status, ErrorKind: s.errorKind, OK: s.ok(), Chunks: s.content,
+		Status: s.status, ErrorKind: s.errorKind, OK: s.ok(), Chunks: s.content, Documents: s.docs,
 		SendLagNs:        s.sentNs - s.plannedNs,
 		ExactChunks:      s.quality[qExact],
 		UpperBoundChunks: s.quality[qUpper],

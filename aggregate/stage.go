@@ -37,6 +37,8 @@ type stageAcc struct {
 	firstStart, lastStart             int64 // send_start_ns of the stage's requests
 	firstDone, lastDone               int64 // ok completions
 	inTok, outTok                     int64 // of completed requests
+	docs                              int64 // documents of completed requests
+	hasDocs                           bool  // some request carried documents (ranking, embeddings)
 	busyNs                            int64 // sum over requests of (end − S): in-flight integral
 	events, exact, tapped, unbounded  int64
 
@@ -117,6 +119,7 @@ func (a *stageAcc) bucket(t int64) *tsBucket {
 // addRequest adds a finished request (pass 1) to the stage.
 func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 	a.requests++
+	a.hasDocs = a.hasDocs || m.Documents > 0
 	if !s.unsent {
 		a.firstSent = min(a.firstSent, s.sentNs)
 		a.lastSent = max(a.lastSent, s.sentNs)
@@ -149,6 +152,7 @@ func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 	}
 	eb.completions++
 	in, out := int64(*m.InputTokens), int64(*m.OutputTokens)
+	a.docs += int64(m.Documents)
 	a.inTok += in
 	a.outTok += out
 	eb.inTok += in
@@ -259,17 +263,23 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	// completions over the stage window (no steady part); a stage without either has no rate
 	// (null, not 0).
 	if from, to, ok := a.sendWindow(); ok {
-		n, in, out := done.within(from, to)
+		_, in, out, docs := done.sums(from, to)
 		sec := float64(to-from) / 1e9
 		st.InputTPS, st.OutputTPS, st.TotalTPS = ptr(float64(in)/sec), ptr(float64(out)/sec), ptr(float64(in+out)/sec)
+		if a.hasDocs {
+			st.DocumentsPerS = ptr(float64(docs) / sec)
+		}
 		w := (to - from) / 10
-		n, _, out = done.within(from+w, to-w)
+		n, _, out := done.within(from+w, to-w)
 		sec = float64(to-from-2*w) / 1e9
 		st.CompletionRate, st.SteadyOutputTPS = ptr(float64(n)/sec), ptr(float64(out)/sec)
 	} else if window > 0 {
 		in, out := float64(a.inTok)/window, float64(a.outTok)/window
 		st.CompletionRate = ptr(float64(a.completed) / window)
 		st.InputTPS, st.OutputTPS, st.TotalTPS = ptr(in), ptr(out), ptr(in+out)
+		if a.hasDocs {
+			st.DocumentsPerS = ptr(float64(a.docs) / window)
+		}
 	}
 	if window > 0 {
 		st.InflightMean = ptr(float64(a.busyNs) / float64(st.EndNs-st.StartNs))
@@ -400,8 +410,8 @@ func (a *stageAcc) sendWindow() (from, to int64, ok bool) {
 type completions []completion
 
 type completion struct {
-	endNs   int64
-	in, out int32
+	endNs         int64
+	in, out, docs int32
 }
 
 func (c completions) sort() {
@@ -410,11 +420,19 @@ func (c completions) sort() {
 
 // within counts the completions in [from, to) and sums their input and output tokens.
 func (c completions) within(from, to int64) (n, in, out int64) {
+	n, in, out, _ = c.sums(from, to)
+	return n, in, out
+}
+
+// sums counts the completions in [from, to) and sums their input and output tokens and
+// documents.
+func (c completions) sums(from, to int64) (n, in, out, docs int64) {
 	i, _ := slices.BinarySearchFunc(c, from, func(x completion, t int64) int { return cmp.Compare(x.endNs, t) })
 	for ; i < len(c) && c[i].endNs < to; i++ {
 		n++
 		in += int64(c[i].in)
 		out += int64(c[i].out)
+		docs += int64(c[i].docs)
 	}
-	return n, in, out
+	return n, in, out, docs
 }

@@ -18,8 +18,9 @@ type seq struct {
 	nChunks   int
 	k         int     // tokens per chunk after the first
 	chains    []int32 // blocks of each input's own prefix-cache chain (embeddings); nil: one chain
-	// prefillOnly: an embeddings request, whose one "chunk" (the response) is due when its
-	// prefill is done; it generates no tokens and adds no decode time to a step
+	// prefillOnly: an embeddings or ranking request, whose one "chunk" (the response) is due
+	// when its prefill is done (fixed mode, ranking: its last chunk, one per document); it
+	// generates no tokens and adds no decode time to a step
 	prefillOnly bool
 	// notifyAdmit: wake the handler when the sequence is admitted (its stream's first events
 	// go out then)
@@ -261,7 +262,7 @@ func (e *engine) emit(s *seq, t int64) bool {
 		if !s.prefillOnly {
 			e.m.ttft.observe(t - s.arrive)
 		}
-	default:
+	case !s.prefillOnly: // a ranking request's later documents (fixed mode) are no tokens
 		e.m.itl.observe(t - s.last)
 	}
 	s.last = t

@@ -22,6 +22,9 @@ const (
 	apiResponses              // POST /v1/responses (OpenAI Responses)
 	apiMessages               // POST /v1/messages (Anthropic Messages)
 	apiEmbeddings             // POST /v1/embeddings (OpenAI embeddings)
+	apiRerank                 // POST /v1/rerank (vLLM; Cohere and Jina style)
+	apiScore                  // POST /v1/score (vLLM)
+	apiTEIRerank              // POST /rerank (Hugging Face text-embeddings-inference)
 )
 
 // apiPaths are the generation endpoints, by API.
@@ -31,6 +34,9 @@ var apiPaths = [...]string{
 	apiResponses:   "/v1/responses",
 	apiMessages:    "/v1/messages",
 	apiEmbeddings:  "/v1/embeddings",
+	apiRerank:      "/v1/rerank",
+	apiScore:       "/v1/score",
+	apiTEIRerank:   "/rerank",
 }
 
 // apiOf returns the API served at path (the fast server's request target).
@@ -64,6 +70,13 @@ type request struct {
 	ToolChoice     json.RawMessage `json:"tool_choice"`
 	EncodingFormat string          `json:"encoding_format"` // embeddings
 	Dimensions     *int            `json:"dimensions"`      // embeddings
+	Query          json.RawMessage `json:"query"`           // rerank, TEI rerank
+	Documents      json.RawMessage `json:"documents"`       // rerank
+	Texts          json.RawMessage `json:"texts"`           // TEI rerank
+	Text1          json.RawMessage `json:"text_1"`          // score
+	Text2          json.RawMessage `json:"text_2"`          // score
+	TopN           *int            `json:"top_n"`           // rerank
+	ReturnText     bool            `json:"return_text"`     // TEI rerank
 }
 
 // message is a chat or Anthropic message.
@@ -112,6 +125,7 @@ type job struct {
 	read          int64 // engine clock when the request was read, before decoding: its arrival
 	in            int64 // the same, kept when read moves past the request's CPU work
 	embed         embedJob
+	rank          rankJob
 }
 
 // unsafeString views b as a string; b must not change while the string is in use (the decoded
@@ -122,7 +136,12 @@ func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), l
 // {"type":"error","error":{...}}.
 func writeError(w http.ResponseWriter, a api, code int, msg string) {
 	var b []byte
-	if a == apiMessages {
+	if a == apiTEIRerank { // TEI's ErrorResponse
+		b, _ = json.Marshal(struct {
+			Error     string `json:"error"`
+			ErrorType string `json:"error_type"`
+		}{msg, teiErrorType(code)})
+	} else if a == apiMessages {
 		type body struct {
 			Type    string `json:"type"`
 			Message string `json:"message"`
@@ -161,6 +180,19 @@ func openAIErrorType(code int) string {
 		return "ServiceUnavailableError"
 	}
 	return "BadRequestError"
+}
+
+// teiErrorType is the error_type TEI gives a status.
+func teiErrorType(code int) string {
+	switch code {
+	case http.StatusTooManyRequests:
+		return "overloaded"
+	case http.StatusServiceUnavailable:
+		return "unhealthy"
+	case http.StatusInternalServerError:
+		return "backend"
+	}
+	return "validation"
 }
 
 // anthropicErrorType is the error type Anthropic's API gives a status (503, which Anthropic
@@ -231,7 +263,7 @@ func (s *Server) parseJob(w http.ResponseWriter, body []byte, readErr error, fau
 		badRequest(w, a, "%v", err)
 		return false
 	}
-	j.stream, j.fault = req.Stream && a != apiEmbeddings, fault
+	j.stream, j.fault = req.Stream && a != apiEmbeddings && !a.ranks(), fault
 	j.usage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	return true
 }
@@ -259,6 +291,8 @@ func (s *Server) promptOf(req *request, j *job) error {
 		return p.messages(req.Messages)
 	case apiResponses:
 		return p.responsesInput(req.Instructions, req.Input)
+	case apiRerank, apiScore, apiTEIRerank:
+		return s.rankInputs(req, j)
 	}
 	return s.embedInputs(req, j)
 }
@@ -266,7 +300,7 @@ func (s *Server) promptOf(req *request, j *job) error {
 // outputOf sets the output limit, the reasoning tokens and the called tool of j, and checks
 // the limit against MaxModelLen.
 func (s *Server) outputOf(req *request, j *job) error {
-	if j.api == apiEmbeddings {
+	if j.api == apiEmbeddings || j.api.ranks() {
 		return nil
 	}
 	limit, name := s.cfg.DefaultMaxTokens, "max_tokens"

@@ -316,11 +316,14 @@ func (s *Server) runJob(w http.ResponseWriter, p peer, j *job, rd *render) {
 		maxTokens:   j.maxTokens,
 		nChunks:     chunkCount(j.maxTokens, k),
 		k:           k,
-		prefillOnly: j.api == apiEmbeddings,
+		prefillOnly: j.api == apiEmbeddings || j.api.ranks(),
 		wake:        make(chan struct{}, 1),
 	}
 	if q.prefillOnly {
 		q.nChunks = 1
+		if j.api.ranks() && s.eng.fixed { // one document's score every ITL after the first
+			q.nChunks, q.k = len(j.rank.seeds), 1
+		}
 	}
 	rd.reset(j, s.ids.Add(1), s.cfg.ReasoningField)
 	q.notifyAdmit = j.stream && len(rd.prelude()) > 0

@@ -243,6 +243,8 @@ func (s *Server) complete(w http.ResponseWriter, p peer, q *seq, rd *render, j *
 	var b []byte
 	if j.api == apiEmbeddings {
 		b = s.appendEmbeddings(nil, j)
+	} else if j.api.ranks() {
+		b = s.appendRank(nil, j)
 	} else {
 		b = rd.appendFull(nil)
 	}

@@ -12,14 +12,14 @@ import (
 // ParseEvent). The parsers fill it without allocating: a hand-written scanner, because this runs
 // once per event on the client's hot path and encoding/json allocates several times per call.
 type Payload struct {
-	Content      int // bytes of answer text (choices[].delta.content, .message.content or .text; output_text deltas; text_delta)
-	Reasoning    int // bytes of reasoning text (reasoning_content or reasoning; reasoning_text deltas; thinking_delta)
-	ToolCalls    int // tool-call deltas (chat tool_calls entries; function_call_arguments deltas; input_json_delta)
-	Choices      int // entries in choices
-	Items        int // entries in data (embeddings: one vector per input; score: one score per pair) or results (rerank), or of a top-level array (tei_rerank)
+	Content      int   // bytes of answer text (choices[].delta.content, .message.content or .text; output_text deltas; text_delta)
+	Reasoning    int   // bytes of reasoning text (reasoning_content or reasoning; reasoning_text deltas; thinking_delta)
+	ToolCalls    int   // tool-call deltas (chat tool_calls entries; function_call_arguments deltas; input_json_delta)
+	Choices      int   // entries in choices
+	Items        int   // entries in data (embeddings: one vector per input; score: one score per pair) or results (rerank), or of a top-level array (tei_rerank)
 	Ranked       int   // of those, entries with an integer index >= 0 and a numeric score (relevance_score or score)
 	MaxIndex     int64 // the largest index of a ranked entry; -1 when none
-	Tokens       int // tokens the server says the chunk carries (token_ids or logprobs entries); -1 when not said
+	Tokens       int   // tokens the server says the chunk carries (token_ids or logprobs entries); -1 when not said
 	FinishReason []byte
 	Final        bool // the API's terminal event (response.completed, .incomplete, .failed; message_stop)
 	HasUsage     bool
