@@ -173,7 +173,7 @@ func TestRerankMalformedAnswer(t *testing.T) {
 	cases := []malformedRerank{
 		{"no-results", `{"model":"m","usage":{"total_tokens":10}}`, "no scores in the answer"},
 		{"index-out-of-range", `{"results":[{"index":0,"relevance_score":0.9},{"index":7,"relevance_score":0.1}]}`, "index 7 in the answer, but 2 documents were sent"},
-		{"no-score", `{"results":[{"index":0,"relevance_score":0.9},{"index":1}]}`, "lack an integer index or a numeric score"},
+		{"no-score", `{"results":[{"index":0,"relevance_score":0.9},{"index":1}]}`, "1 of the answer's 2 entries lack an integer index or a numeric score"},
 		{"too-few", `{"results":[{"index":1,"relevance_score":0.9}]}`, "1 scores in the answer; want 2"},
 	}
 	for _, mc := range cases {
