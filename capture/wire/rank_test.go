@@ -1,0 +1,66 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestParseRankAnswers: each ranking API's answer, its entries counted and checked, usage read.
+func TestParseRankAnswers(t *testing.T) {
+	tests := []struct {
+		name                  string
+		api                   API
+		in                    string
+		items, ranked, maxIdx int
+		prompt                int64
+		err                   bool
+	}{
+		{"vllm rerank", APIRerank, `{"id":"r","model":"m","usage":{"total_tokens":12},"results":[{"index":2,"document":{"text":"x"},"relevance_score":0.9},{"index":0,"relevance_score":1e-3}]}`, 2, 2, 2, 12, false},
+		{"score", APIScore, `{"object":"list","data":[{"index":0,"object":"score","score":0.5},{"index":1,"object":"score","score":-1.5}],"usage":{"prompt_tokens":8,"total_tokens":8}}`, 2, 2, 1, 8, false},
+		{"tei", APITEIRerank, ` [{"index":1,"score":0.7,"text":"a"},{"index":0,"score":0.1}] `, 2, 2, 1, -1, false},
+		{"tei error object", APITEIRerank, `{"error":"boom","error_type":"backend"}`, 0, 0, -1, -1, false},
+		{"fractional index", APIRerank, `{"results":[{"index":1.5,"relevance_score":0.9}]}`, 1, 0, -1, -1, false},
+		{"score as string", APIScore, `{"data":[{"index":0,"score":"0.5"}]}`, 1, 0, -1, -1, false},
+		{"negative index", APITEIRerank, `[{"index":-1,"score":0.5}]`, 1, 0, -1, -1, false},
+		{"tei not json", APITEIRerank, `[{"index":0,`, 0, 0, -1, -1, true},
+		{"tei trailing", APITEIRerank, `[] x`, 0, 0, -1, -1, true},
+	}
+	for _, tt := range tests {
+		var p Payload
+		err := ParseEvent(tt.api, nil, []byte(tt.in), &p, false)
+		if (err != nil) != tt.err {
+			t.Errorf("%s: ParseEvent(%s) error = %v; want error %v", tt.name, tt.in, err, tt.err)
+			continue
+		}
+		if tt.err {
+			continue
+		}
+		if p.Items != tt.items || p.Ranked != tt.ranked || p.MaxIndex != int64(tt.maxIdx) || p.Prompt != tt.prompt {
+			t.Errorf("%s: items %d ranked %d max index %d prompt %d; want %d %d %d %d", tt.name, p.Items, p.Ranked, p.MaxIndex, p.Prompt, tt.items, tt.ranked, tt.maxIdx, tt.prompt)
+		}
+	}
+}
+
+// TestCheckRanked: an answer against the documents sent and the entries expected.
+func TestCheckRanked(t *testing.T) {
+	tests := []struct {
+		name          string
+		items, ranked int
+		maxIdx        int64
+		docs, answers int32
+		message       string // "" = ok
+	}{
+		{"all", 3, 3, 2, 3, 3, ""},
+		{"top_n", 2, 2, 2, 3, 2, ""},
+		{"none", 0, 0, -1, 3, 3, "no scores in the answer (want 3"},
+		{"unscored", 3, 2, 2, 3, 3, "1 of the answer's 3 entries lack"},
+		{"out of range", 3, 3, 3, 3, 3, "index 3 in the answer, but 3 documents were sent"},
+		{"too many", 4, 4, 2, 3, 3, "4 scores in the answer; want 3"},
+	}
+	for _, tt := range tests {
+		err := checkRanked(&Payload{Items: tt.items, Ranked: tt.ranked, MaxIndex: tt.maxIdx}, &Request{Documents: tt.docs, Answers: tt.answers})
+		if (err == nil) != (tt.message == "") || (err != nil && !strings.Contains(err.Error(), tt.message)) {
+			t.Errorf("%s: checkRanked = %v; want %q", tt.name, err, tt.message)
+		}
+	}
+}
