@@ -343,6 +343,12 @@ var badRequestCases = []badRequestCase{
 	{"bad-embeddings-dimensions", "/v1/embeddings", `{"model":"sim","input":"a","dimensions":0}`, nil, 400},
 	// one input of 32,769 token ids, over the default max-model-len
 	{"bad-embeddings-too-long", "/v1/embeddings", `{"model":"sim","input":[[` + strings.Repeat("1,", 32768) + `1]]}`, nil, 400},
+	{"bad-rerank-query", "/v1/rerank", `{"model":"sim","documents":["a"]}`, nil, 400},
+	{"bad-rerank-documents", "/v1/rerank", `{"model":"sim","query":"q","documents":[]}`, nil, 400},
+	{"bad-rerank-document", "/v1/rerank", `{"model":"sim","query":"q","documents":[{"title":"a"}]}`, nil, 400},
+	{"bad-rerank-top-n", "/v1/rerank", `{"model":"sim","query":"q","documents":["a"],"top_n":-1}`, nil, 400},
+	{"bad-score-pairs", "/v1/score", `{"model":"sim","text_1":["a","b"],"text_2":["c","d","e"]}`, nil, 400},
+	{"bad-tei-rerank-texts", "/rerank", `{"model":"sim","query":"q"}`, nil, 400},
 }
 
 func TestBadRequests(t *testing.T) {
@@ -354,7 +360,11 @@ func TestBadRequests(t *testing.T) {
 			if w.status != tt.status {
 				t.Errorf("status = %d; want %d\n%s", w.status, tt.status, w.body)
 			}
-			checkErrorBody(t, w, tt.path == "/v1/messages")
+			if tt.path == "/rerank" {
+				checkTEIErrorBody(t, w)
+			} else {
+				checkErrorBody(t, w, tt.path == "/v1/messages")
+			}
 			golden(t, tt.name, normalize(w))
 		})
 	}

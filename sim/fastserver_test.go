@@ -51,6 +51,9 @@ func TestFastServerMatchesNetHTTP(t *testing.T) {
 	for _, c := range embedCases {
 		cases = append(cases, exchange{name: c.name, method: "POST", path: "/v1/embeddings", body: c.body})
 	}
+	for _, c := range rankCases {
+		cases = append(cases, exchange{name: c.name, method: "POST", path: c.path, body: c.body})
+	}
 	for _, c := range apiFaultCases {
 		cases = append(cases, exchange{name: "fault-" + c.name, cfg: apiFaultConfig, method: "POST", path: apiPaths[c.api],
 			body: apiFaultBodies[c.api], header: []string{FaultHeader, c.fault}})
