@@ -48,6 +48,12 @@ func TestBodyBuilderAPIs(t *testing.T) {
 			`{"model":"m","encoding_format":"float","input":"a b"}`},
 		{"embeddings batch", "embeddings", nil, schemas.Prompt{InputsJSON: `["a","b c"]`}, nil, "",
 			`{"model":"m","encoding_format":"float","input":["a","b c"]}`},
+		{"rerank", "rerank", nil, schemas.Prompt{Text: "q \"x\"", InputsJSON: `["a","b c"]`}, nil, "",
+			`{"model":"m","query":"q \"x\"","documents":["a","b c"]}`},
+		{"score", "score", nil, schemas.Prompt{Text: "q", InputsJSON: `["a"]`}, nil, "",
+			`{"model":"m","text_1":"q","text_2":["a"]}`},
+		{"tei rerank", "tei_rerank", nil, schemas.Prompt{Text: "q", InputsJSON: `["a","b"]`}, nil, "",
+			`{"model":"m","query":"q","texts":["a","b"]}`},
 	}
 	for _, tt := range tests {
 		bb, err := newBodyBuilder(schemas.Target{Model: "m", API: tt.api}, tt.tools)
@@ -64,6 +70,26 @@ func TestBodyBuilderAPIs(t *testing.T) {
 		if !json.Valid(body) {
 			t.Errorf("%s: body is not valid JSON: %s", tt.name, body)
 		}
+	}
+}
+
+// TestBodyBuilderRerankTopN: rerank sends workload.documents.top_n, and expects that many scores
+// (all of them when fewer documents were sent); a prompt without documents is an error.
+func TestBodyBuilderRerankTopN(t *testing.T) {
+	bb, err := newBodyBuilder(schemas.Target{Model: "m", API: "rerank"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb.topN = 2
+	body, _, err := bb.build(0, &schemas.Prompt{Text: "q", InputsJSON: `["a","b","c"]`}, nil, "")
+	if want := `{"model":"m","query":"q","documents":["a","b","c"],"top_n":2}`; err != nil || string(body) != want {
+		t.Errorf("build = (%s, %v); want %s", body, err, want)
+	}
+	if a, b := bb.answers(3), bb.answers(1); a != 2 || b != 1 {
+		t.Errorf("answers(3), answers(1) = %d, %d; want 2, 1", a, b)
+	}
+	if _, _, err := bb.build(0, &schemas.Prompt{PromptID: 7, Text: "q"}, nil, ""); err == nil || !strings.Contains(err.Error(), "prompt 7: inputs_json holds no JSON array of documents") {
+		t.Errorf("build(no documents) error = %v; want one naming prompt 7", err)
 	}
 }
 

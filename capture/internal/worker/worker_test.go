@@ -97,6 +97,10 @@ func TestEndpoint(t *testing.T) {
 		{"http://h:1", "responses", "http://h:1/v1/responses"},
 		{"http://h:1/v1/", "messages", "http://h:1/v1/messages"},
 		{"http://h:1", "embeddings", "http://h:1/v1/embeddings"},
+		{"http://h:1", "rerank", "http://h:1/v1/rerank"},
+		{"http://h:1/v1", "score", "http://h:1/v1/score"},
+		{"http://h:1", "tei_rerank", "http://h:1/rerank"},
+		{"http://h:1/v1/", "tei_rerank", "http://h:1/rerank"}, // TEI has no /v1/rerank
 	}
 	for _, tt := range tests {
 		if got := endpoint(tt.base, tt.api); got != tt.want {
