@@ -64,14 +64,17 @@ type SimCmd struct {
 func (c *SimCmd) Help() string {
 	return `Serves POST /v1/completions and /v1/chat/completions (streaming SSE and JSON), /v1/responses
 (OpenAI Responses) and /v1/messages (Anthropic Messages) (streaming typed SSE events and JSON),
-/v1/embeddings (JSON), GET /v1/models, /health and /metrics (vLLM metric names). Every request
-may force a fault with the header x-sim-fault: 429|500|503|stall|drop|malformed|slow-headers.
+/v1/embeddings, /v1/rerank, /v1/score (vLLM) and /rerank (TEI) (JSON), GET /v1/models, /health
+and /metrics (vLLM metric names). Every request may force a fault with the header x-sim-fault:
+429|500|503|stall|drop|malformed|slow-headers.
 
 Reasoning: --reasoning-tokens N starts every chat, responses and messages answer with N
 reasoning tokens (reasoning_content/reasoning deltas, reasoning_text deltas, a thinking block).
 Tools: a request with tools gets one call of the first tool, its arguments {"text":"<words>"}
 streamed as the answer's tokens. Images: --image-tokens prompt tokens each. Embeddings: one
-engine sequence per request, ready after its prefill (fixed mode: TTFT).
+engine sequence per request, ready after its prefill (fixed mode: TTFT). Rerank and score: one
+sequence of every (query, document) pair, ready after its prefill (fixed mode: TTFT for the
+first document, then one ITL per further document).
 
 Token counting: a token is a maximal run of non-space characters (prompt: all message
 contents); output token i is a word from a fixed list followed by a space, so usage is exact.
