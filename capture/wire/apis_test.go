@@ -125,7 +125,8 @@ func TestParseEventMalformed(t *testing.T) {
 }
 
 func TestParseAPI(t *testing.T) {
-	for name, want := range map[string]API{"": APIOpenAI, "completions": APIOpenAI, "chat": APIOpenAI, "responses": APIResponses, "messages": APIMessages, "embeddings": APIEmbeddings} {
+	for name, want := range map[string]API{"": APIOpenAI, "completions": APIOpenAI, "chat": APIOpenAI, "responses": APIResponses, "messages": APIMessages, "embeddings": APIEmbeddings,
+		"rerank": APIRerank, "score": APIScore, "tei_rerank": APITEIRerank} {
 		if got, err := ParseAPI(name); err != nil || got != want {
 			t.Errorf("ParseAPI(%q) = %d, %v; want %d", name, got, err, want)
 		}

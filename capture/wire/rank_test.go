@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -63,4 +64,26 @@ func TestCheckRanked(t *testing.T) {
 			t.Errorf("%s: checkRanked = %v; want %q", tt.name, err, tt.message)
 		}
 	}
+}
+
+// FuzzParseRankAnswer checks that the ranking parsers never panic, accept only valid JSON, and
+// count the entries of a TEI array as encoding/json does.
+func FuzzParseRankAnswer(f *testing.F) {
+	f.Add(uint8(2), []byte(`[{"index":0,"score":0.5},{"index":1,"score":1e-2}]`))
+	f.Add(uint8(0), []byte(`{"results":[{"index":0,"relevance_score":0.5}],"usage":{"total_tokens":3}}`))
+	f.Add(uint8(1), []byte(`{"data":[{"index":0,"score":-1}]}`))
+	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
+		api := APIRerank + API(which%3)
+		var p Payload
+		if ParseEvent(api, nil, b, &p, false) != nil {
+			return
+		}
+		if !json.Valid(b) {
+			t.Fatalf("ParseEvent(%d, %q) = nil error; want an error for invalid JSON", api, b)
+		}
+		var arr []json.RawMessage
+		if api == APITEIRerank && json.Unmarshal(b, &arr) == nil && len(arr) != p.Items {
+			t.Fatalf("ParseEvent(tei, %q): %d items; want %d", b, p.Items, len(arr))
+		}
+	})
 }
