@@ -95,8 +95,7 @@ type typed struct {
 // parseTyped walks a Responses or Messages event object and classifies it. (The two are
 // called directly, not through function values, so that nothing escapes to the heap.)
 func parseTyped(api API, data, typ []byte, p *Payload, keepText bool) error {
-	text := p.Text
-	*p = Payload{Tokens: -1, Prompt: -1, Completion: -1, Cached: -1, ReasoningTok: -1, Text: text}
+	p.reset()
 	s := jscan{b: data, keep: keepText, p: p}
 	t := typed{typ: typ, input: -1, cacheRd: -1, cacheCr: -1}
 	s.ws()

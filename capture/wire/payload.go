@@ -34,6 +34,11 @@ type Payload struct {
 
 var errJSON = errors.New("invalid JSON")
 
+// reset clears p for the next event: counts 0, figures not said (-1), the text buffer kept.
+func (p *Payload) reset() {
+	*p = Payload{Tokens: -1, Prompt: -1, Total: -1, Completion: -1, Cached: -1, ReasoningTok: -1, MaxIndex: -1, Text: p.Text}
+}
+
 type jscan struct {
 	b    []byte
 	i    int
@@ -45,8 +50,7 @@ type jscan struct {
 // ParsePayload parses data into p. When keepText is set, content text is appended to p.Text
 // (which is kept, not reset). It reports malformed JSON as an error.
 func ParsePayload(data []byte, p *Payload, keepText bool) error {
-	text := p.Text
-	*p = Payload{Tokens: -1, Prompt: -1, Total: -1, Completion: -1, Cached: -1, ReasoningTok: -1, MaxIndex: -1, Text: text}
+	p.reset()
 	s := jscan{b: data, keep: keepText, p: p}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
@@ -218,8 +222,7 @@ func ParseRankArray(data []byte, p *Payload) error {
 	if s.i < len(s.b) && s.b[s.i] == '{' {
 		return ParsePayload(data, p, false)
 	}
-	text := p.Text
-	*p = Payload{Tokens: -1, Prompt: -1, Total: -1, Completion: -1, Cached: -1, ReasoningTok: -1, MaxIndex: -1, Text: text}
+	p.reset()
 	s.p = p
 	if s.i >= len(s.b) || s.b[s.i] != '[' {
 		return errJSON

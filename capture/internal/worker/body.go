@@ -260,9 +260,9 @@ func (bb *bodyBuilder) embeddings(p *schemas.Prompt) ([]byte, error) {
 
 // rankKeys are the body keys of the query and the documents, by ranking API.
 var rankKeys = map[string][2]string{
-	"rerank":     {"query", "documents"}, // vLLM /v1/rerank (Cohere, Jina)
-	"score":      {"text_1", "text_2"},   // vLLM /v1/score
-	"tei_rerank": {"query", "texts"},     // TEI /rerank
+	"rerank":     {`,"query":`, `,"documents":`}, // vLLM /v1/rerank (Cohere, Jina)
+	"score":      {`,"text_1":`, `,"text_2":`},   // vLLM /v1/score
+	"tei_rerank": {`,"query":`, `,"texts":`},     // TEI /rerank
 }
 
 // rank builds a ranking body: the prompt's text as the query and its inputs_json as the
@@ -274,9 +274,9 @@ func (bb *bodyBuilder) rank(p *schemas.Prompt) ([]byte, error) {
 	}
 	k := rankKeys[bb.api]
 	body := bb.start(len(in)+len(p.Text)+32, 0, "")
-	body = append(body, `,"`+k[0]+`":`...)
+	body = append(body, k[0]...)
 	body = appendJSONString(body, p.Text)
-	body = append(body, `,"`+k[1]+`":`...)
+	body = append(body, k[1]...)
 	body = append(body, in...)
 	if bb.topN > 0 {
 		body = append(body, `,"top_n":`...)
