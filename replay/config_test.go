@@ -144,6 +144,9 @@ var runExamples = []string{
 	"../examples/responses.yaml",
 	"../examples/messages.yaml",
 	"../examples/embeddings.yaml",
+	"../examples/rerank.yaml",
+	"../examples/score.yaml",
+	"../examples/tei-rerank.yaml",
 }
 
 // target.tls's files are taken from the config's directory and must load.

@@ -383,7 +383,12 @@ func (v *validator) config(c *schemas.Config) {
 			name string
 			val  int
 		}{{"groups", s.Groups}, {"prefix_tokens", s.PrefixTokens}, {"users_per_group", s.UsersPerGroup}, {"question_tokens", s.QuestionTokens}, {"output_tokens", s.OutputTokens}} {
-			if p.val <= 0 && (p.name != "output_tokens" || schemas.OutputAPI(c.Target.API) || p.val < 0) {
+			switch {
+			case p.name == "output_tokens" && !schemas.OutputAPI(c.Target.API): // embeddings, ranking: none needed
+				if p.val < 0 {
+					v.errf(f+p.name, "must be >= 0")
+				}
+			case p.val <= 0:
 				v.errf(f+p.name, "must be > 0")
 			}
 		}
