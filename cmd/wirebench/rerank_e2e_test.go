@@ -160,6 +160,43 @@ tokenizer: whitespace
 	}
 }
 
+// TestRankFromDataset runs score on a jsonl dataset whose rows carry their own documents, with
+// no workload.documents and no output length: every request ok, with its row's documents, and
+// the simulator's usage equal to the schedule's input tokens (query + document per pair).
+func TestRankFromDataset(t *testing.T) {
+	url := startSim(t, "--ttft", "5ms", "--itl", "1ms")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "q.jsonl"), `{"prompt": "what is light", "documents": ["light is a wave", "light is a particle", "colour"]}
+{"prompt": "what is a prism", "documents": ["a glass that bends light"]}
+`)
+	cfg := filepath.Join(dir, "score.yaml")
+	writeFile(t, cfg, `name: score-dataset
+seed: 2
+target: {api: score, model: sim, timeout: 30s}
+load:
+  stages:
+    - {rate: 10, duration: 1s, arrival: constant}
+workload:
+  dataset: {format: jsonl, file: q.jsonl}
+tokenizer: whitespace
+`)
+	run := filepath.Join(dir, "run")
+	if _, stderr, err := wirebench(t, 60*time.Second, "run", cfg, "-o", run, "--target", url, "--quiet"); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	_, reqs, _ := rawFiles(t, run)
+	if len(reqs) != 10 {
+		t.Fatalf("%d requests; want 10", len(reqs))
+	}
+	// (documents, input tokens) of the two rows: 3 × 3 + 4 + 4 + 1, 4 + 5
+	rows := map[int32]int32{3: 18, 1: 9}
+	for _, r := range reqs {
+		if r.ErrorKind != "" || rows[r.Documents] == 0 || r.InputTokens != rows[r.Documents] || r.UsagePrompt == nil || *r.UsagePrompt != r.InputTokens {
+			t.Errorf("seq %d: %q %s, %d documents, input tokens %d, usage %v; want ok, a row's documents and tokens (%v), usage equal", r.Seq, r.ErrorKind, r.ErrorMessage, r.Documents, r.InputTokens, r.UsagePrompt, rows)
+		}
+	}
+}
+
 // malformedRerank is one broken answer to a rerank request of 2 documents.
 type malformedRerank struct {
 	name, body, message string
