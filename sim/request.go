@@ -136,12 +136,13 @@ func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), l
 // {"type":"error","error":{...}}.
 func writeError(w http.ResponseWriter, a api, code int, msg string) {
 	var b []byte
-	if a == apiTEIRerank { // TEI's ErrorResponse
+	switch a {
+	case apiTEIRerank: // TEI's ErrorResponse
 		b, _ = json.Marshal(struct {
 			Error     string `json:"error"`
 			ErrorType string `json:"error_type"`
 		}{msg, teiErrorType(code)})
-	} else if a == apiMessages {
+	case apiMessages:
 		type body struct {
 			Type    string `json:"type"`
 			Message string `json:"message"`
@@ -150,7 +151,7 @@ func writeError(w http.ResponseWriter, a api, code int, msg string) {
 			Type  string `json:"type"`
 			Error body   `json:"error"`
 		}{"error", body{anthropicErrorType(code), msg}})
-	} else {
+	default:
 		type body struct {
 			Message string  `json:"message"`
 			Type    string  `json:"type"`
