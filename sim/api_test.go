@@ -490,19 +490,21 @@ type apiFaultCase struct {
 }
 
 // apiFaultBodies are the requests of the fault cases: streams of 4 tokens (2 of reasoning with
-// apiFaultConfig, so the mid-stream faults strike at the answer's first token), and an
-// embeddings batch of two inputs.
+// apiFaultConfig, so the mid-stream faults strike at the answer's first token), an
+// embeddings batch of two inputs, and rerank and score requests of two documents.
 var apiFaultBodies = map[api]string{
 	apiResponses:  `{"model":"sim","input":"a b c","max_output_tokens":4,"stream":true}`,
 	apiMessages:   `{"model":"sim","messages":[{"role":"user","content":"a b c"}],"max_tokens":4,"stream":true}`,
 	apiEmbeddings: `{"model":"sim","input":["a b c","d e"],"dimensions":4}`,
+	apiRerank:     `{"model":"sim","query":"q","documents":["a b c","d e"]}`,
+	apiScore:      `{"model":"sim","text_1":"q","text_2":["a b c","d e"]}`,
 }
 
 func apiFaultConfig(c *Config) { c.ReasoningTokens = 2 }
 
 var apiFaultCases = func() []apiFaultCase {
 	var out []apiFaultCase
-	for _, a := range []api{apiResponses, apiMessages, apiEmbeddings} {
+	for _, a := range []api{apiResponses, apiMessages, apiEmbeddings, apiRerank, apiScore} {
 		for _, f := range []string{Fault429, Fault503, FaultStall, FaultDrop, FaultMalformed} {
 			out = append(out, apiFaultCase{strings.TrimPrefix(apiPaths[a], "/v1/") + "-" + f, a, f})
 		}
@@ -510,8 +512,8 @@ var apiFaultCases = func() []apiFaultCase {
 	return out
 }()
 
-// TestFaultsOtherAPIs: every fault on the Responses, Messages and embeddings endpoints, in
-// their own formats: errors in the API's error body, a stall between the answer's first two
+// TestFaultsOtherAPIs: every fault on the Responses, Messages, embeddings, rerank and score
+// endpoints, in their own formats: errors in the API's error body, a stall between the answer's first two
 // token events, a dropped connection halfway, a malformed event (or a cut JSON body).
 func TestFaultsOtherAPIs(t *testing.T) {
 	const stall = 300 * time.Millisecond
@@ -535,7 +537,7 @@ func TestFaultsOtherAPIs(t *testing.T) {
 				checkErrorBody(t, w, tt.api == apiMessages)
 				return
 			}
-			if tt.api == apiEmbeddings {
+			if tt.api == apiEmbeddings || tt.api.ranks() {
 				checkEmbedFault(t, tt.fault, w, stall)
 				return
 			}
@@ -566,7 +568,7 @@ func TestFaultsOtherAPIs(t *testing.T) {
 	}
 }
 
-// checkEmbedFault checks a mid-response fault of an embeddings request.
+// checkEmbedFault checks a mid-response fault of an embeddings or ranking request.
 func checkEmbedFault(t *testing.T, fault string, w wire, stall time.Duration) {
 	t.Helper()
 	valid := json.Valid(w.body)
