@@ -513,8 +513,9 @@ var apiFaultCases = func() []apiFaultCase {
 }()
 
 // TestFaultsOtherAPIs: every fault on the Responses, Messages, embeddings, rerank and score
-// endpoints, in their own formats: errors in the API's error body, a stall between the answer's first two
-// token events, a dropped connection halfway, a malformed event (or a cut JSON body).
+// endpoints, in their own formats: errors in the API's error body, a stall between the
+// answer's first two token events, a dropped connection halfway, a malformed event (or a cut
+// JSON body).
 func TestFaultsOtherAPIs(t *testing.T) {
 	const stall = 300 * time.Millisecond
 	cfg := zeroConfig()
