@@ -1,9 +1,15 @@
 package wire
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // TestParseRankAnswers: each ranking API's answer, its entries counted and checked, usage read.
@@ -86,4 +92,47 @@ func FuzzParseRankAnswer(f *testing.F) {
 			t.Fatalf("ParseEvent(tei, %q): %d items; want %d", b, p.Items, len(arr))
 		}
 	})
+}
+
+// TestDoRank reads each ranking API's answer to a request of 2 documents: a good answer is one
+// chunk and no error (the rerank usage's total_tokens as prompt tokens, no embeddings count); a
+// JSON answer that does not score the documents is malformed_answer, one that is not JSON
+// malformed_stream, an error object server_error_event, a TEI error http_status.
+func TestDoRank(t *testing.T) {
+	tests := []struct {
+		name, body string
+		api        API
+		status     int
+		kind       string
+		prompt     int32 // usage prompt tokens; -1 none
+	}{
+		{"rerank", `{"model":"m","usage":{"total_tokens":9},"results":[{"index":1,"relevance_score":0.9},{"index":0,"relevance_score":0.1}]}`, APIRerank, 200, "", 9},
+		{"score", `{"object":"list","data":[{"index":0,"object":"score","score":0.2},{"index":1,"object":"score","score":0.4}],"usage":{"prompt_tokens":9,"total_tokens":9}}`, APIScore, 200, "", 9},
+		{"tei", `[{"index":1,"score":0.9},{"index":0,"score":0.1}]`, APITEIRerank, 200, "", -1},
+		{"tei too few", `[{"index":1,"score":0.9}]`, APITEIRerank, 200, schemas.ErrMalformedAnswer, -1},
+		{"score as embeddings", `{"object":"list","data":[{"index":0,"embedding":[0.1]},{"index":1,"embedding":[0.2]}]}`, APIScore, 200, schemas.ErrMalformedAnswer, -1},
+		{"rerank not json", `{"results":[`, APIRerank, 200, schemas.ErrMalformedStream, -1},
+		{"rerank error object", `{"object":"error","message":"boom"}`, APIRerank, 200, schemas.ErrServerEvent, -1},
+		{"tei 413", `{"error":"batch size 2 > maximum allowed batch size 1","error_type":"validation"}`, APITEIRerank, 413, schemas.ErrHTTPStatus, -1},
+	}
+	for _, tt := range tests {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(tt.status)
+			fmt.Fprint(w, tt.body)
+		}))
+		c := NewClient(ClientConfig{API: tt.api, MaxConns: 1, Timestamps: true})
+		res := new(Result)
+		c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`), Documents: 2, Answers: 2}, res)
+		c.Close()
+		srv.Close()
+		q := res.Req
+		prompt := int32(-1)
+		if q.UsagePrompt != nil {
+			prompt = *q.UsagePrompt
+		}
+		if q.ErrorKind != tt.kind || prompt != tt.prompt || q.Embeddings != 0 || q.Chunks > 1 {
+			t.Errorf("%s: kind %q (%s), usage prompt %d, embeddings %d, chunks %d; want %q, %d, 0, at most 1", tt.name, q.ErrorKind, q.ErrorMessage, prompt, q.Embeddings, q.Chunks, tt.kind, tt.prompt)
+		}
+	}
 }
