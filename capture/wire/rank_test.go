@@ -136,3 +136,16 @@ func TestDoRank(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRankAllocs: reading a ranking answer allocates nothing, as every event parse.
+func TestParseRankAllocs(t *testing.T) {
+	var p Payload
+	rerank := []byte(`{"model":"m","usage":{"total_tokens":9},"results":[{"index":1,"relevance_score":0.9},{"index":0,"relevance_score":0.1}]}`)
+	tei := []byte(`[{"index":1,"score":0.9},{"index":0,"score":0.1}]`)
+	if n := testing.AllocsPerRun(100, func() {
+		ParseEvent(APIRerank, nil, rerank, &p, false)
+		ParseEvent(APITEIRerank, nil, tei, &p, false)
+	}); n != 0 {
+		t.Errorf("ParseEvent(rerank, tei) allocates %v times a run; want 0", n)
+	}
+}
