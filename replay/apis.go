@@ -135,6 +135,7 @@ type ranked struct {
 	rng         *rand.Rand
 	o, priv     *output
 	own         map[int64]rankDocs // a dataset prompt's own documents, by inner prompt id
+	file        string             // the dataset's file, for errors; "" for other sources
 	buf         []turn
 	texts       []string
 }
@@ -146,8 +147,12 @@ type rankDocs struct {
 	tokens int
 }
 
-func newRanked(inner source, d *schemas.Documents, gen *textGen, seed int64, o, priv *output) (*ranked, error) {
+func newRanked(inner source, w *schemas.Workload, gen *textGen, seed int64, o, priv *output) (*ranked, error) {
 	r := &ranked{inner: inner, gen: gen, rng: rand.New(rand.NewPCG(uint64(seed), 7)), o: o, priv: priv, own: map[int64]rankDocs{}}
+	if w.Dataset != nil {
+		r.file = w.Dataset.File
+	}
+	d := w.Documents
 	if d == nil {
 		return r, nil
 	}
@@ -198,7 +203,7 @@ func (r *ranked) documents(id int64, p *schemas.Prompt) (rankDocs, error) {
 		}
 		var texts []string
 		if err := json.Unmarshal([]byte(p.InputsJSON), &texts); err != nil {
-			return rankDocs{}, fmt.Errorf("prompt %d: documents: %w", id, err)
+			return rankDocs{}, fmt.Errorf("%s: documents: %w", r.file, err)
 		}
 		d := rankDocs{json: p.InputsJSON, n: len(texts)}
 		for _, t := range texts {
@@ -208,7 +213,7 @@ func (r *ranked) documents(id int64, p *schemas.Prompt) (rankDocs, error) {
 		return d, nil
 	}
 	if r.count == nil {
-		return rankDocs{}, fmt.Errorf("prompt %d: the dataset row has no \"documents\" and workload.documents is not set", id)
+		return rankDocs{}, fmt.Errorf("%s: a row has no \"documents\" and workload.documents is not set", r.file)
 	}
 	n := r.count.draw(r.rng)
 	r.texts = r.texts[:0]

@@ -106,7 +106,7 @@ workload:
 	}
 	os.WriteFile(data, []byte(`{"prompt": "no documents"}`+"\n"), 0o644)
 	err := Run(t.Context(), Options{ConfigPath: cfg, Out: filepath.Join(t.TempDir(), "run2")}, quiet)
-	if err == nil || !strings.Contains(err.Error(), `has no "documents" and workload.documents is not set`) {
+	if err == nil || !strings.Contains(err.Error(), data+`: a row has no "documents" and workload.documents is not set`) {
 		t.Errorf("dataset row without documents: Run error = %v; want one saying so", err)
 	}
 }

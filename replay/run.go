@@ -272,7 +272,7 @@ func plan(ctx context.Context, cfg *schemas.Config, tok tokenizer.Tokenizer, o *
 		src = &batched{inner: src, n: w.Batch, o: o, priv: so}
 	}
 	if schemas.RankAPI(cfg.Target.API) {
-		if src, err = newRanked(src, w.Documents, gen, cfg.Seed, o, so); err != nil {
+		if src, err = newRanked(src, w, gen, cfg.Seed, o, so); err != nil {
 			return nil, err
 		}
 	}
