@@ -137,7 +137,7 @@ func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), l
 func writeError(w http.ResponseWriter, a api, code int, msg string) {
 	var b []byte
 	switch a {
-	case apiTEIRerank: // TEI's ErrorResponse
+	case apiTEIRerank: // TEI's error body
 		b, _ = json.Marshal(struct {
 			Error     string `json:"error"`
 			ErrorType string `json:"error_type"`
