@@ -8,8 +8,10 @@ E2E_PKGS  := $(shell $(GO) list ./cmd/... ./examples/... 2>/dev/null)
 
 .PHONY: build install test test-duckdb bench bench-vegeta bench-scale demo lint clean
 
+# CGO_ENABLED=0: a static binary, the one the container image holds (Dockerfile); wirebench's
+# only cgo is the standard library's optional DNS and user lookups, which have pure-Go versions.
 build:
-	$(GO) build -o $(BIN) ./cmd/wirebench
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/wirebench
 
 # Puts wirebench on PATH: PREFIX/bin, by default $(go env GOPATH)/bin (PREFIX=/usr/local: system-wide).
 PREFIX ?= $(shell $(GO) env GOPATH)
