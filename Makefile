@@ -27,7 +27,9 @@ test: lint build
 	$(GO) test -race -count=1 ./sim
 	# The wire client's load tests (500 streams, starved client) skip under -race: run them plain.
 	$(GO) test -count=1 ./capture/wire
-	$(GO) test -count=1 -timeout 20m $(E2E_PKGS)
+	# Static like bin/wirebench, so that the end-to-end tests reuse its build (TestImageFromScratch
+	# puts the binary they build in an image).
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m $(E2E_PKGS)
 	# The Kubernetes manifests of `wirebench k8s`, parsed with the Kubernetes API types: a module of
 	# its own (k8s.io stays out of go.mod), so `go list ./...` above does not see it.
 	cd examples/k8s/validate && $(GO) vet ./... && WIREBENCH=$(CURDIR)/$(BIN) $(GO) test -count=1 ./...
