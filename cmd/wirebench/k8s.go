@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -31,7 +32,7 @@ type K8sCmd struct {
 	RunID        string        `name:"run-id" required:"" placeholder:"NAME" help:"Name of the run (lower-case letters, digits and '-', at most 40): it names the Kubernetes objects (wirebench-NAME-capture, ...) and the run's directory on the volume (/data/NAME)."`
 	Hosts        int           `required:"" placeholder:"N" help:"Capture pods, one per node: pod i sends shard i/N of the schedule."`
 	StartAt      string        `required:"" placeholder:"TIME" help:"Common start of the capture pods: RFC 3339 (2026-01-02T15:04:05Z) or +DURATION from now (+15m). Leave time to replay the schedule and to start every pod."`
-	Image        string        `default:"ghcr.io/wirebench/wirebench:latest" help:"Container image with wirebench on the PATH and /bin/sh, cp and ln (the capture pods prepare their run directory with them)."`
+	Image        string        `default:"ghcr.io/wirebench/wirebench:latest" help:"Container image with wirebench on the PATH, such as the repository's Dockerfile builds (no shell needed); every pod runs as its user 65532 on a read-only root filesystem."`
 	Target       string        `placeholder:"URL" help:"Base URL of the server under test as the pods reach it (e.g. http://vllm.default.svc.cluster.local:8000); overrides target.url of the config."`
 	CPUs         int           `name:"cpus" default:"4" help:"CPUs of each capture pod (requests = limits); capture runs one pinned worker per CPU."`
 	Memory       string        `default:"4Gi" help:"Memory of each capture pod (requests = limits)."`
@@ -41,6 +42,7 @@ type K8sCmd struct {
 	APIKeySecret string        `placeholder:"NAME" help:"Secret holding the API key under the key named by the config's target.api_key_env (required when the config names one)."`
 	AggMemory    string        `name:"aggregate-memory" default:"4Gi" help:"Memory of the aggregate container (requests = limits): it peaked at 636-675 MB on 6 M requests from 20 hosts and grows by up to about 80 bytes a request (docs/measurements.md)."`
 	DrainTimeout time.Duration `default:"30s" help:"capture --drain-timeout: after SIGTERM, how long a capture pod waits for requests in flight; its termination grace period is this plus 30s."`
+	CaptureCaps  bool          `name:"capture-caps" help:"Run the capture containers as root with every capability dropped but SYS_NICE (pacer threads at nice -20) and NET_RAW (the packet tap), which a non-root user cannot get in Kubernetes. Without it they run as the image's non-root user with none (Pod Security restricted): pacers at nice 0, tap off."`
 	Out          string        `short:"o" placeholder:"DIR" help:"Write the manifests into DIR (00-volume.yaml, 01-replay.yaml, 02-capture.yaml, 03-aggregate-report.yaml) instead of printing them on stdout as one multi-document stream."`
 }
 
@@ -74,8 +76,8 @@ type k8sRun struct {
 	ConfigHeader     string   // the block scalar's indicator: "|" or "|2"
 	ConfigText       string   // the config, indented under config.yaml
 	APIKeyEnv        string   // target.api_key_env of the config
-	ReplayLine       string   // the replay command, as shell words
-	HostDirs         []string // /data/RUN/hosts/i
+	ReplayCommand    []string // wirebench replay ...
+	HostsCommand     []string // wirebench host-dirs: every host's directory
 	GraceSeconds     int64
 	AggregateMemory  string
 	AggregateCommand []string
@@ -258,16 +260,16 @@ func (c *K8sCmd) fill(cfg *schemas.Config, start time.Time) (*k8sRun, error) {
 	r := &k8sRun{K8sCmd: c, StartAt: start.Format(time.RFC3339Nano), ConfigHeader: header, ConfigText: body,
 		APIKeyEnv: cfg.Target.APIKeyEnv, GraceSeconds: int64(math.Ceil((c.DrainTimeout + k8sGraceExtra).Seconds())),
 		AggregateMemory: c.AggMemory}
-	replayArgs := []string{"wirebench", "replay", "/config/config.yaml", "-o", runDir, "--force"}
+	r.ReplayCommand = []string{"wirebench", "replay", "/config/config.yaml", "-o", runDir, "--force"}
 	if c.Target != "" {
-		replayArgs = append(replayArgs, "--target", c.Target)
+		r.ReplayCommand = append(r.ReplayCommand, "--target", c.Target)
 	}
-	r.ReplayLine = shellLine(replayArgs)
-	r.AggregateCommand = []string{"wirebench", "aggregate"}
+	var hosts []string
 	for i := range c.Hosts {
-		r.AggregateCommand = append(r.AggregateCommand, fmt.Sprintf("/data/%s/hosts/%d", c.RunID, i))
+		hosts = append(hosts, fmt.Sprintf("/data/%s/hosts/%d", c.RunID, i))
 	}
-	r.AggregateCommand = append(r.AggregateCommand, "-o", runDir)
+	r.HostsCommand = slices.Concat([]string{"wirebench", "host-dirs", "--from", runDir}, hosts)
+	r.AggregateCommand = slices.Concat([]string{"wirebench", "aggregate"}, hosts, []string{"-o", runDir})
 	r.Command = c.command(r.StartAt)
 	return r, nil
 }
@@ -313,9 +315,15 @@ func (c *K8sCmd) command(start string) string {
 		args = append(args, "--api-key-secret", c.APIKeySecret)
 	}
 	args = append(args, "--drain-timeout", c.DrainTimeout.String())
-	line, lines := "wirebench k8s", []string{}
+	var parts []string
 	for i := 0; i < len(args); i += 2 {
-		part := args[i] + " " + shellQuote(args[i+1])
+		parts = append(parts, args[i]+" "+shellQuote(args[i+1]))
+	}
+	if c.CaptureCaps {
+		parts = append(parts, "--capture-caps")
+	}
+	line, lines := "wirebench k8s", []string{}
+	for _, part := range parts {
 		if len(line)+1+len(part) > 90 {
 			lines = append(lines, line+" \\")
 			line = "    "
@@ -335,23 +343,6 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// Prepare is the shell that makes the run directory "$host" of one capture host afresh: the
-// replay's manifest copied (capture rewrites it), its schedule linked (read only; a copy per
-// host would multiply the prompts). Lines after the first are indented by indent spaces.
-func (r *k8sRun) Prepare(indent int) string {
-	return `rm -rf "$host" && mkdir -p "$host"` + "\n" + strings.Repeat(" ", indent) +
-		`cp /data/` + r.RunID + `/run/manifest.json "$host"/ && ln -s ../../run/schedule "$host"/schedule`
-}
-
-// shellLine joins args into a shell command line, quoting where needed.
-func shellLine(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = shellQuote(a)
-	}
-	return strings.Join(q, " ")
-}
-
 // yamlQuote writes s as a YAML double-quoted scalar (a JSON string is one).
 func yamlQuote(s string) string { return strconv.Quote(s) }
 
@@ -360,4 +351,40 @@ func yamlQuote(s string) string { return strconv.Quote(s) }
 func k8sLabels(run, component string, indent int) string {
 	pad := "\n" + strings.Repeat(" ", indent)
 	return "app.kubernetes.io/name: wirebench" + pad + "app.kubernetes.io/instance: " + run + pad + "app.kubernetes.io/component: " + component
+}
+
+// HostDirsCmd is `wirebench host-dirs`, which the manifests run where a shell script would make
+// the capture hosts' run directories: the image has no shell.
+type HostDirsCmd struct {
+	From string   `required:"" placeholder:"RUN" help:"The replay's run directory."`
+	Dirs []string `arg:"" placeholder:"DIR" help:"Host run directories to make afresh."`
+}
+
+// Run makes each directory afresh: the replay's manifest copied (capture rewrites it), its
+// schedule linked by a relative path (read only; a copy per host would multiply the prompts).
+func (c *HostDirsCmd) Run(ctx context.Context, log *slog.Logger) error {
+	manifest, err := os.ReadFile(filepath.Join(c.From, schemas.ManifestName))
+	if err != nil {
+		return err
+	}
+	for _, d := range c.Dirs {
+		link, err := filepath.Rel(d, filepath.Join(c.From, "schedule"))
+		if err != nil {
+			return fmt.Errorf("host directory %s: %w", d, err)
+		}
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		if err := schemas.WriteFileAtomic(filepath.Join(d, schemas.ManifestName), manifest); err != nil {
+			return err
+		}
+		if err := os.Symlink(link, filepath.Join(d, "schedule")); err != nil {
+			return err
+		}
+	}
+	log.Info("made the host directories", "from", c.From, "dirs", len(c.Dirs))
+	return nil
 }

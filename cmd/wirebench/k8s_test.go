@@ -207,9 +207,9 @@ func TestK8sRender(t *testing.T) {
 	for _, want := range []string{
 		"completions: 12\n",
 		"parallelism: 12 ",
-		`--shard "${JOB_COMPLETION_INDEX}/12"`,
+		`"--shard", "$(JOB_COMPLETION_INDEX)/12"`,
 		"terminationGracePeriodSeconds: 120\n", // 90 s drain + 30 s
-		"--drain-timeout 1m30s",
+		`"--drain-timeout", "1m30s"`,
 		`storageClassName: "nfs"`,
 		`- "/data/r1/hosts/11"`,
 		`limits: {memory: "2Gi"}`, // --aggregate-memory
@@ -221,6 +221,14 @@ func TestK8sRender(t *testing.T) {
 	}
 	if strings.Contains(all, "/data/r1/hosts/12") {
 		t.Errorf("manifests name host 12 of 12 (hosts count from 0)")
+	}
+	// The capture pods run as the image's non-root user unless --capture-caps.
+	if strings.Contains(all, "add: [") || !strings.Contains(all, "runAsUser: 65532") {
+		t.Errorf("manifests without --capture-caps: want no capability added and runAsUser 65532")
+	}
+	c.CaptureCaps = true
+	if files, err = c.render(k8sNow); err != nil || !strings.Contains(string(files[2]), `add: ["SYS_NICE", "NET_RAW"]`) || !strings.Contains(string(files[0]), "--capture-caps") {
+		t.Errorf("--capture-caps: %v; want capture's capabilities SYS_NICE and NET_RAW, and the flag in the header", err)
 	}
 	// The key reaches replay (model discovery) and capture, not aggregate or report.
 	key := `secretKeyRef: {name: "llm-key", key: "OPENAI_API_KEY"}`

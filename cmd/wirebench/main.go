@@ -35,6 +35,7 @@ type CLI struct {
 	Version   VersionCmd   `cmd:"" help:"Print the version."`
 	Worker    WorkerCmd    `cmd:"" hidden:"" help:"Internal: one capture worker process."`
 	KeepAwake KeepAwakeCmd `cmd:"" hidden:"" name:"keep-awake" help:"Internal: keeps the given CPUs from halting while a capture runs."`
+	HostDirs  HostDirsCmd  `cmd:"" hidden:"" name:"host-dirs" help:"Internal (wirebench k8s): make capture hosts' run directories afresh from a replay's."`
 }
 
 // logFlags are the global log flags as given, for the processes a command starts (workers).

@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -28,10 +28,6 @@ import (
 // the repository in TestMain.
 var binary string
 
-// binDir holds "wirebench", a link to binary: the first directory on the PATH of the pods'
-// shell scripts.
-var binDir string
-
 // repoRoot is the wirebench repository, three levels up.
 const repoRoot = "../../.."
 
@@ -41,7 +37,6 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binDir = filepath.Join(dir, "bin")
 	binary = os.Getenv("WIREBENCH")
 	if binary == "" {
 		binary = filepath.Join(dir, "wirebench")
@@ -52,12 +47,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	if binary, err = filepath.Abs(binary); err == nil {
-		if err = os.Mkdir(binDir, 0o755); err == nil {
-			err = os.Symlink(binary, filepath.Join(binDir, "wirebench"))
-		}
-	}
-	if err != nil {
+	if binary, err = filepath.Abs(binary); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -72,6 +62,7 @@ type run struct {
 	hosts  int
 	start  string // RFC 3339
 	config string // the config file's text
+	caps   bool   // --capture-caps
 }
 
 func (r run) runDir() string          { return "/data/" + r.id + "/run" }
@@ -171,14 +162,14 @@ func TestGeneratedOptions(t *testing.T) {
 	}
 	start := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
 	out := generate(t, "--config", cfg, "--run-id", "opts", "--hosts", "3", "--start-at", start, "--api-key-secret", "llm-key",
-		"--storage-class", "nfs-client", "--cpus", "8", "--memory", "16Gi", "--storage", "1Ti", "--claim", "bench.data", "--drain-timeout", "2m", "--aggregate-memory", "8Gi")
+		"--storage-class", "nfs-client", "--cpus", "8", "--memory", "16Gi", "--storage", "1Ti", "--claim", "bench.data", "--drain-timeout", "2m", "--aggregate-memory", "8Gi",
+		"--capture-caps")
 	o := mustParse(t, "stdout", out)
-	checkRun(t, o, run{id: "opts", hosts: 3, start: start, config: text})
+	checkRun(t, o, run{id: "opts", hosts: 3, start: start, config: text, caps: true})
 	if sc := o.claims[0].Spec.StorageClassName; sc == nil || *sc != "nfs-client" {
 		t.Errorf("claim storageClassName = %v; want nfs-client", sc)
 	}
-	for _, comp := range []string{"replay", "capture"} {
-		c := o.jobs[comp].Spec.Template.Spec.Containers[0]
+	for comp, c := range map[string]corev1.Container{"replay": o.jobs["replay"].Spec.Template.Spec.InitContainers[0], "capture": o.jobs["capture"].Spec.Template.Spec.Containers[0]} {
 		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "OPENAI_API_KEY" })
 		if i < 0 || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.SecretKeyRef == nil ||
 			c.Env[i].ValueFrom.SecretKeyRef.Name != "llm-key" || c.Env[i].ValueFrom.SecretKeyRef.Key != "OPENAI_API_KEY" {
@@ -294,9 +285,6 @@ func checkVolumes(t *testing.T, j *batchv1.Job, claim, cm string) {
 	}
 	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
 		for _, p := range commandPaths(c) {
-			if p == "/bin/sh" {
-				continue
-			}
 			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return under(p, m.MountPath) }) {
 				t.Errorf("job %s container %s uses %s, under none of its mounts %v", j.Name, c.Name, p, c.VolumeMounts)
 			}
@@ -324,24 +312,33 @@ func under(p, dir string) bool {
 
 func checkReplay(t *testing.T, j *batchv1.Job, r run) {
 	t.Helper()
-	c := j.Spec.Template.Spec.Containers[0]
-	script := strings.Join(slices.Concat(c.Command, c.Args), " ")
-	if !strings.Contains(script, "\nwirebench replay /config/config.yaml -o "+r.runDir()+" --force") {
-		t.Errorf("replay script:\n%s\nwant wirebench replay /config/config.yaml -o %s --force", script, r.runDir())
+	spec := j.Spec.Template.Spec
+	if len(spec.InitContainers) != 1 || len(spec.Containers) != 1 {
+		t.Fatalf("replay job: %d init containers, %d containers; want replay, then the hosts' directories", len(spec.InitContainers), len(spec.Containers))
+	}
+	replay := spec.InitContainers[0]
+	if got := command(replay); len(got) < 6 || !slices.Equal(got[:6], []string{"wirebench", "replay", "/config/config.yaml", "-o", r.runDir(), "--force"}) {
+		t.Errorf("replay command %q; want wirebench replay /config/config.yaml -o %s --force", got, r.runDir())
 	}
 	// Then every host's directory, so that a host that never runs is a directory aggregate
 	// reports as missing.
-	if !strings.Contains(script, fmt.Sprintf("i=0\nwhile [ \"$i\" -lt %d ]; do\n", r.hosts)) || !strings.Contains(script, "i=$((i + 1))\ndone\n") {
-		t.Errorf("replay script:\n%s\nwant a loop over i = 0 .. %d", script, r.hosts-1)
+	want := []string{"wirebench", "host-dirs", "--from", r.runDir()}
+	for i := range r.hosts {
+		want = append(want, r.hostDir(i))
 	}
-	checkPrepare(t, "replay", script, r, "$i")
-	for _, m := range c.VolumeMounts {
+	if got := command(spec.Containers[0]); !slices.Equal(got, want) {
+		t.Errorf("hosts command %q; want %q", got, want)
+	}
+	for _, m := range replay.VolumeMounts {
 		if m.MountPath == "/config" && !m.ReadOnly {
 			t.Errorf("replay mounts the config read-write")
 		}
 	}
 	checkRetries(t, j, batchv1.PodFailurePolicyActionIgnore)
+	checkSecurity(t, j, false)
 }
+
+func command(c corev1.Container) []string { return slices.Concat(c.Command, c.Args) }
 
 // checkRetries: no failure is retried, and a disruption gets the given action (Ignore: run
 // again; FailJob: never).
@@ -367,21 +364,8 @@ func checkRetries(t *testing.T, j *batchv1.Job, disruption batchv1.PodFailurePol
 	}
 }
 
-var (
-	shardRe   = regexp.MustCompile(`wirebench capture "\$host" --shard "\$\{JOB_COMPLETION_INDEX\}/(\d+)" --start-at "\$START_AT" --drain-timeout (\S+)`)
-	hostRe    = regexp.MustCompile(`(?m)^\s*host=(\S+?)(\$\{JOB_COMPLETION_INDEX\}|\$i)$`)
-	prepareRe = regexp.MustCompile(`(?m)^\s*rm -rf "\$host" && mkdir -p "\$host"\n\s*cp (\S+)/manifest\.json "\$host"/ && ln -s (\S+) "\$host"/schedule$`)
-)
-
-// checkPrepare: the script makes host directory <index> (index from the shell variable idx)
-// afresh, with the replay's manifest and a link to its schedule.
-func checkPrepare(t *testing.T, what, script string, r run, idx string) {
-	t.Helper()
-	host, prep := hostRe.FindStringSubmatch(script), prepareRe.FindStringSubmatch(script)
-	if host == nil || host[1]+"0" != r.hostDir(0) || host[2] != idx || prep == nil || prep[1] != r.runDir() || path.Join(r.hostDir(0), prep[2]) != r.runDir()+"/schedule" {
-		t.Errorf("%s script:\n%s\nwant host=%s%s made afresh, the manifest copied from %s and its schedule linked", what, script, strings.TrimSuffix(r.hostDir(0), "0"), idx, r.runDir())
-	}
-}
+// varRe finds Kubernetes' $(VAR) references in a command.
+var varRe = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
 
 func checkCapture(t *testing.T, j *batchv1.Job, r run) {
 	t.Helper()
@@ -392,28 +376,36 @@ func checkCapture(t *testing.T, j *batchv1.Job, r run) {
 	}
 	checkRetries(t, j, batchv1.PodFailurePolicyActionFailJob)
 	pod := s.Template.Spec
+	if len(pod.InitContainers) != 1 || len(pod.Containers) != 1 {
+		t.Fatalf("capture job: %d init containers, %d containers; want the host's directory, then capture", len(pod.InitContainers), len(pod.Containers))
+	}
 	c := pod.Containers[0]
-	script := strings.Join(slices.Concat(c.Command, c.Args), " ")
-	m := shardRe.FindStringSubmatch(script)
-	if m == nil || m[1] != strconv.Itoa(r.hosts) {
-		t.Fatalf("capture script:\n%s\nwant `wirebench capture \"$host\" --shard \"${JOB_COMPLETION_INDEX}/%d\" --start-at \"$START_AT\" --drain-timeout D`", script, r.hosts)
+	// The pod's run directory: hosts/<index>, made afresh from the replay's; then capture in it.
+	host := "/data/" + r.id + "/hosts/$(JOB_COMPLETION_INDEX)"
+	if got, want := command(pod.InitContainers[0]), []string{"wirebench", "host-dirs", "--from", r.runDir(), host}; !slices.Equal(got, want) {
+		t.Errorf("capture's init command %q; want %q", got, want)
 	}
-	if strings.Contains(script, "$(") {
-		t.Errorf("capture script uses $(...): Kubernetes expands $(VAR) in args before the shell sees it")
+	got := command(c)
+	want := []string{"wirebench", "capture", host, "--shard", "$(JOB_COMPLETION_INDEX)/" + strconv.Itoa(r.hosts), "--start-at", "$(START_AT)", "--drain-timeout"}
+	if len(got) != len(want)+2 || !slices.Equal(got[:len(want)], want) || got[len(want)+1] != "--quiet" {
+		t.Fatalf("capture command %q; want %q D --quiet", got, want)
 	}
-	drain, err := time.ParseDuration(m[2])
+	drain, err := time.ParseDuration(got[len(want)])
 	if g := pod.TerminationGracePeriodSeconds; err != nil || g == nil || time.Duration(*g)*time.Second <= drain {
-		t.Errorf("capture terminationGracePeriodSeconds %v with --drain-timeout %s; want longer than the drain", g, m[2])
+		t.Errorf("capture terminationGracePeriodSeconds %v with --drain-timeout %s; want longer than the drain", g, got[len(want)])
 	}
-	env := map[string]string{}
+	env := map[string]string{"JOB_COMPLETION_INDEX": "set by the Job controller"}
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
 	}
 	if env["START_AT"] != r.start {
 		t.Errorf("capture START_AT = %q; want %q", env["START_AT"], r.start)
 	}
-	// The pod's run directory: hosts/<index>, with the replay's manifest and schedule.
-	checkPrepare(t, "capture", script, r, "${JOB_COMPLETION_INDEX}")
+	for _, m := range varRe.FindAllStringSubmatch(strings.Join(got, " "), -1) {
+		if _, ok := env[m[1]]; !ok {
+			t.Errorf("capture command uses $(%s), which its environment does not define: Kubernetes would pass it as is", m[1])
+		}
+	}
 	// One capture pod per node: the anti-affinity selects this run's capture pods.
 	a := pod.Affinity
 	if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
@@ -432,8 +424,34 @@ func checkCapture(t *testing.T, j *batchv1.Job, r run) {
 			t.Errorf("capture %s request %v limit %v; want equal and set", res, req.String(), lim.String())
 		}
 	}
-	if sc := c.SecurityContext; sc == nil || sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Add, "SYS_NICE") || !slices.Contains(sc.Capabilities.Add, "NET_RAW") {
-		t.Errorf("capture securityContext %+v; want capabilities SYS_NICE and NET_RAW", sc)
+	checkSecurity(t, j, r.caps)
+}
+
+// checkSecurity: every pod runs as the image's non-root user with the volume writable by its
+// group, every container on a read-only root filesystem, without privilege escalation and
+// with every capability dropped; with --capture-caps (caps) the capture container alone runs
+// as root with SYS_NICE and NET_RAW added back.
+func checkSecurity(t *testing.T, j *batchv1.Job, caps bool) {
+	t.Helper()
+	spec := j.Spec.Template.Spec
+	if p := spec.SecurityContext; p == nil || p.RunAsNonRoot == nil || !*p.RunAsNonRoot || p.RunAsUser == nil || *p.RunAsUser != 65532 ||
+		p.FSGroup == nil || *p.FSGroup != 65532 || p.SeccompProfile == nil || p.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("job %s pod securityContext %+v; want runAsNonRoot, runAsUser and fsGroup 65532, seccomp RuntimeDefault", j.Name, p)
+	}
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		sc, add := c.SecurityContext, []corev1.Capability(nil)
+		if c.Name == "capture" && caps {
+			add = []corev1.Capability{"SYS_NICE", "NET_RAW"}
+			if sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0 || sc.RunAsNonRoot == nil || *sc.RunAsNonRoot {
+				t.Errorf("job %s container %s securityContext %+v; want root: a non-root user gets no added capability", j.Name, c.Name, sc)
+			}
+		} else if sc != nil && (sc.RunAsUser != nil || sc.RunAsNonRoot != nil) {
+			t.Errorf("job %s container %s overrides the pod's user: %+v", j.Name, c.Name, sc)
+		}
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || !slices.Equal(sc.Capabilities.Add, add) {
+			t.Errorf("job %s container %s securityContext %+v; want a read-only root, no privilege escalation, capabilities drop ALL, add %v", j.Name, c.Name, sc, add)
+		}
 	}
 }
 
@@ -455,11 +473,12 @@ func checkReport(t *testing.T, j *batchv1.Job, r run) {
 	if got := slices.Concat(spec.Containers[0].Command, spec.Containers[0].Args); !slices.Equal(got, []string{"wirebench", "report", r.runDir()}) {
 		t.Errorf("report command %q; want wirebench report %s", got, r.runDir())
 	}
+	checkSecurity(t, j, false)
 }
 
 // TestPodCommands runs the manifests' own commands, with /data and /config in a temporary
 // directory and the target swapped for a `wirebench sim` on 127.0.0.1: replay, the capture
-// pods (the shell script as written) from a common start, aggregate and report; once with both
+// pods (their commands as written, $(VAR) expanded as the kubelet does) from a common start, aggregate and report; once with both
 // pods, once with pod 1 never started.
 func TestPodCommands(t *testing.T) {
 	cfg, _ := writeConfig(t, "")
@@ -500,18 +519,22 @@ func runPods(t *testing.T, o objects, sim string, pods ...int) (merged, string) 
 	if err := os.WriteFile(filepath.Join(root, "config", "config.yaml"), []byte(o.configs[0].Data["config.yaml"]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runContainer(t, o.jobs["replay"].Spec.Template.Spec.Containers[0], swap, nil)
+	replay := o.jobs["replay"].Spec.Template.Spec
+	runContainer(t, replay.InitContainers[0], swap, nil)
+	runContainer(t, replay.Containers[0], swap, nil)
 	for i := range 2 {
 		if _, err := os.Stat(filepath.Join(root, "data/e2e/hosts", strconv.Itoa(i), "schedule/requests.parquet")); err != nil {
 			t.Errorf("after replay, host %d: %v; want its directory with the schedule", i, err)
 		}
 	}
-	capture := o.jobs["capture"].Spec.Template.Spec.Containers[0]
+	capture := o.jobs["capture"].Spec.Template.Spec
 	start := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339Nano)
 	var wg sync.WaitGroup
 	for _, i := range pods {
 		wg.Go(func() {
-			runContainer(t, capture, swap, map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i), "START_AT": start})
+			env := map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i), "START_AT": start}
+			runContainer(t, capture.InitContainers[0], swap, env)
+			runContainer(t, capture.Containers[0], swap, env)
 		})
 	}
 	wg.Wait()
@@ -535,14 +558,24 @@ func runPods(t *testing.T, o objects, sim string, pods ...int) (merged, string) 
 	return m, out
 }
 
-// runContainer runs a container's command with paths swapped, wirebench first on PATH and
-// env (the container's own, then extra), and returns its stdout; it fails the test on a
-// non-zero exit.
+// runContainer runs a container's command as the kubelet would, without a shell: $(VAR)
+// expanded from its environment (the container's own, then extra), then paths swapped; it
+// returns its stdout and fails the test on a non-zero exit.
 func runContainer(t *testing.T, c corev1.Container, swap *strings.Replacer, extra map[string]string) string {
 	t.Helper()
-	argv := slices.Concat(c.Command, c.Args)
+	vars := map[string]string{}
+	for _, e := range c.Env {
+		vars[e.Name] = e.Value
+	}
+	maps.Copy(vars, extra)
+	argv := command(c)
 	for i := range argv {
-		argv[i] = swap.Replace(argv[i])
+		argv[i] = swap.Replace(varRe.ReplaceAllStringFunc(argv[i], func(ref string) string {
+			if v, ok := vars[ref[2:len(ref)-1]]; ok {
+				return v
+			}
+			return ref
+		}))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -550,11 +583,8 @@ func runContainer(t *testing.T, c corev1.Container, swap *strings.Replacer, extr
 		argv[0] = binary
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "PATH="+binDir+":"+os.Getenv("PATH"))
-	for _, e := range c.Env {
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
-	}
-	for k, v := range extra {
+	cmd.Env = os.Environ()
+	for k, v := range vars {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	var errb strings.Builder
