@@ -79,6 +79,7 @@ type engine struct {
 	stepEnd     int64
 	stepDur     int64
 	prefillOnly int // running prefill-only sequences (they do not decode)
+	kvBlocks    int // KV blocks the running sequences hold (kvBlocksOf each)
 }
 
 // maxLag is how far behind the engine's logical clock may fall before it resynchronises with
@@ -128,6 +129,7 @@ func (e *engine) loop() {
 		}
 		e.m.running.Store(int64(len(e.running)))
 		e.m.waiting.Store(int64(len(e.waiting) - e.whead))
+		e.m.kvBlocks.Store(int64(e.kvBlocks))
 		if idle {
 			select {
 			case s := <-e.arrive:
@@ -227,6 +229,7 @@ func (e *engine) admitAt(s *seq, t int64) {
 	s.prefill = int64(e.cfg.PrefillBase) + int64(s.prompt-s.cachedTokens)*int64(e.cfg.PrefillPerToken)
 	e.m.promptTokens.Add(uint64(s.prompt))
 	e.running = append(e.running, s)
+	e.kvBlocks += e.kvBlocksOf(s)
 	if s.prefillOnly {
 		e.prefillOnly++
 	}
@@ -239,11 +242,18 @@ func (e *engine) admitAt(s *seq, t int64) {
 	}
 }
 
+// kvBlocksOf is the KV cache a running sequence holds, as vLLM reserves it: its prompt and
+// every token it may generate, in BlockSize blocks.
+func (e *engine) kvBlocksOf(s *seq) int {
+	return (s.prompt + s.maxTokens + e.cfg.BlockSize - 1) / e.cfg.BlockSize
+}
+
 // removeRunning drops running[i] (order is not kept; the step treats all alike).
 func (e *engine) removeRunning(i int) {
 	if e.running[i].prefillOnly {
 		e.prefillOnly--
 	}
+	e.kvBlocks -= e.kvBlocksOf(e.running[i])
 	last := len(e.running) - 1
 	e.running[i] = e.running[last]
 	e.running[last] = nil

@@ -62,6 +62,8 @@ func (h *histogram) observe(ns int64) {
 // metrics holds the engine's counters, gauges and histograms with vLLM's names.
 type metrics struct {
 	running, waiting               atomic.Int64
+	kvBlocks                       atomic.Int64 // KV blocks of the running sequences
+	kvCapacity                     int64        // the KV pool in blocks (PrefixCacheBlocks); 0: no gauge
 	promptTokens, genTokens        atomic.Uint64
 	cacheHits, cacheQueries        atomic.Uint64
 	success                        atomic.Uint64
@@ -133,6 +135,13 @@ func (m *metrics) appendText(b []byte) []byte {
 	}
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", m.running.Load())
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", m.waiting.Load())
+	if m.kvCapacity > 0 {
+		// vLLM's prefix cache and KV cache are one block pool; the simulator's is the prefix
+		// cache's capacity, and the running sequences hold their prompt and max_tokens in it.
+		b = append(b, "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{"+m.labels+"} "...)
+		b = strconv.AppendFloat(b, min(1, float64(m.kvBlocks.Load())/float64(m.kvCapacity)), 'g', -1, 64)
+		b = append(b, '\n')
+	}
 	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", m.promptTokens.Load())
 	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", m.genTokens.Load())
 	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", m.cacheQueries.Load())

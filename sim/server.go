@@ -116,6 +116,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		rng:    rand.New(rand.NewPCG(uint64(cfg.FaultSeed), 0x5eed)),
 		abort:  make(chan struct{}),
 	}
+	s.m.kvCapacity = int64(cfg.PrefixCacheBlocks)
 	s.faults = cfg.Fault429+cfg.Fault500+cfg.Fault503+cfg.FaultStall+cfg.FaultDrop+cfg.FaultMalformed+cfg.FaultSlowHeaders > 0
 	s.eagerHeaders = cfg.TTFT > 0 || cfg.ITL > 0 || cfg.PrefillBase > 0 || cfg.PrefillPerToken > 0 ||
 		cfg.MaxNumSeqs > 0 || cfg.StampLead > 0

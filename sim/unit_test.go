@@ -136,6 +136,7 @@ func TestEngineModel(t *testing.T) {
 		`vllm:inter_token_latency_seconds_count{model_name="sim"} 8`,
 		`vllm:request_decode_time_seconds_bucket{model_name="sim",le="+Inf"} 2`,
 		`vllm:num_requests_running{model_name="sim"} 0.0`,
+		`vllm:kv_cache_usage_perc{model_name="sim"} 0`, // every block given back
 	} {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("/metrics lacks %q:\n%s", want, text)
@@ -260,5 +261,27 @@ func TestServedLatencies(t *testing.T) {
 	}
 	if n := srv.m.accepted.Load(); n < 2 {
 		t.Errorf("connections accepted = %d; want the 2 of the requests", n)
+	}
+}
+
+// TestKVCacheUsageGauge: the running sequences' KV blocks over the pool, capped at 1, and no
+// gauge without a pool.
+func TestKVCacheUsageGauge(t *testing.T) {
+	for _, tc := range []struct {
+		blocks, capacity int64
+		want             string // "" = no gauge
+	}{
+		{25, 100, "0.25"},
+		{250, 100, "1"}, // more reserved than the pool: vLLM would queue; the gauge stays at 1
+		{5, 0, ""},
+	} {
+		m := newMetrics("sim")
+		m.kvBlocks.Store(tc.blocks)
+		m.kvCapacity = tc.capacity
+		text := string(m.appendText(nil))
+		line := `vllm:kv_cache_usage_perc{model_name="sim"} ` + tc.want + "\n"
+		if got := strings.Contains(text, "vllm:kv_cache_usage_perc{"); got != (tc.want != "") || (got && !strings.Contains(text, line)) {
+			t.Errorf("blocks %d of %d: /metrics has\n%s\nwant %q", tc.blocks, tc.capacity, text, line)
+		}
 	}
 }
