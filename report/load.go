@@ -18,6 +18,7 @@ type run struct {
 	Manifest   *schemas.Manifest // nil when the run has no readable manifest
 	Stages     []schemas.Stage   // sorted by stage index
 	Timeseries []schemas.Timeseries
+	Server     []serverSample // the server's scraped gauges while stages ran; nil: none
 }
 
 // metricsPath returns the path of a metrics file kind inside the run directory.
@@ -25,8 +26,9 @@ func metricsPath(dir string, kind schemas.Kind) string {
 	return filepath.Join(dir, filepath.FromSlash(kind.Path))
 }
 
-// loadRun reads RUN/metrics/stages.parquet (required), RUN/metrics/timeseries.parquet and
-// RUN/manifest.json (both optional: a report of an interrupted run works on what is there).
+// loadRun reads RUN/metrics/stages.parquet (required), RUN/metrics/timeseries.parquet,
+// RUN/raw/server-metrics.parquet and RUN/manifest.json (optional: a report of an interrupted
+// run works on what is there).
 func loadRun(dir string, log *slog.Logger) (*run, error) {
 	r := &run{Dir: dir, Label: filepath.Base(filepath.Clean(dir))}
 	if abs, err := filepath.Abs(dir); err == nil && r.Label == "." {
@@ -74,6 +76,9 @@ func loadRun(dir string, log *slog.Logger) (*run, error) {
 		}
 		return a.Stage < b.Stage
 	})
+	if r.Server, err = loadServer(dir); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 

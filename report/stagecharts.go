@@ -167,16 +167,30 @@ func timelineChart(idx int, r *run, multi bool) *chart {
 	bot.Add(botBands)
 	sc.fit(top)
 	zeroBased(bot)
-	top.X.Max = max(top.X.Max, bot.X.Max)
-	bot.X.Max = top.X.Max
+	panels := append([]*plot.Plot{top, bot}, serverPlots(r.Server, t0, suffix)...)
+	if len(panels) > 2 { // the server's gauges, on the same time axis, below
+		bot.X.Label.Text, panels[len(panels)-1].X.Label.Text = "", bot.X.Label.Text
+	}
+	for _, p := range panels {
+		top.X.Max = max(top.X.Max, p.X.Max)
+	}
+	rows := make([][]*plot.Plot, len(panels))
+	for i, p := range panels {
+		p.X.Min, p.X.Max = top.X.Min, top.X.Max
+		rows[i] = []*plot.Plot{p}
+	}
+	caption := "Per 100 ms bucket: TTFT p50 and p99 of the requests whose first token arrived in it; completions per second over a sliding 1 s window; one colour per stage, light at low load to dark at high load."
+	if len(panels) > 2 {
+		caption += " Below, the server's own gauges as capture scraped them from target.metrics_url about once a second (running and waiting requests, KV-cache usage), on the same time axis."
+	}
 	return &chart{ID: fmt.Sprintf("timeline-%d", idx+1), Section: "timeline", Title: "Latency over time" + suffix,
-		W: 9 * vg.Inch, H: 5.6 * vg.Inch, hover: hs,
-		Caption: "Per 100 ms bucket: TTFT p50 and p99 of the requests whose first token arrived in it; completions per second over a sliding 1 s window; one colour per stage, light at low load to dark at high load.",
+		W: 9 * vg.Inch, H: vg.Length(2.8*float64(len(panels))) * vg.Inch, hover: hs, Caption: caption,
 		draw: func(dc draw.Canvas) {
-			t := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(8), PadTop: vg.Points(2), PadBottom: vg.Points(2)}
-			cs := plot.Align([][]*plot.Plot{{top}, {bot}}, t, dc)
-			drawPlot(top, cs[0][0])
-			drawPlot(bot, cs[1][0])
+			t := draw.Tiles{Rows: len(rows), Cols: 1, PadY: vg.Points(8), PadTop: vg.Points(2), PadBottom: vg.Points(2)}
+			cs := plot.Align(rows, t, dc)
+			for i, p := range panels {
+				drawPlot(p, cs[i][0])
+			}
 		}}
 }
 
