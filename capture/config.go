@@ -79,6 +79,9 @@ type Config struct {
 	// redacted (schemas.Target.Redacted). nil: the manifest's, where a redacted secret is an
 	// error naming its field.
 	Secrets *schemas.Target
+	// Live, when set, gets the workers' progress with live histograms for
+	// `--metrics-listen` (live.go); nil: the workers keep none.
+	Live *LiveMetrics
 }
 
 // Defaults.

@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: *cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
 			ConnectTimeout: cfg.ConnectTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
 			MemoryBudget:       cfg.MemoryBudget,
-			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode}
+			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode, Live: cfg.Live != nil}
 		if err := c.start(exe, wc); err != nil {
 			c.stopAll()
 			c.waitAll()
@@ -463,6 +463,7 @@ func (c *coord) handle(wm workerMsg) {
 		}
 	case "progress":
 		p.last = m.Progress
+		c.cfg.Live.update(wm.worker, m.Progress)
 	case "done":
 		p.done = &m
 	}
@@ -533,6 +534,8 @@ func (c *coord) loop(ctx context.Context, target schemas.Target) error {
 		live = c.cfg.Progress
 	}
 	tr := newTracker(c.m.Stages, c.planned, c.cfg.Shards, live, c.log)
+	c.cfg.Live.begin(c.m.Stages, c.planned)
+	defer c.cfg.Live.end()
 	tr.startNs = c.startNs
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

@@ -134,6 +134,9 @@ func (c *Client) Stats() (reads, bytes int64) {
 // Opened returns how many connections the client has opened (dialled and connected) so far.
 func (c *Client) Opened() int64 { return c.stats.opened.Load() }
 
+// Open returns how many of the client's connections are open now.
+func (c *Client) Open() int64 { return c.stats.open.Load() }
+
 // TakeOpenPeak returns the most connections open at once since the last call (or since the
 // client was made), and starts the next peak from those open now.
 func (c *Client) TakeOpenPeak() int64 {

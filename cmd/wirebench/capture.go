@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"time"
 
@@ -43,6 +46,8 @@ type CaptureFlags struct {
 	StopBelow      float64        `name:"stop-below-fidelity" placeholder:"SHARE" help:"Stop sending once an open-loop stage ends with fewer than this share of its planned sends made on time (e.g. 0.9): the client has broken and later stages would measure only the client. The run ends complete; the manifest says what was not sent. 0 = never." default:"0"`
 	Tap            string         `enum:"auto,on,off" default:"auto" help:"Packet tap: record every TCP segment of the run's connections (AF_PACKET, headers only) in raw/segments-PPPP.parquet, so aggregate gives every event the arrival time of the segment that carried it, however late the client read. auto: on where this process may open a packet socket (CAP_NET_RAW) and the target is http or https over IPv4, else off with a note in the log and the manifest; on: fail when it cannot run. One of: ${enum}."`
 	Quiet          bool           `help:"No progress output (warnings and errors are still logged)."`
+	MetricsListen  string         `placeholder:"ADDR" help:"Serve live metrics in Prometheus text format at http://ADDR/metrics while the capture runs (e.g. :9464): requests planned, sent, done and failed by stage, in flight, open connections, send lag, live TTFT/ITL/E2E histograms, worker CPU (docs/design/live-metrics.md)."`
+	MetricsLinger  time.Duration  `help:"Keep serving --metrics-listen this long after the command's work is done, so that a last scrape sees the final figures." default:"0s"`
 }
 
 func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
@@ -50,6 +55,11 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) err
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	stopLive, err := c.Capture.serveLive(ctx, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopLive()
 	lock, err := schemas.LockRun(c.RunDir, os.Args[1:], log)
 	if err != nil {
 		return err
@@ -83,4 +93,31 @@ func (c *CaptureFlags) config(run, target string, args []string, lf logFlags) (c
 		}
 	}
 	return cfg, nil
+}
+
+// serveLive starts the --metrics-listen endpoint, if asked for, and returns what stops it
+// (after --metrics-linger, or at once on an interrupt).
+func (c *CaptureFlags) serveLive(ctx context.Context, cfg *capture.Config, log *slog.Logger) (stop func(), err error) {
+	if c.MetricsListen == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", c.MetricsListen)
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--metrics-listen: %w", err)}
+	}
+	cfg.Live = capture.NewLiveMetrics()
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", cfg.Live.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	log.Info("serving live metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		if c.MetricsLinger > 0 {
+			select {
+			case <-time.After(c.MetricsLinger):
+			case <-ctx.Done():
+			}
+		}
+		srv.Close()
+	}, nil
 }

@@ -32,6 +32,11 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	stopLive, err := c.Capture.serveLive(ctx, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopLive()
 	// The manifest keeps the target's secrets redacted: capture gets them from the config.
 	loaded, err := replay.LoadConfig(c.Config)
 	if err != nil {

@@ -38,6 +38,11 @@ func (c *SearchCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) erro
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	stopLive, err := c.Capture.serveLive(ctx, &ccfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopLive()
 	cfg := search.Config{ConfigPath: c.Config, Dir: c.Out, Target: c.Target, Calibration: c.Calibration, Capture: ccfg,
 		ToolVersion: Version(), Args: args, Out: os.Stdout}
 	_, err = search.Run(ctx, cfg, log)

@@ -38,6 +38,10 @@ type Progress struct {
 	FirstOK     int64   `json:"first_ok"`       // ... of those, finished without error
 	FirstFailed int64   `json:"first_failed"`   // ... of those, failed
 	FirstError  string  `json:"first_error,omitempty"`
+	// Live (Config.Live): the stages whose live figures changed since the last progress line,
+	// cumulative; ConnsOpen: connections open now.
+	Live      map[int32]*LiveStage `json:"live,omitempty"`
+	ConnsOpen int64                `json:"conns_open,omitempty"`
 }
 
 // control is one line the coordinator writes to a worker's stdin after the config.

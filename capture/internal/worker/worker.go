@@ -63,6 +63,8 @@ type Config struct {
 	Args         []string      `json:"args"`
 	// NoKernelTimestamps and StampAfterDecode: see Config.
 	NoKernelTimestamps bool `json:"no_kernel_timestamps,omitempty"`
+	// Live: keep the live histograms and errors by kind and send them with progress (live.go).
+	Live bool `json:"live,omitempty"`
 	StampAfterDecode   bool `json:"stamp_after_decode,omitempty"`
 
 	// Headers are target.headers as the config gives them: the manifest keeps a secret value
@@ -696,6 +698,9 @@ func (w *worker) writeLoop() error {
 			w.out.send(Message{Type: "file", Worker: w.cfg.Worker, File: &f})
 		})
 	tl := newTally(len(w.sent))
+	if w.cfg.Live {
+		tl.live = newLiveTally(len(w.sent))
+	}
 	clk := newStageClock(w.stages)
 	var werr error
 	fail := func(err error, what string) {
@@ -760,6 +765,7 @@ type tally struct {
 	firstOK    int64                     // requests planned in the first second: finished ok ...
 	firstFail  int64                     // ... failed
 	firstErr   string                    // the first of those failures
+	live       *liveTally                // Config.Live; nil: off
 }
 
 func newTally(stages int) *tally {
@@ -784,6 +790,9 @@ func (t *tally) add(res *wire.Result, startNs int64) {
 		} else if t.firstFail++; t.firstErr == "" {
 			t.firstErr = q.ErrorKind + ": " + q.ErrorMessage
 		}
+	}
+	if t.live != nil {
+		t.live.add(q, res.Chunks)
 	}
 	first := true
 	for i := range res.Chunks {
@@ -866,6 +875,12 @@ func (w *worker) sendProgress(t *tally, c *stageClock) {
 	p.Sent = make([]int64, len(w.sent))
 	for i := range p.Sent {
 		p.Sent[i] = w.sent[i].Load()
+	}
+	if t.live != nil { // encoded below, before the write loop changes them again
+		p.Live = t.live.take()
+		if w.client != nil {
+			p.ConnsOpen = w.client.Open()
+		}
 	}
 	if c.cur >= 0 {
 		if b, err := t.ttft[c.cur].Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
