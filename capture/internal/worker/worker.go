@@ -64,8 +64,8 @@ type Config struct {
 	// NoKernelTimestamps and StampAfterDecode: see Config.
 	NoKernelTimestamps bool `json:"no_kernel_timestamps,omitempty"`
 	// Live: keep the live histograms and errors by kind and send them with progress (live.go).
-	Live bool `json:"live,omitempty"`
-	StampAfterDecode   bool `json:"stamp_after_decode,omitempty"`
+	Live             bool `json:"live,omitempty"`
+	StampAfterDecode bool `json:"stamp_after_decode,omitempty"`
 
 	// Headers are target.headers as the config gives them: the manifest keeps a secret value
 	// redacted, so the coordinator hands them over here (a pipe, never a file).
