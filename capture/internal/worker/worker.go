@@ -63,9 +63,9 @@ type Config struct {
 	Args         []string      `json:"args"`
 	// NoKernelTimestamps and StampAfterDecode: see Config.
 	NoKernelTimestamps bool `json:"no_kernel_timestamps,omitempty"`
+	StampAfterDecode   bool `json:"stamp_after_decode,omitempty"`
 	// Live: keep the live histograms and errors by kind and send them with progress (live.go).
-	Live             bool `json:"live,omitempty"`
-	StampAfterDecode bool `json:"stamp_after_decode,omitempty"`
+	Live bool `json:"live,omitempty"`
 
 	// Headers are target.headers as the config gives them: the manifest keeps a secret value
 	// redacted, so the coordinator hands them over here (a pipe, never a file).
