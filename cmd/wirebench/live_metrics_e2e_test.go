@@ -208,4 +208,3 @@ func p50Bucket(fams map[string]*dto.MetricFamily, name, stage string) (lo, hi fl
 	}
 	return lo, math.Inf(1), nil
 }
-
