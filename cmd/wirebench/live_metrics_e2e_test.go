@@ -123,9 +123,10 @@ tokenizer: whitespace
 func liveEndpoint(t *testing.T, stderr interface{ Read([]byte) (int, error) }) (string, func() string) {
 	t.Helper()
 	var buf syncBuffer
-	found := make(chan string, 1)
+	found, ended := make(chan string, 1), make(chan struct{})
 	re := regexp.MustCompile(`msg="serving live metrics" url=(\S+)`)
 	go func() {
+		defer close(ended)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			fmt.Fprintln(&buf, sc.Text())
@@ -137,6 +138,9 @@ func liveEndpoint(t *testing.T, stderr interface{ Read([]byte) (int, error) }) (
 	select {
 	case u := <-found:
 		return u, buf.String
+	case <-ended:
+		t.Fatalf("the command ended without a `serving live metrics` line on stderr:\n%s", buf.String())
+		return "", nil
 	case <-time.After(60 * time.Second):
 		t.Fatalf("no `serving live metrics` line on stderr:\n%s", buf.String())
 		return "", nil
