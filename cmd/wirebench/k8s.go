@@ -42,6 +42,7 @@ type K8sCmd struct {
 	APIKeySecret string        `placeholder:"NAME" help:"Secret holding the API key under the key named by the config's target.api_key_env (required when the config names one)."`
 	AggMemory    string        `name:"aggregate-memory" default:"4Gi" help:"Memory of the aggregate container (requests = limits): it peaked at 636-675 MB on 6 M requests from 20 hosts and grows by up to about 80 bytes a request (docs/measurements.md)."`
 	DrainTimeout time.Duration `default:"30s" help:"capture --drain-timeout: after SIGTERM, how long a capture pod waits for requests in flight; its termination grace period is this plus 30s."`
+	MetricsPort  int           `default:"9464" help:"Port of each capture pod's live metrics (capture --metrics-listen :PORT), with prometheus.io/scrape annotations on the pods; 0: none."`
 	CaptureCaps  bool          `name:"capture-caps" help:"Run the capture containers as root with every capability dropped but SYS_NICE (pacer threads at nice -20) and NET_RAW (the packet tap), which a non-root user cannot get in Kubernetes. Without it they run as the image's non-root user with none (Pod Security restricted): pacers at nice 0, tap off."`
 	Out          string        `short:"o" placeholder:"DIR" help:"Write the manifests into DIR (00-volume.yaml, 01-replay.yaml, 02-capture.yaml, 03-aggregate-report.yaml) instead of printing them on stdout as one multi-document stream."`
 }
@@ -156,6 +157,9 @@ func (c *K8sCmd) plan(now time.Time) (*k8sRun, error) {
 	}
 	if c.Image == "" || strings.ContainsAny(c.Image, " \t\n\"'") {
 		bad("--image %q: want an image reference such as ghcr.io/wirebench/wirebench:v1", c.Image)
+	}
+	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
+		bad("--metrics-port %d: want a port, or 0 for none", c.MetricsPort)
 	}
 	if c.DrainTimeout < time.Second {
 		bad("--drain-timeout %v: want >= 1s", c.DrainTimeout)
@@ -314,7 +318,7 @@ func (c *K8sCmd) command(start string) string {
 	if c.APIKeySecret != "" {
 		args = append(args, "--api-key-secret", c.APIKeySecret)
 	}
-	args = append(args, "--drain-timeout", c.DrainTimeout.String())
+	args = append(args, "--drain-timeout", c.DrainTimeout.String(), "--metrics-port", strconv.Itoa(c.MetricsPort))
 	var parts []string
 	for i := 0; i < len(args); i += 2 {
 		parts = append(parts, args[i]+" "+shellQuote(args[i+1]))

@@ -63,6 +63,15 @@ type run struct {
 	start  string // RFC 3339
 	config string // the config file's text
 	caps   bool   // --capture-caps
+	noLive bool   // --metrics-port 0
+}
+
+// metricsPort is the capture pods' live metrics port: the default, or 0 with --metrics-port 0.
+func (r run) metricsPort() int {
+	if r.noLive {
+		return 0
+	}
+	return 9464
 }
 
 func (r run) runDir() string          { return "/data/" + r.id + "/run" }
@@ -163,9 +172,9 @@ func TestGeneratedOptions(t *testing.T) {
 	start := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
 	out := generate(t, "--config", cfg, "--run-id", "opts", "--hosts", "3", "--start-at", start, "--api-key-secret", "llm-key",
 		"--storage-class", "nfs-client", "--cpus", "8", "--memory", "16Gi", "--storage", "1Ti", "--claim", "bench.data", "--drain-timeout", "2m", "--aggregate-memory", "8Gi",
-		"--capture-caps")
+		"--capture-caps", "--metrics-port", "0")
 	o := mustParse(t, "stdout", out)
-	checkRun(t, o, run{id: "opts", hosts: 3, start: start, config: text, caps: true})
+	checkRun(t, o, run{id: "opts", hosts: 3, start: start, config: text, caps: true, noLive: true})
 	if sc := o.claims[0].Spec.StorageClassName; sc == nil || *sc != "nfs-client" {
 		t.Errorf("claim storageClassName = %v; want nfs-client", sc)
 	}
@@ -387,8 +396,18 @@ func checkCapture(t *testing.T, j *batchv1.Job, r run) {
 	}
 	got := command(c)
 	want := []string{"wirebench", "capture", host, "--shard", "$(JOB_COMPLETION_INDEX)/" + strconv.Itoa(r.hosts), "--start-at", "$(START_AT)", "--drain-timeout"}
-	if len(got) != len(want)+2 || !slices.Equal(got[:len(want)], want) || got[len(want)+1] != "--quiet" {
-		t.Fatalf("capture command %q; want %q D --quiet", got, want)
+	// Then the live metrics on the port the pod's scrape annotations name.
+	metrics := []string{"--metrics-listen", ":" + strconv.Itoa(r.metricsPort())}
+	if r.metricsPort() == 0 {
+		metrics = nil
+	}
+	if len(got) != len(want)+2+len(metrics) || !slices.Equal(got[:len(want)], want) || got[len(want)+1] != "--quiet" || !slices.Equal(got[len(want)+2:], metrics) {
+		t.Fatalf("capture command %q; want %q D --quiet %q", got, want, metrics)
+	}
+	ann := s.Template.Annotations
+	if port := strconv.Itoa(r.metricsPort()); r.metricsPort() > 0 && (ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != port ||
+		len(c.Ports) != 1 || c.Ports[0].ContainerPort != int32(r.metricsPort())) || r.metricsPort() == 0 && (len(ann) > 0 || len(c.Ports) > 0) {
+		t.Errorf("capture pod annotations %v ports %v; want prometheus.io/scrape and port %s, and the container port, when the metrics are on", ann, c.Ports, port)
 	}
 	drain, err := time.ParseDuration(got[len(want)])
 	if g := pod.TerminationGracePeriodSeconds; err != nil || g == nil || time.Duration(*g)*time.Second <= drain {
@@ -512,7 +531,8 @@ type merged struct {
 func runPods(t *testing.T, o objects, sim string, pods ...int) (merged, string) {
 	t.Helper()
 	root := t.TempDir()
-	swap := strings.NewReplacer("/data/", root+"/data/", "/config/", root+"/config/", "http://server.test:8000", sim)
+	// The pods of one host would share a metrics port: each gets a free one.
+	swap := strings.NewReplacer("/data/", root+"/data/", "/config/", root+"/config/", "http://server.test:8000", sim, ":9464", "127.0.0.1:0")
 	if err := os.MkdirAll(filepath.Join(root, "config"), 0o755); err != nil {
 		t.Fatal(err)
 	}
