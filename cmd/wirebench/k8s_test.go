@@ -124,6 +124,7 @@ func TestK8sFlagErrors(t *testing.T) {
 		{"storage class upper-case", "", func(c *K8sCmd) { c.StorageClass = "Fast" }, `--storage-class "Fast"`},
 		{"image with a space", "", func(c *K8sCmd) { c.Image = "a b" }, `--image "a b"`},
 		{"drain below a second", "", func(c *K8sCmd) { c.DrainTimeout = 0 }, "--drain-timeout 0s"},
+		{"metrics port past 65535", "", func(c *K8sCmd) { c.MetricsPort = 70000 }, "--metrics-port 70000"},
 		{"start in the past", "", func(c *K8sCmd) { c.StartAt = "2025-01-01T00:00:00Z" }, "is not in the future"},
 		{"start unparsable", "", func(c *K8sCmd) { c.StartAt = "tomorrow" }, `invalid start time "tomorrow"`},
 		{"start +negative", "", func(c *K8sCmd) { c.StartAt = "+-5m" }, `--start-at "+-5m"`},
