@@ -3,14 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,4 +214,23 @@ func p50Bucket(fams map[string]*dto.MetricFamily, name, stage string) (lo, hi fl
 		lo = b.GetUpperBound()
 	}
 	return lo, math.Inf(1), nil
+}
+
+// TestLiveMetricsPortInUse: --metrics-listen on a port already taken fails before anything
+// is written, exit 2, naming the flag.
+func TestLiveMetricsPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	run := filepath.Join(t.TempDir(), "run")
+	_, stderr, err := wirebench(t, time.Minute, "run", "../../examples/smoke.yaml", "-o", run, "--metrics-listen", ln.Addr().String())
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, "--metrics-listen") || !strings.Contains(stderr, "address already in use") {
+		t.Errorf("run --metrics-listen %s (taken): %v\n%s\nwant exit 2 naming --metrics-listen and the address in use", ln.Addr(), err, stderr)
+	}
+	if _, err := os.Stat(run); !os.IsNotExist(err) {
+		t.Errorf("run directory %s: %v; want nothing written", run, err)
+	}
 }
