@@ -121,7 +121,11 @@ func (l *LiveMetrics) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	gauge(descRunning, map[bool]float64{false: 0, true: 1}[l.running])
+	running := 0.0
+	if l.running {
+		running = 1
+	}
+	gauge(descRunning, running)
 	stage, inflight, conns := int32(-1), int64(0), int64(0)
 	for i, w := range l.workers {
 		stage, inflight, conns = max(stage, w.p.Stage), inflight+w.p.Inflight, conns+w.p.ConnsOpen

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -118,17 +119,9 @@ tokenizer: whitespace
 // runPodman runs podman with args, bounded to 3 minutes, and returns its stdout and stderr.
 func runPodman(t *testing.T, podman string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(podman, args...)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-done:
-		case <-time.After(3 * time.Minute):
-			cmd.Process.Kill()
-		}
-	}()
-	out, err := cmd.CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, podman, args...).CombinedOutput()
 	return string(out), err
 }
 
