@@ -238,7 +238,7 @@ func TestStageMetrics(t *testing.T) {
 		}
 	}
 	if !strings.HasPrefix(s.ClientBoundReason, "not client-bound: 46.7% of events have no lower bound but the send") ||
-		!strings.Contains(s.ClientBoundReason, "start at the send: ttft p50 bound [0.000 ms, 10.000 ms] is 10.000 ms wide > 0.500 ms; ") {
+		!strings.Contains(s.ClientBoundReason, "start at the send: ttft p50 bound [0 ms, 10.0 ms] is 10.0 ms wide > 0.500 ms; ") {
 		t.Errorf("client_bound_reason = %q; want the events without a lower bound, then the TTFT p50 bound first", s.ClientBoundReason)
 	}
 	ts, err := schemas.ReadFile[schemas.Timeseries](filepath.Join(dir, "metrics", "timeseries.parquet"))

@@ -3,6 +3,7 @@ package aggregate
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/wirebench/wirebench/schemas"
@@ -94,7 +95,8 @@ func judgeLatency(st *schemas.Stage, bias schemas.Bias) {
 			}
 			tol := max(int64(bias.Tolerance), int64(math.Round(bias.ToleranceShare*float64(p.v))))
 			if w > tol {
-				why = append(why, fmt.Sprintf("%s %s bound [%s, %s] is %s wide > %s", j.name, p.name, fmtMs(p.lo), fmtMs(p.hi), fmtMs(w), fmtMs(tol)))
+				wide, limit := fmtMsPair(w, tol)
+				why = append(why, fmt.Sprintf("%s %s bound [%s, %s] is %s wide > %s", j.name, p.name, fmtMs(p.lo), fmtMs(p.hi), wide, limit))
 			}
 		}
 	}
@@ -135,7 +137,8 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 		why = append(why, fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity %.3f%s)", *st.AchievedRate, *st.PlannedRate, *st.RateFidelity, over))
 	}
 	if limit := lateLimit(st); st.SendLag.Count > 0 && *st.SendLag.P99 > limit {
-		why = append(why, fmt.Sprintf("send lag p99 %s > %s", fmtMs(*st.SendLag.P99), fmtMs(limit)))
+		lag, lim := fmtMsPair(*st.SendLag.P99, limit)
+		why = append(why, fmt.Sprintf("send lag p99 %s > %s", lag, lim))
 	}
 	st.LoadDelivered = len(why) == 0
 	if st.LoadDelivered {
@@ -184,5 +187,34 @@ func (a *stageAcc) blame(st *schemas.Stage) (who, why string) {
 	}
 }
 
-// fmtMs formats ns as milliseconds with µs resolution.
-func fmtMs(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }
+// fmtMs formats ns as milliseconds for people: three significant digits (271 ms, 8.42 ms,
+// 0.500 ms), at most µs resolution.
+func fmtMs(ns int64) string { return msDigits(ns, sigDecimals(ns)) }
+
+// fmtMsPair formats a figure and the limit it is compared with as fmtMs does, with more
+// decimals (up to µs) while they would read the same: "5.004 ms > 5.00 ms" needs them.
+func fmtMsPair(a, b int64) (string, string) {
+	da, db := sigDecimals(a), sigDecimals(b)
+	for max(da, db) < 3 && msDigits(a, da) == msDigits(b, db) {
+		da, db = da+1, db+1
+	}
+	return msDigits(a, da), msDigits(b, db)
+}
+
+// sigDecimals is the number of decimals that give ns in milliseconds three significant digits
+// (none for 0).
+func sigDecimals(ns int64) int {
+	switch ms := math.Abs(float64(ns)) / 1e6; {
+	case ns == 0 || ms >= 100:
+		return 0
+	case ms >= 10:
+		return 1
+	case ms >= 1:
+		return 2
+	}
+	return 3
+}
+
+func msDigits(ns int64, decimals int) string {
+	return strconv.FormatFloat(float64(ns)/1e6, 'f', decimals, 64) + " ms"
+}

@@ -118,21 +118,17 @@ func TestStageAxis(t *testing.T) {
 		sweep[i] = fmt.Sprintf("sweep-%02d", i)
 	}
 	tests := []struct {
-		names  []string
-		prefix string
-		first  string
+		names []string
+		first string
 	}{
-		{sweep, "sweep-", "00"},
-		{[]string{"r1", "r2", "r12"}, "", "r1"}, // no separator: names kept
-		{[]string{"warm", "a-long-stage-name-here"}, "", "warm"},
-		{[]string{"load-1", "load-"}, "", "load-1"}, // the prefix would leave a name empty
-		{[]string{"only"}, "", "only"},
-		{[]string{"ramp/a", "ramp/b"}, "ramp/", "a"},
+		{sweep, "sweep-00"}, // the stage's label, as in the tables
+		{[]string{"warm", "a-long-stage-name-here"}, "warm"},
+		{[]string{"a-long-stage-name-here"}, "a-long-stage-na…"},
 	}
 	for _, tt := range tests {
 		a := newStageAxis(tt.names)
-		if a.prefix != tt.prefix || a.labels[0] != tt.first {
-			t.Errorf("newStageAxis(%q) = prefix %q, first label %q; want %q, %q", tt.names, a.prefix, a.labels[0], tt.prefix, tt.first)
+		if a.labels[0] != tt.first {
+			t.Errorf("newStageAxis(%q) first label %q; want %q", tt.names, a.labels[0], tt.first)
 		}
 		for _, l := range a.labels {
 			if n := len([]rune(l)); n > maxLabel {
@@ -150,7 +146,7 @@ func TestStageAxis(t *testing.T) {
 		rotated bool
 		every   int
 	}{
-		{newStageAxis(sweep), 400, false, 1}, // 20 slots of 20pt hold "00" side by side
+		{newStageAxis(sweep), 1200, false, 1}, // 20 slots of 60pt hold "sweep-00" side by side
 		{newStageAxis(sweep), 200, true, 2},  // 10pt slots: one upright label in two
 		{newStageAxis(sweep), 100, true, 3},  // 5pt slots: one in three
 		{long, 200, true, 1},

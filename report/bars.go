@@ -3,7 +3,6 @@ package report
 import (
 	"image/color"
 	"math"
-	"strings"
 	"unicode/utf8"
 
 	"gonum.org/v1/plot"
@@ -64,45 +63,23 @@ func (b *bars) Thumbnail(c *draw.Canvas) {
 // its neighbours, whatever the number of stages (1 to a few dozen) and the names' length.
 type stageAxis struct {
 	labels []string
-	prefix string // the names' common prefix, left out of the labels ("sweep-")
 }
 
-// maxLabel is the longest stage label, in characters; longer names are cut with "…".
-const maxLabel = 12
+// maxLabel is the longest stage label, in characters; longer names are cut with "…" (the
+// hover title has the whole name).
+const maxLabel = 16
 
-// newStageAxis abbreviates stage names: the prefix they share up to a separator goes
-// (sweep-00 ... sweep-19 read 00 ... 19), and each is cut to maxLabel characters.
+// newStageAxis labels the stages with their stageTitle (the same label as the tables and
+// sentences), each cut to maxLabel characters.
 func newStageAxis(names []string) stageAxis {
-	a := stageAxis{prefix: commonPrefix(names)}
-	for _, n := range names {
-		l := strings.TrimPrefix(n, a.prefix)
+	var a stageAxis
+	for _, l := range names {
 		if utf8.RuneCountInString(l) > maxLabel {
 			l = string([]rune(l)[:maxLabel-1]) + "…"
 		}
 		a.labels = append(a.labels, l)
 	}
 	return a
-}
-
-// commonPrefix returns the longest prefix of every name that ends in a separator (- _ . / :
-// or a space) and leaves each name something; "" for one name or none.
-func commonPrefix(names []string) string {
-	if len(names) < 2 {
-		return ""
-	}
-	p := names[0]
-	for _, n := range names[1:] {
-		for !strings.HasPrefix(n, p) {
-			p = p[:len(p)-1]
-		}
-	}
-	p = p[:strings.LastIndexAny(p, "-_./: ")+1]
-	for _, n := range names {
-		if n == p {
-			return ""
-		}
-	}
-	return p
 }
 
 // labelGap is the least room between two neighbouring stage labels.
@@ -133,12 +110,4 @@ func (a stageAxis) apply(p *plot.Plot, width vg.Length) {
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Padding = 0
-}
-
-// note is the caption's sentence about the labels: which prefix they lack.
-func (a stageAxis) note() string {
-	if a.prefix == "" {
-		return ""
-	}
-	return " Stage names are shown without their common prefix “" + a.prefix + "”."
 }

@@ -262,24 +262,15 @@ func ms(ns int64) float64 { return float64(ns) / 1e6 }
 // pointTitle is a hover title: the run (with several), the stage, then the figures, joined by
 // " · ": `run-b · stage 3 "r8" · 8.00 req/s · TTFT p99 21.4ms`.
 func pointTitle(r *run, multi bool, s *schemas.Stage, figures ...string) string {
-	parts := []string{"stage " + stageTitle(s.Stage, s.Name)}
+	parts := []string{"stage " + stageTitle(s.Stage, s.Name, namesOf(r.Stages))}
 	if multi {
 		parts = append([]string{r.Label}, parts...)
 	}
 	return strings.Join(append(parts, figures...), " · ")
 }
 
-// stageNames returns the stage names of a run, the index for a stage without one.
-func stageNames(r *run) []string {
-	names := make([]string, len(r.Stages))
-	for i := range r.Stages {
-		names[i] = r.Stages[i].Name
-		if names[i] == "" {
-			names[i] = fmt.Sprint(r.Stages[i].Stage)
-		}
-	}
-	return names
-}
+// stageNames returns the labels of a run's stages (stageTitle), for axes and legends.
+func stageNames(r *run) []string { return StageLabels(r.Stages) }
 
 // buildCharts returns every chart of the report in page order, rendered.
 func buildCharts(runs []*run) ([]*chart, error) {

@@ -111,11 +111,11 @@ func TestHoverTitles(t *testing.T) {
 				name string
 				v    *int64
 			}{{"p50", s.TTFT.P50}, {"p90", s.TTFT.P90}, {"p99", s.TTFT.P99}} {
-				want[fmt.Sprintf("%s · stage %d %q · %s req/s · TTFT %s %s", r.Label, s.Stage, s.Name, fmtRate(*s.AchievedRate), p.name, fmtDur(*p.v))] = true
+				want[fmt.Sprintf("%s · stage %s · %s req/s · TTFT %s %s", r.Label, s.Name, fmtRate(*s.AchievedRate), p.name, fmtDur(*p.v))] = true
 			}
 		}
 	}
-	if !want[`run-a · stage 0 "r1" · 1.00 req/s · TTFT p50 42.5ms`] {
+	if !want[`run-a · stage r1 · 1.00 req/s · TTFT p50 42.5ms`] {
 		t.Fatalf("the expected titles lack run A's first p50 (42.5ms in the stage table): %v", want)
 	}
 	if len(targets) != len(want) {
@@ -138,7 +138,7 @@ func TestHoverTitles(t *testing.T) {
 	if got, want := len(bars), len(qualityPanels)*len(runs[0].Stages); got != want {
 		t.Errorf("quality-1 has %d hover targets; want %d (a bar per panel and stage)", got, want)
 	}
-	for _, want := range []string{`stage 7 "r24" · rate fidelity (achieved / planned): 0.930`, `stage 7 "r24" · lateness: send lag p99: 4.23ms`} {
+	for _, want := range []string{`stage r24 · rate fidelity (achieved / planned): 0.930`, `stage r24 · lateness: send lag p99: 4.23ms`} {
 		if !hasTitle(bars, want) {
 			t.Errorf("quality-1 lacks a bar titled %q", want)
 		}

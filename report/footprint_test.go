@@ -17,18 +17,18 @@ func TestServerDisturbedVerdict(t *testing.T) {
 		s.ClientCPUs, s.MachineCPUs, s.MachineBusy = 1.3, 2, 1
 	})
 	level, sentence := Trust(st)
-	if level != Amber || !strings.Contains(sentence, `server disturbed in stage 1 "b" (`+why) {
+	if level != Amber || !strings.Contains(sentence, `server disturbed in stage b (`+why) {
 		t.Errorf("Trust = %s, %q; want amber naming the stage and the figures", level, sentence)
 	}
 	if n := stageNotes(&st[1]); !strings.Contains(n, "SERVER DISTURBED") {
 		t.Errorf("stage notes %q; want SERVER DISTURBED", n)
 	}
-	if a := advice(&st[1], 2); !strings.Contains(a, why) || !strings.Contains(a, "another machine") {
+	if a := advice(&st[1], "1", 2); !strings.Contains(a, why) || !strings.Contains(a, "another machine") {
 		t.Errorf("advice %q; want the figures and what to do", a)
 	}
 	rp := schemas.ProfileRun{}
 	for i := range st {
-		rp.Stages = append(rp.Stages, stageProfile(&st[i], 2))
+		rp.Stages = append(rp.Stages, stageProfile(&st[i], "", 2))
 	}
 	if q := rp.Stages[1].Quality; q.Trust != Amber || !q.Footprint.ServerDisturbed || q.Footprint.ServerDisturbedReason != why {
 		t.Errorf("profile quality %+v; want amber with the footprint verdict", q)

@@ -104,13 +104,52 @@ func offered(mode string, targetRate float64, users int32) string {
 	return fmtRate(targetRate) + "/s"
 }
 
-// stageTitle names a stage for people, in sentences and tables alike: `3 "r32"`, or `3`
-// for a stage without a name.
-func stageTitle(stage int32, name string) string {
+// stageTitle names a stage for people, in sentences, tables and charts alike: its name
+// ("sweep-04"); `3 "r8"` where another stage of the run has the same name (names are every
+// stage name of the run); its index alone for a stage without a name.
+func stageTitle(stage int32, name string, names []string) string {
 	if name == "" {
 		return strconv.Itoa(int(stage))
 	}
-	return fmt.Sprintf("%d %q", stage, name)
+	n := 0
+	for _, o := range names {
+		if o == name {
+			n++
+		}
+	}
+	if n > 1 {
+		return fmt.Sprintf("%d %q", stage, name)
+	}
+	return name
+}
+
+// StageLabels returns the label of each stage as the report writes it (stageTitle), for other
+// commands' output.
+func StageLabels(stages []schemas.Stage) []string {
+	names := namesOf(stages)
+	labels := make([]string, len(stages))
+	for i := range stages {
+		labels[i] = stageTitle(stages[i].Stage, stages[i].Name, names)
+	}
+	return labels
+}
+
+// namesOf returns the stage names of a run's stages, for stageTitle.
+func namesOf(stages []schemas.Stage) []string {
+	names := make([]string, len(stages))
+	for i := range stages {
+		names[i] = stages[i].Name
+	}
+	return names
+}
+
+// profileNames returns the stage names of a profile's stages, for stageTitle.
+func profileNames(stages []schemas.ProfileStage) []string {
+	names := make([]string, len(stages))
+	for i := range stages {
+		names[i] = stages[i].Name
+	}
+	return names
 }
 
 // fmtBound formats a percentile with its bound, as offsets from the value: "40.3ms [-2.60ms,
@@ -156,17 +195,17 @@ func signed(ns int64) string {
 // figure at all), client-bound (the client's measurement error is wider than the tolerance),
 // the load not sent as planned, or the server disturbed by a client on its machine.
 // Only where the load verdict blames the client's CPU does it say how many workers or hosts
-// would fix it. It is empty for a stage whose figures can be trusted.
-func advice(s *schemas.Stage, cpus int) string {
+// would fix it. It is empty for a stage whose figures can be trusted. label is stageTitle's.
+func advice(s *schemas.Stage, label string, cpus int) string {
 	var b strings.Builder
 	if r := noOK(s.Requests, s.Completed, errorKinds(s.ErrorsByKind)); r != "" {
-		fmt.Fprintf(&b, "Stage %s %s.", stageTitle(s.Stage, s.Name), r)
+		fmt.Fprintf(&b, "Stage %s %s.", label, r)
 	}
 	if s.ClientBound {
 		if b.Len() > 0 {
 			b.WriteString(" ")
 		}
-		fmt.Fprintf(&b, "Stage %s is client-bound (%s): the client's own measurement error is wider than the tolerance, so its latencies are known only within their bounds.", stageTitle(s.Stage, s.Name), orNone(s.ClientBoundReason))
+		fmt.Fprintf(&b, "Stage %s is client-bound (%s): the client's own measurement error is wider than the tolerance, so its latencies are known only within their bounds.", label, orNone(s.ClientBoundReason))
 		if s.ReadLag.Count > 0 && s.ExactShare != nil && *s.ExactShare < 0.5 {
 			fmt.Fprintf(&b, " Only %s of events carry an exact kernel timestamp: the others came in the same read as a later event (upper bound: the server wrote them back to back, or the client read too slowly to see them one by one) or have no kernel time (TLS, or a kernel without SO_TIMESTAMPING).", fmtPct(*s.ExactShare))
 		}
@@ -175,7 +214,7 @@ func advice(s *schemas.Stage, cpus int) string {
 		if b.Len() > 0 {
 			fmt.Fprintf(&b, " Its load was not sent as planned (%s).", orNone(s.LoadReason))
 		} else {
-			fmt.Fprintf(&b, "Stage %s did not get its planned load (%s).", stageTitle(s.Stage, s.Name), orNone(s.LoadReason))
+			fmt.Fprintf(&b, "Stage %s did not get its planned load (%s).", label, orNone(s.LoadReason))
 		}
 		b.WriteString(clientAdvice(s, cpus))
 	}
@@ -183,7 +222,7 @@ func advice(s *schemas.Stage, cpus int) string {
 		if b.Len() > 0 {
 			b.WriteString(" ")
 		}
-		fmt.Fprintf(&b, "Stage %s: the server was disturbed (%s). The client shared the server's machine and took CPU it needed: measure from another machine, or with fewer workers (--workers, --cpus), and compare.", stageTitle(s.Stage, s.Name), orNone(s.ServerDisturbedReason))
+		fmt.Fprintf(&b, "Stage %s: the server was disturbed (%s). The client shared the server's machine and took CPU it needed: measure from another machine, or with fewer workers (--workers, --cpus), and compare.", label, orNone(s.ServerDisturbedReason))
 	}
 	return b.String()
 }

@@ -104,7 +104,7 @@ func indexHTML(p schemas.Profile, charts []*chart) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-var pageTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"rate": func(p *float64) string { return fmtRate(orNaN(p)) }}).Parse(`<!DOCTYPE html>
+var pageTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"rate": func(p *float64) string { return fmtRate(orNaN(p)) }, "saturation": saturationLabel}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -154,7 +154,7 @@ tr.note td { background: var(--note); }
 {{end}}<nav>{{range .Sections}}<a href="#{{.ID}}">{{.Title}}</a>{{end}}<a href="#tables">Tables</a></nav>
 <div class="scroll"><table id="runs">
 <tr><th>run</th><th>host</th><th>CPUs</th><th>status</th><th>max done/s</th><th>max out tok/s</th><th>max goodput/s</th><th>saturation</th><th>client-bound stages</th></tr>
-{{range .Profile.Runs}}<tr{{if eq .Trust.Level "red"}} class="bad"{{else if eq .Trust.Level "amber"}} class="warn"{{end}}><td>{{.Label}}</td><td>{{.Host}}</td><td>{{.CPUs}}</td><td{{if eq .Status "failed"}} class="bad"{{end}}>{{.Status}}{{range .Missing}}<br>missing: {{.}}{{end}}{{range .Outages}}<br>{{.}}{{end}}</td><td>{{rate .Headline.MaxCompletionRate}}</td><td>{{rate .Headline.MaxOutputTPS}}</td><td>{{rate .Headline.MaxGoodputRate}}</td><td>{{with .Headline.SaturationStage}}stage {{.}}{{else}}not reached{{end}}{{if .Headline.SaturationStage}} at {{rate .Headline.SaturationRate}} done/s{{end}}</td><td>{{len .Headline.ClientBoundStages}}</td></tr>
+{{range .Profile.Runs}}<tr{{if eq .Trust.Level "red"}} class="bad"{{else if eq .Trust.Level "amber"}} class="warn"{{end}}><td>{{.Label}}</td><td>{{.Host}}</td><td>{{.CPUs}}</td><td{{if eq .Status "failed"}} class="bad"{{end}}>{{.Status}}{{range .Missing}}<br>missing: {{.}}{{end}}{{range .Outages}}<br>{{.}}{{end}}</td><td>{{rate .Headline.MaxCompletionRate}}</td><td>{{rate .Headline.MaxOutputTPS}}</td><td>{{rate .Headline.MaxGoodputRate}}</td><td>{{if .Headline.SaturationStage}}stage {{saturation .}} at {{rate .Headline.SaturationRate}} done/s{{else}}not reached{{end}}</td><td>{{len .Headline.ClientBoundStages}}</td></tr>
 {{end}}</table></div>
 {{if .Advice}}<div class="advice {{.AdviceLevel}}" id="advice"><strong>Stages to read with care: a stage that measured nothing, or figures the client's measurement error or the load it sent may have shaped.</strong><ul>{{range .Advice}}<li>{{.}}</li>{{end}}</ul></div>
 {{end}}

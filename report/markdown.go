@@ -28,11 +28,15 @@ func markdown(p schemas.Profile, charts []*chart) []byte {
 	for _, r := range p.Runs {
 		sat := "not reached"
 		if h := r.Headline; h.SaturationStage != nil {
-			sat = fmt.Sprintf("stage %d at %s done/s", *h.SaturationStage, fmtRate(orNaN(h.SaturationRate)))
+			sat = fmt.Sprintf("stage %s at %s done/s", saturationLabel(r), fmtRate(orNaN(h.SaturationRate)))
 		}
 		cb := "none"
 		if n := len(r.Headline.ClientBoundStages); n > 0 {
-			cb = fmt.Sprintf("**%d** %v", n, r.Headline.ClientBoundStages)
+			var ls []string
+			for _, i := range r.Headline.ClientBoundStages {
+				ls = append(ls, profileTitle(r, i))
+			}
+			cb = fmt.Sprintf("**%d** (%s)", n, strings.Join(ls, ", "))
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Label, mdCell(r.Host), r.CPUs, mdCell(r.Status),
 			fmtRate(orNaN(r.Headline.MaxCompletionRate)), fmtRate(orNaN(r.Headline.MaxOutputTPS)), fmtRate(orNaN(r.Headline.MaxGoodputRate)), sat, cb)

@@ -3,6 +3,7 @@ package report
 import (
 	"math"
 	"path/filepath"
+	"strconv"
 
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -70,9 +71,10 @@ func runProfile(r *run, outDir string) schemas.ProfileRun {
 	}
 	rp.Trust.Level, rp.Trust.Sentence = Trust(r.Stages)
 	rp.Headline.ClientBoundStages = []int32{}
+	names := namesOf(r.Stages)
 	for i := range r.Stages {
 		s := &r.Stages[i]
-		sp := stageProfile(s, cpus)
+		sp := stageProfile(s, stageTitle(s.Stage, s.Name, names), cpus)
 		rp.Stages = append(rp.Stages, sp)
 		h := &rp.Headline
 		h.MaxCompletionRate = maxOf(h.MaxCompletionRate, s.CompletionRate)
@@ -90,6 +92,25 @@ func runProfile(r *run, outDir string) schemas.ProfileRun {
 	return rp
 }
 
+// saturationLabel is the stageTitle of a run's saturation stage, "" without one.
+func saturationLabel(r schemas.ProfileRun) string {
+	if h := r.Headline.SaturationStage; h != nil {
+		return profileTitle(r, *h)
+	}
+	return ""
+}
+
+// profileTitle is the stageTitle of stage index in a run's profile.
+func profileTitle(r schemas.ProfileRun, index int32) string {
+	names := profileNames(r.Stages)
+	for _, s := range r.Stages {
+		if s.Stage == index {
+			return stageTitle(s.Stage, s.Name, names)
+		}
+	}
+	return strconv.Itoa(int(index))
+}
+
 // maxOf is the larger of two nullable figures; null only when both are.
 func maxOf(a, b *float64) *float64 {
 	if a == nil || (b != nil && *b > *a) {
@@ -105,7 +126,7 @@ func absOr(p string) string {
 	return p
 }
 
-func stageProfile(s *schemas.Stage, cpus int) schemas.ProfileStage {
+func stageProfile(s *schemas.Stage, label string, cpus int) schemas.ProfileStage {
 	sp := schemas.ProfileStage{
 		Stage: s.Stage, Name: s.Name, Mode: s.Mode, TargetRate: s.TargetRate, Concurrency: s.Concurrency,
 		DurationNs: s.EndNs - s.StartNs, Requests: s.Requests, Completed: s.Completed, Errors: s.Errors,
@@ -125,7 +146,7 @@ func stageProfile(s *schemas.Stage, cpus int) schemas.ProfileStage {
 			ClientBound: s.ClientBound, ClientBoundReason: s.ClientBoundReason,
 			LoadDelivered: s.LoadDelivered, LoadReason: s.LoadReason, LoadBlame: s.LoadBlame, LateShareClient: s.LateShareClient,
 			Missing: s.Missing, ClockUncertaintyNs: s.ClockUncertaintyNs,
-			WorkersForRhoHalf: s.WorkersForRhoHalf, Advice: advice(s, cpus),
+			WorkersForRhoHalf: s.WorkersForRhoHalf, Advice: advice(s, label, cpus),
 			Footprint: schemas.ProfileFootprint{TargetLocal: s.TargetLocal, ClientCPUs: s.ClientCPUs, MachineCPUs: s.MachineCPUs,
 				MachineBusy: s.MachineBusy, ServerDisturbed: s.ServerDisturbed, ServerDisturbedReason: s.ServerDisturbedReason,
 				InflightPeak: s.InflightPeak, ConnectionsOpened: s.ConnectionsOpened, ConnectionsPeak: s.ConnectionsPeak,

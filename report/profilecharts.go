@@ -154,7 +154,7 @@ func saturationMark(p *plot.Plot, r *run, runs []*run, ri int, xOf, get func(*sc
 	}
 	v.LineStyle.Color, v.LineStyle.Width, v.LineStyle.Dashes = c, vg.Points(1.2), []vg.Length{vg.Points(5), vg.Points(3)}
 	p.Add(v)
-	where := "at " + stageTitle(s.Stage, s.Name)
+	where := "at stage " + stageTitle(s.Stage, s.Name, namesOf(r.Stages))
 	if len(runs) > 1 {
 		where = r.Label
 	}

@@ -224,14 +224,14 @@ func TestSummary(t *testing.T) {
 		sub  string
 		want int
 	}{
-		{`"r24"`, 4},                // the stage line of both runs, the trust line and the warning of run A
-		{"warning: Stage 7", 1},     // one client-bound stage, one warning
-		{"<- saturation", 2},        // one saturation stage per run
-		{"CLIENT-BOUND", 1},         // marked on its stage line
-		{"LOAD NOT DELIVERED", 2},   // A's client-bound stage, B's late stage
-		{"trust red: stage 7", 1},   // run A's trust line, before its stages
-		{"trust amber: stage 6", 1}, // run B's: the server was late
-		{`warning: Stage 6 "r20" did not get its planned load (send lag p99`, 1},
+		{"r24", 4},                    // the stage line of both runs, the trust line and the warning of run A
+		{"warning: Stage r24", 1},     // one client-bound stage, one warning
+		{"<- saturation", 2},          // one saturation stage per run
+		{"CLIENT-BOUND", 1},           // marked on its stage line
+		{"LOAD NOT DELIVERED", 2},     // A's client-bound stage, B's late stage
+		{"trust red: stage r24", 1},   // run A's trust line, before its stages
+		{"trust amber: stage r20", 1}, // run B's: the server was late
+		{`warning: Stage r20 did not get its planned load (send lag p99`, 1},
 		{"--workers", 0},                  // B's stage 6 blames the server: no worker advice
 		{"run-b vs run-a: max done/s", 1}, // the comparison line
 	}

@@ -81,7 +81,7 @@ func breakdownChart(idx int, r *run, multi bool) *chart {
 	}
 	return &chart{ID: fmt.Sprintf("breakdown-%d", idx+1), Section: "breakdown", Title: title, W: chartW, H: chartH, hover: hs,
 		draw:    func(dc draw.Canvas) { fitStages(p, ax, dc); drawPlot(p, dc) },
-		Caption: "Mean T_queue, I·T_prefill and N·T_decode per request, stacked." + src + ax.note()}
+		Caption: "Mean T_queue, I·T_prefill and N·T_decode per request, stacked." + src}
 }
 
 // maxLegend is the most stages a timeline's legend names; with more, it names evenly spaced
@@ -266,7 +266,7 @@ func qualityChart(idx int, r *run, multi bool) *chart {
 	}
 	return &chart{ID: fmt.Sprintf("quality-%d", idx+1), Section: "quality", Title: "Measurement quality" + runSuffix(r, multi),
 		W: 9 * vg.Inch, H: 8 * vg.Inch, hover: hs,
-		Caption: "The two verdicts per stage: the client's measurement uncertainty, and lateness and rate against the planned schedule (with the client's share of the lateness); exact timestamps and worker utilisation are diagnostics. Red bars: client-bound, the client kept the load from being sent as planned, or planned requests are missing from the run's files; amber: the load was not sent as planned for a server or connection reason; blue: both verdicts passed. " + fmt.Sprintf("Dashed lines: rate fidelity %g, the client blamed from %g%% of the lateness, advice from ρ %g.", 1-schemas.MaxRateError, schemas.ClientLateShare*100, schemas.AdviceRho) + ax.note(),
+		Caption: "The two verdicts per stage: the client's measurement uncertainty, and lateness and rate against the planned schedule (with the client's share of the lateness); exact timestamps and worker utilisation are diagnostics. Red bars: client-bound, the client kept the load from being sent as planned, or planned requests are missing from the run's files; amber: the load was not sent as planned for a server or connection reason; blue: both verdicts passed. " + fmt.Sprintf("Dashed lines: rate fidelity %g, the client blamed from %g%% of the lateness, advice from ρ %g.", 1-schemas.MaxRateError, schemas.ClientLateShare*100, schemas.AdviceRho),
 		draw: func(dc draw.Canvas) {
 			t := draw.Tiles{Rows: 3, Cols: 2, PadX: vg.Points(14), PadY: vg.Points(10), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
 			cs := plot.Align(plots, t, dc)

@@ -47,10 +47,11 @@ func writeSummary(w io.Writer, runs []*run) error {
 		fmt.Fprintf(&b, "trust %s: %s\n", level, sentence)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "stage\toffered\tsent/s\tdone/s\tout tok/s\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tE2E p99\tgoodput\terrors\t")
+		names := namesOf(r.Stages)
 		for j := range r.Stages {
 			s := &r.Stages[j]
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
-				stageTitle(s.Stage, s.Name), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),
+				stageTitle(s.Stage, s.Name, names), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),
 				fmtRate(orNaN(s.CompletionRate)), fmtRate(orNaN(s.OutputTPS)), p50(s.TTFT), p99(s.TTFT), p50(s.TPOT), p99(s.TPOT), p99(s.E2E),
 				fmtPct(orNaN(s.GoodputShare)), s.Errors, stageNotes(s))
 		}
@@ -60,7 +61,8 @@ func writeSummary(w io.Writer, runs []*run) error {
 			cpus = r.Manifest.CPUs
 		}
 		for j := range r.Stages {
-			if a := advice(&r.Stages[j], cpus); a != "" {
+			s := &r.Stages[j]
+			if a := advice(s, stageTitle(s.Stage, s.Name, names), cpus); a != "" {
 				b.WriteString("warning: " + a + "\n")
 			}
 		}

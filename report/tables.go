@@ -132,6 +132,7 @@ func stageTable(r schemas.ProfileRun) table {
 		Text: map[int]bool{16: true}}
 	const errorsCol = 15
 	t.Bad = func(row, col int) bool { return col == errorsCol && r.Stages[row].Errors > 0 }
+	names := profileNames(r.Stages)
 	for _, s := range r.Stages {
 		var notes []string
 		if s.Saturated {
@@ -145,7 +146,7 @@ func stageTable(r schemas.ProfileRun) table {
 		}
 		l := s.Latency
 		t.Rows = append(t.Rows, tableRow{Level: s.Quality.Trust, Note: s.Saturated, Cells: []string{
-			stageTitle(s.Stage, s.Name), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),
+			stageTitle(s.Stage, s.Name, names), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),
 			fmtRate(orNaN(s.CompletionRate)), fmtRate(orNaN(s.OutputTPS)), fmtRate(orNaN(s.InflightMean)), p50(l["ttft_ns"]), p99(l["ttft_ns"]),
 			p50(l["tpot_ns"]), p99(l["tpot_ns"]), p99(l["itl_ns"]), p99(l["ntpot_ns"]), p50(l["e2e_ns"]), p99(l["e2e_ns"]),
 			fmtPct(orNaN(s.GoodputShare)), strconv.FormatInt(s.Errors, 10), strings.Join(notes, ", "),
@@ -162,6 +163,7 @@ func qualityTable(r schemas.ProfileRun) table {
 	t := table{Head: []string{"stage", "client-bound", "uncertainty", "load sent as planned", "lateness p99",
 		"rate: offered; planned; sent (fidelity)", "client's share of lateness", "exact timestamps", "workers (ρ max)", "GC pause", "footprint", "why"},
 		Wrap: map[int]bool{5: true, 10: true, 11: true}}
+	names := profileNames(r.Stages)
 	for _, s := range r.Stages {
 		q := s.Quality
 		unc := none
@@ -190,7 +192,7 @@ func qualityTable(r schemas.ProfileRun) table {
 			why = append(why, "connection spiral")
 		}
 		t.Rows = append(t.Rows, tableRow{Level: q.Trust, Cells: []string{
-			stageTitle(s.Stage, s.Name), yesNo(q.ClientBound, "YES", "no"), unc, yesNo(!q.LoadDelivered, "NO", "yes"),
+			stageTitle(s.Stage, s.Name, names), yesNo(q.ClientBound, "YES", "no"), unc, yesNo(!q.LoadDelivered, "NO", "yes"),
 			p99(s.Latency["send_lag_ns"]), rate,
 			fmtPct(orNaN(q.LateShareClient)), fmtPct(orNaN(q.ExactShare)), fmt.Sprintf("%d (%s)", q.Workers, shown(orNaN(q.WorkerRhoMax), show2)),
 			fmtDur(q.GCPauseNs), footprintCell(fp), strings.Join(why, "; "),
@@ -239,8 +241,12 @@ func comparisonTable(c schemas.ProfileComparison) table {
 	for _, f := range comparedFigures {
 		t.Head = append(t.Head, f.Title)
 	}
+	names := make([]string, len(c.Stages))
+	for i, s := range c.Stages {
+		names[i] = s.Name
+	}
 	for _, s := range c.Stages {
-		row := []string{stageTitle(s.Stage, s.Name)}
+		row := []string{stageTitle(s.Stage, s.Name, names)}
 		for _, f := range comparedFigures {
 			row = append(row, fmtRatio(s.Ratios[f.Key]))
 		}

@@ -62,14 +62,14 @@ func unbounded(s *schemas.Stage) bool { return !s.ClientBound && s.ClientBoundRe
 // footprintClauses say, for the trust sentence, where the client disturbed the server: by its
 // CPU on a machine they shared (server_disturbed), or by opening far more connections than its
 // requests in flight needed (connection_spiral).
-func footprintClauses(s *schemas.Stage) []string {
+func footprintClauses(s *schemas.Stage, label string) []string {
 	var why []string
 	if s.ServerDisturbed {
-		why = append(why, fmt.Sprintf("server disturbed in stage %s (%s)", stageTitle(s.Stage, s.Name), orNone(s.ServerDisturbedReason)))
+		why = append(why, fmt.Sprintf("server disturbed in stage %s (%s)", label, orNone(s.ServerDisturbedReason)))
 	}
 	if s.ConnectionSpiral {
 		why = append(why, fmt.Sprintf("stage %s opened %d connections for at most %d requests in flight and %d warm (a connection spiral: slow answers left none idle and each dial added work for the server; or the server closed its connections)",
-			stageTitle(s.Stage, s.Name), s.ConnectionsOpened, s.InflightPeak, s.ConnectionsWarm))
+			label, s.ConnectionsOpened, s.InflightPeak, s.ConnectionsWarm))
 	}
 	return why
 }
@@ -87,27 +87,29 @@ func Trust(stages []schemas.Stage) (level, sentence string) {
 	}
 	level = Green
 	var why []string
+	names := namesOf(stages)
 	for i := range stages {
 		s := &stages[i]
+		label := stageTitle(s.Stage, s.Name, names)
 		if l := stageLevel(s); levelRank[l] > levelRank[level] {
 			level = l
 		}
 		if r := noOK(s.Requests, s.Completed, errorKinds(s.ErrorsByKind)); r != "" {
-			why = append(why, fmt.Sprintf("stage %s %s", stageTitle(s.Stage, s.Name), r))
+			why = append(why, fmt.Sprintf("stage %s %s", label, r))
 		}
 		if s.ClientBound {
-			why = append(why, fmt.Sprintf("stage %s is client-bound (%s)", stageTitle(s.Stage, s.Name), orNone(s.ClientBoundReason)))
+			why = append(why, fmt.Sprintf("stage %s is client-bound (%s)", label, orNone(s.ClientBoundReason)))
 		}
 		if unbounded(s) {
-			why = append(why, fmt.Sprintf("stage %s's latencies have wide bounds (%s)", stageTitle(s.Stage, s.Name), s.ClientBoundReason))
+			why = append(why, fmt.Sprintf("stage %s's latencies have wide bounds (%s)", label, s.ClientBoundReason))
 		}
 		switch {
 		case missingData(s):
-			why = append(why, fmt.Sprintf("stage %s lacks data: its figures leave out requests it planned (%s)", stageTitle(s.Stage, s.Name), orNone(s.Missing)))
+			why = append(why, fmt.Sprintf("stage %s lacks data: its figures leave out requests it planned (%s)", label, orNone(s.Missing)))
 		case !s.LoadDelivered:
-			why = append(why, fmt.Sprintf("stage %s did not get its planned load (%s)", stageTitle(s.Stage, s.Name), orNone(s.LoadReason)))
+			why = append(why, fmt.Sprintf("stage %s did not get its planned load (%s)", label, orNone(s.LoadReason)))
 		}
-		why = append(why, footprintClauses(s)...)
+		why = append(why, footprintClauses(s, label)...)
 	}
 	why = append(why, uncertaintyClause(stages), latenessClause(stages))
 	return level, strings.Join(why, "; ") + "."
@@ -127,11 +129,12 @@ func uncertaintyClause(stages []schemas.Stage) string {
 		return "no latency to judge"
 	}
 	s := &stages[w]
+	label := stageTitle(s.Stage, s.Name, namesOf(stages))
 	if bound {
-		return fmt.Sprintf("client uncertainty up to %s (%s of stage %s)", fmtDur(*s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s.Stage, s.Name))
+		return fmt.Sprintf("client uncertainty up to %s (%s of stage %s)", fmtDur(*s.UncertaintyNs), s.UncertaintyFigure, label)
 	}
 	return fmt.Sprintf("client uncertainty ≤ %s on every p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT (widest: %s of stage %s)",
-		fmtDur(*s.UncertaintyNs), s.UncertaintyFigure, stageTitle(s.Stage, s.Name))
+		fmtDur(*s.UncertaintyNs), s.UncertaintyFigure, label)
 }
 
 // latenessClause quotes the worst send lag p99 (lateness against the schedule) over the stages.
@@ -147,7 +150,7 @@ func latenessClause(stages []schemas.Stage) string {
 	if w < 0 {
 		return "no send to judge lateness by"
 	}
-	worst := fmt.Sprintf("%s (stage %s)", fmtDur(*stages[w].SendLag.P99), stageTitle(stages[w].Stage, stages[w].Name))
+	worst := fmt.Sprintf("%s (stage %s)", fmtDur(*stages[w].SendLag.P99), stageTitle(stages[w].Stage, stages[w].Name, namesOf(stages)))
 	if delivered {
 		return "load sent as planned, p99 lateness ≤ " + worst
 	}

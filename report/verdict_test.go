@@ -29,7 +29,7 @@ func stageC(edit func(*schemas.Stage)) schemas.Stage {
 }
 
 const (
-	trusted   = `client uncertainty ≤ 41.0µs on every p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT (widest: ttft p99 of stage 0 "a")`
+	trusted   = `client uncertainty ≤ 41.0µs on every p50, p90 and p99 of TTFT, TPOT, ITL, E2E and NTPOT (widest: ttft p99 of stage a)`
 	serverWhy = "send lag p99 6.300 ms > 5.000 ms; the server was not accepting connections fast enough: 83% of the lateness was connecting (connect p99 12.000 ms over 40 new connections)"
 	connWhy   = "send lag p99 6.300 ms > 5.000 ms; waiting for a connection or writing: 70% of the lateness came after the worker began the request"
 	clientWhy = "sent at 22.32/s against 24/s planned (fidelity 0.930); the client: 91% of the lateness was before the worker began the request (pacer and CPU); worker utilisation 0.86: 4 workers would bring it under 0.5"
@@ -68,26 +68,26 @@ func TestTrust(t *testing.T) {
 		wantLevel, wantSent string
 	}{
 		{"green", verdictStages(nil), Green,
-			trusted + `; load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
+			trusted + `; load sent as planned, p99 lateness ≤ 300µs (stage a).`},
 		{"amber: the server", verdictStages(late(serverWhy)), Amber,
-			`stage 1 "b" did not get its planned load (` + serverWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage 1 "b").`},
+			`stage b did not get its planned load (` + serverWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage b).`},
 		{"amber: connections", verdictStages(late(connWhy)), Amber,
-			`stage 1 "b" did not get its planned load (` + connWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage 1 "b").`},
+			`stage b did not get its planned load (` + connWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage b).`},
 		{"red: client-bound", verdictStages(clientBound), Red,
-			`stage 1 "b" is client-bound (` + boundWhy + `); client uncertainty up to 2.20ms (itl p99 of stage 1 "b"); load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
+			`stage b is client-bound (` + boundWhy + `); client uncertainty up to 2.20ms (itl p99 of stage b); load sent as planned, p99 lateness ≤ 300µs (stage a).`},
 		{"red: the client was late", verdictStages(late(clientWhy)), Red,
-			`stage 1 "b" did not get its planned load (` + clientWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage 1 "b").`},
+			`stage b did not get its planned load (` + clientWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage b).`},
 		{"red: data missing", verdictStages(dataMissing), Red,
-			`stage 1 "b" lacks data: its figures leave out requests it planned (` + missingWhy + "); " + trusted + `; p99 lateness up to 300µs (stage 0 "a").`},
+			`stage b lacks data: its figures leave out requests it planned (` + missingWhy + "); " + trusted + `; p99 lateness up to 300µs (stage a).`},
 		{"red over amber", append(verdictStages(late(serverWhy)), stageC(clientBound)), Red,
-			`stage 1 "b" did not get its planned load (` + serverWhy + `); stage 2 "c" is client-bound (` + boundWhy +
-				`); client uncertainty up to 2.20ms (itl p99 of stage 2 "c"); p99 lateness up to 6.30ms (stage 1 "b").`},
+			`stage b did not get its planned load (` + serverWhy + `); stage c is client-bound (` + boundWhy +
+				`); client uncertainty up to 2.20ms (itl p99 of stage c); p99 lateness up to 6.30ms (stage b).`},
 		{"amber: events without a lower bound", verdictStages(noLowerBound), Amber,
-			`stage 1 "b"'s latencies have wide bounds (` + unboundedWhy + `); client uncertainty up to 2.20ms (itl p99 of stage 1 "b"); load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
+			`stage b's latencies have wide bounds (` + unboundedWhy + `); client uncertainty up to 2.20ms (itl p99 of stage b); load sent as planned, p99 lateness ≤ 300µs (stage a).`},
 		{"every request failed", verdictStages(func(s *schemas.Stage) {
 			s.Completed, s.Errors, s.ErrorsByKind, s.UncertaintyNs, s.UncertaintyFigure = 0, 10, `{"http_status":3,"not_streamed":7}`, nil, ""
-		}), Red, `stage 1 "b" has no ok request (10 failed: not_streamed 7, http_status 3), so it measured no latency; ` + trusted + `; load sent as planned, p99 lateness ≤ 300µs (stage 0 "a").`},
-		{"no request", []schemas.Stage{{Name: "x", LoadDelivered: true}}, Red, `stage 0 "x" recorded no request, so it measured nothing; no latency to judge; no send to judge lateness by.`},
+		}), Red, `stage b has no ok request (10 failed: not_streamed 7, http_status 3), so it measured no latency; ` + trusted + `; load sent as planned, p99 lateness ≤ 300µs (stage a).`},
+		{"no request", []schemas.Stage{{Name: "x", LoadDelivered: true}}, Red, `stage x recorded no request, so it measured nothing; no latency to judge; no send to judge lateness by.`},
 		{"empty", nil, Amber, "no measured stage: nothing to judge."},
 	}
 	for _, tt := range tests {
@@ -109,9 +109,9 @@ func TestAdvice(t *testing.T) {
 	}{
 		{"trusted", nil, 2, "", "Stage"},
 		{"no ok request", func(s *schemas.Stage) { s.Completed, s.ErrorsByKind = 0, `{"reset":10}` }, 2,
-			`Stage 1 "b" has no ok request (10 failed: reset 10), so it measured no latency.`, "client-bound"},
-		{"client-bound only", clientBound, 2, `Stage 1 "b" is client-bound (` + boundWhy + ")", "workers"},
-		{"the server", late(serverWhy), 2, `Stage 1 "b" did not get its planned load (` + serverWhy + ").", "--workers"},
+			`Stage b has no ok request (10 failed: reset 10), so it measured no latency.`, "client-bound"},
+		{"client-bound only", clientBound, 2, `Stage b is client-bound (` + boundWhy + ")", "workers"},
+		{"the server", late(serverWhy), 2, `Stage b did not get its planned load (` + serverWhy + ").", "--workers"},
 		{"connections", late(connWhy), 2, "did not get its planned load", "--workers"},
 		{"the client's CPU", func(s *schemas.Stage) { late(clientWhy)(s); s.WorkersForRhoHalf = 4 }, 8, "Run it with --workers 4 (now 2)", "hosts"},
 		{"the client's CPU, too few CPUs", func(s *schemas.Stage) { late(clientWhy)(s); s.WorkersForRhoHalf = 4 }, 2, "split the load over 2 hosts", "--workers"},
@@ -123,7 +123,7 @@ func TestAdvice(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := verdictStages(tt.edit)[1]
-			got := advice(&s, tt.cpus)
+			got := advice(&s, stageTitle(s.Stage, s.Name, nil), tt.cpus)
 			if (tt.want == "" && got != "") || !strings.Contains(got, tt.want) || (tt.not != "" && strings.Contains(got, tt.not)) {
 				t.Errorf("advice(%s) = %q; want it to contain %q and not %q", tt.name, got, tt.want, tt.not)
 			}
@@ -165,7 +165,7 @@ func TestHostsInQualityTable(t *testing.T) {
 	st[0].ClockUncertaintyNs = 1_500_000
 	rp := schemas.ProfileRun{}
 	for i := range st {
-		rp.Stages = append(rp.Stages, stageProfile(&st[i], 2))
+		rp.Stages = append(rp.Stages, stageProfile(&st[i], "", 2))
 	}
 	rows := qualityTable(rp).Rows
 	const rateCol, whyCol = 5, 11

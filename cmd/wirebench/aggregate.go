@@ -46,9 +46,10 @@ func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error {
 	}
 	level, sentence := report.Trust(sum.Stages)
 	fmt.Printf("trust %s: %s\n", level, sentence)
-	for _, s := range sum.Stages {
-		fmt.Printf("stage %d %s: %d requests, %d ok, %s req/s, ttft p50 %s, p99 %s, output %s tok/s, %d connections opened (%d open at most)%s\n",
-			s.Stage, s.Name, s.Requests, s.Completed, fixed(s.CompletionRate, 1), msBound(s.TTFT.P50, s.TTFT.P50Lo, s.TTFT.P50Hi),
+	labels := report.StageLabels(sum.Stages)
+	for i, s := range sum.Stages {
+		fmt.Printf("stage %s: %d requests, %d ok, %s req/s, ttft p50 %s, p99 %s, output %s tok/s, %d connections opened (%d open at most)%s\n",
+			labels[i], s.Requests, s.Completed, fixed(s.CompletionRate, 1), msBound(s.TTFT.P50, s.TTFT.P50Lo, s.TTFT.P50Hi),
 			msBound(s.TTFT.P99, s.TTFT.P99Lo, s.TTFT.P99Hi), fixed(s.OutputTPS, 0), s.ConnectionsOpened, s.ConnectionsPeak, stageMarks(&s))
 	}
 	return nil
