@@ -147,8 +147,8 @@ func TestStageAxis(t *testing.T) {
 		every   int
 	}{
 		{newStageAxis(sweep), 1200, false, 1}, // 20 slots of 60pt hold "sweep-00" side by side
-		{newStageAxis(sweep), 200, true, 2},  // 10pt slots: one upright label in two
-		{newStageAxis(sweep), 100, true, 3},  // 5pt slots: one in three
+		{newStageAxis(sweep), 200, true, 2},   // 10pt slots: one upright label in two
+		{newStageAxis(sweep), 100, true, 3},   // 5pt slots: one in three
 		{long, 200, true, 1},
 		{long, 600, false, 1},
 	} {
