@@ -51,9 +51,9 @@ func TestStageWithoutOKRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("report: %v\n%s", err, errOut)
 	}
-	const why = `stage rate-10 has no ok request (10 failed: http_status 10), so it measured no latency`
+	const why = `stage 1 "rate-10" has no ok request (10 failed: http_status 10), so it measured no latency`
 
-	trust, line1 := lineStarting(aggOut, "trust "), lineStarting(aggOut, "stage rate-10: ")
+	trust, line1 := lineStarting(aggOut, "trust "), lineStarting(aggOut, "stage 1 ")
 	if !strings.HasPrefix(trust, "trust red: ") || !strings.Contains(trust, why) {
 		t.Errorf("aggregate's trust line %q; want red, saying %q", trust, why)
 	}
@@ -69,7 +69,7 @@ func TestStageWithoutOKRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row := lineStarting(string(md), `| 🔴 **rate-10** |`); strings.Count(row, "| – ") != 8 {
+	if row := lineStarting(string(md), `| 🔴 **1 "rate-10"** |`); strings.Count(row, "| – ") != 8 {
 		t.Errorf("summary.md stage 1 row %q; want red with – for its 8 latency figures", row)
 	}
 	html, err := os.ReadFile(filepath.Join(dir, "index.html"))
