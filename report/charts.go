@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/recorder"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
@@ -30,6 +31,7 @@ type chart struct {
 	W, H    vg.Length
 	draw    func(dc draw.Canvas)
 	hover   *hoverSet // filled by the data's plotters while drawing; nil: no hover marks
+	panels  []panel   // each plot's data area and legend box in the SVG, in points from bottom left
 	SVG     []byte
 	PNG     []byte
 }
@@ -43,9 +45,10 @@ func (c *chart) render() error {
 	if c.hover == nil {
 		c.hover = &hoverSet{}
 	}
-	c.hover.marks = nil
+	c.hover.marks, c.hover.avoid, c.hover.panels = nil, nil, nil
 	sc := vgsvg.New(c.W, c.H)
 	c.draw(draw.New(sc))
+	c.panels = c.hover.panels
 	var sb bytes.Buffer
 	if _, err := sc.WriteTo(&sb); err != nil {
 		return fmt.Errorf("draw %s as svg: %w", c.ID, err)
@@ -54,7 +57,7 @@ func (c *chart) render() error {
 	if i := bytes.Index(svg, []byte("<svg")); i >= 0 {
 		svg = svg[i:]
 	}
-	svg, err := withHover(svg, c.H, c.hover.marks)
+	svg, err := withHover(svg, c.H, c.hover)
 	if err != nil {
 		return fmt.Errorf("draw %s as svg: %w", c.ID, err)
 	}
@@ -137,19 +140,98 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
-// drawPlot draws p with its legend on a white box, so that no line runs through the legend's
-// text.
-func drawPlot(p *plot.Plot, c draw.Canvas) {
+// legendCorners are the corners of the data area where drawPlot may put a legend.
+var legendCorners = []struct{ top, left bool }{{true, true}, {true, false}, {false, false}, {false, true}}
+
+// maxHeadroom is how many times drawPlot raises the top of the y axis (by a quarter of its
+// range each time) to make room for the legend above the data when no corner is free.
+const maxHeadroom = 6
+
+// drawPlot draws p with its legend on a white box in a corner of the data area where it covers
+// no data point, bar or line vertex (the plot's own corner first), raising the top of the y
+// axis when no corner is free; it records the data area and the legend's box in hs (the
+// report's tests check them).
+func drawPlot(p *plot.Plot, c draw.Canvas, hs *hoverSet) {
 	lg := p.Legend
 	p.Legend = plot.NewLegend() // no entries: drawn below, over its box
+	defer func() { p.Legend = lg }()
+	var box vg.Rectangle
+	if lg.Rectangle(p.DataCanvas(c)).Size().X > 0 {
+		for try := 0; ; try++ {
+			var free bool
+			box, free = placeLegend(&lg, p.DataCanvas(c), obstacles(p, c, hs))
+			if free || try == maxHeadroom {
+				break
+			}
+			p.Y.Max += (p.Y.Max - p.Y.Min) / 4
+		}
+	}
 	p.Draw(c)
-	p.Legend = lg
 	dc := p.DataCanvas(c)
-	size := lg.Rectangle(dc).Size()
-	if size.X == 0 {
+	hs.panels = append(hs.panels, panel{Area: dc.Rectangle, Legend: box})
+	if box.Size().X == 0 {
 		return
 	}
+	dc.SetColor(color.NRGBA{0xff, 0xff, 0xff, 0xe0})
+	dc.Fill(box.Path())
+	lg.Draw(dc)
+}
+
+// obstacles draws p to a recorder and returns what a legend must not cover: every point's
+// hover target, bar and line vertex of the plot (not the timeline's stage bands).
+func obstacles(p *plot.Plot, c draw.Canvas, hs *hoverSet) []vg.Rectangle {
+	n, a := len(hs.marks), len(hs.avoid)
+	p.Draw(draw.Canvas{Canvas: &recorder.Canvas{}, Rectangle: c.Rectangle})
+	var out []vg.Rectangle
+	for _, m := range hs.marks[n:] {
+		if r, ok := m.box(); ok {
+			out = append(out, r)
+		}
+	}
+	for _, v := range hs.avoid[a:] {
+		out = append(out, vg.Rectangle{Min: v, Max: v})
+	}
+	hs.marks, hs.avoid = hs.marks[:n], hs.avoid[:a]
+	return out
+}
+
+// placeLegend puts lg in the first corner of dc (its own first) where its box, padded, meets
+// none of the obstacles, and returns the box; free is false when every corner meets one (the
+// box is then the legend's own corner's).
+func placeLegend(lg *plot.Legend, dc draw.Canvas, obs []vg.Rectangle) (box vg.Rectangle, free bool) {
+	corners := append([]struct{ top, left bool }{{lg.Top, lg.Left}}, legendCorners...)
+	xo, yo := vg.Length(math.Abs(float64(lg.XOffs))), vg.Length(math.Abs(float64(lg.YOffs)))
+	var first vg.Rectangle
+	for i, k := range corners {
+		lg.Top, lg.Left, lg.XOffs, lg.YOffs = k.top, k.left, xo, -yo
+		if !k.left {
+			lg.XOffs = -xo
+		}
+		if !k.top {
+			lg.YOffs = yo
+		}
+		box = legendBox(lg, dc)
+		if i == 0 {
+			first = box
+		}
+		if !meetsAny(box, obs) {
+			return box, true
+		}
+	}
+	lg.Top, lg.Left, lg.XOffs, lg.YOffs = corners[0].top, corners[0].left, xo, -yo
+	if !corners[0].left {
+		lg.XOffs = -xo
+	}
+	if !corners[0].top {
+		lg.YOffs = yo
+	}
+	return first, false
+}
+
+// legendBox is the box drawPlot paints under lg drawn in dc: its entries and 3 points around.
+func legendBox(lg *plot.Legend, dc draw.Canvas) vg.Rectangle {
 	const pad = vg.Length(3)
+	size := lg.Rectangle(dc).Size()
 	x0, y1 := dc.Min.X+lg.XOffs, dc.Max.Y+lg.YOffs
 	if !lg.Left {
 		x0 = dc.Max.X + lg.XOffs - size.X
@@ -157,13 +239,22 @@ func drawPlot(p *plot.Plot, c draw.Canvas) {
 	if !lg.Top {
 		y1 = dc.Min.Y + lg.YOffs + size.Y
 	}
-	box := vg.Rectangle{Min: vg.Point{X: x0 - pad, Y: y1 - size.Y - pad}, Max: vg.Point{X: x0 + size.X + pad, Y: y1 + pad}}
-	dc.SetColor(color.NRGBA{0xff, 0xff, 0xff, 0xe0})
-	dc.Fill(box.Path())
-	lg.Draw(dc)
+	return vg.Rectangle{Min: vg.Point{X: x0 - pad, Y: y1 - size.Y - pad}, Max: vg.Point{X: x0 + size.X + pad, Y: y1 + pad}}
 }
 
-func single(p *plot.Plot) func(dc draw.Canvas) { return func(dc draw.Canvas) { drawPlot(p, dc) } }
+// meetsAny reports whether r meets (overlaps or touches) any of obs.
+func meetsAny(r vg.Rectangle, obs []vg.Rectangle) bool {
+	for _, o := range obs {
+		if o.Min.X <= r.Max.X && r.Min.X <= o.Max.X && o.Min.Y <= r.Max.Y && r.Min.Y <= o.Max.Y {
+			return true
+		}
+	}
+	return false
+}
+
+func single(p *plot.Plot, hs *hoverSet) func(dc draw.Canvas) {
+	return func(dc draw.Canvas) { drawPlot(p, dc, hs) }
+}
 
 // point is a plotted value with its hover title.
 type point struct {
@@ -222,8 +313,9 @@ func line(p *plot.Plot, hs *hoverSet, s series) {
 	}
 }
 
-// addSeries adds a plain line (no dots, no hover: timelines have many points).
-func addSeries(p *plot.Plot, s series) {
+// addSeries adds a plain line (no dots, no hover: timelines have many points); the legend
+// avoids its vertices.
+func addSeries(p *plot.Plot, hs *hoverSet, s series) {
 	if len(s.pts) == 0 {
 		return
 	}
@@ -232,7 +324,7 @@ func addSeries(p *plot.Plot, s series) {
 		return
 	}
 	l.LineStyle.Color, l.LineStyle.Width, l.LineStyle.Dashes = s.color, vg.Points(s.width), s.dashes
-	p.Add(l)
+	p.Add(l, &avoidPoints{xys: xys(s.pts), set: hs})
 	if s.name != "" {
 		p.Legend.Add(s.name, l)
 	}

@@ -65,7 +65,7 @@ func latencyChart(id, title string, get func(*schemas.Stage) schemas.Dist, runs 
 		caption += " Log scale: equal steps up the axis are equal factors (20ms to 200ms as far as 200ms to 2s), so the low-load plateau and the saturated tail both read."
 	}
 	sc.fit(p)
-	return &chart{ID: id, Section: "profiles", Title: title, W: chartW, H: chartH, draw: single(p), hover: hs, Caption: caption}
+	return &chart{ID: id, Section: "profiles", Title: title, W: chartW, H: chartH, draw: single(p, hs), hover: hs, Caption: caption}
 }
 
 // offeredAxis returns the x value and axis label of offered load: the target rate for open
@@ -107,7 +107,7 @@ func runLines(p *plot.Plot, hs *hoverSet, runs []*run, name string, c color.Colo
 }
 
 // refLine is the style of a reference line (completions = offered, every request meets the
-// SLOs): thin, light grey, dashed.
+// SLOs): thin, light grey, dashed; plotter.Function cuts it at the edges of the data area.
 func refLine(p *plot.Plot, name string) {
 	f := plotter.NewFunction(func(x float64) float64 { return x })
 	f.LineStyle.Color, f.LineStyle.Dashes, f.LineStyle.Width = grey, []vg.Length{vg.Points(4), vg.Points(4)}, vg.Points(1)
@@ -137,7 +137,7 @@ func throughputChart(id, title, ylabel string, get func(*schemas.Stage) float64,
 		}
 		saturationMark(p, r, runs, ri, xOf, get, c)
 	}
-	return &chart{ID: id, Section: "throughput", Title: title, W: chartW, H: chartH, draw: single(p), hover: hs}
+	return &chart{ID: id, Section: "throughput", Title: title, W: chartW, H: chartH, draw: single(p, hs), hover: hs}
 }
 
 // saturationMark draws the vertical dashed line at run ri's saturation stage with its label.
@@ -181,6 +181,6 @@ func goodputChart(runs []*run) *chart {
 	})
 	refLine(p, "every request meets the SLOs")
 	zeroBased(p)
-	return &chart{ID: "goodput", Section: "throughput", Title: "Goodput", W: chartW, H: chartH, draw: single(p), hover: hs,
+	return &chart{ID: "goodput", Section: "throughput", Title: "Goodput", W: chartW, H: chartH, draw: single(p, hs), hover: hs,
 		Caption: "Requests per second that ended ok and met every SLO of the config; failures count as misses."}
 }

@@ -87,7 +87,7 @@ func loadServer(dir string) ([]serverSample, error) {
 // serverPlots returns the panels that put the server's scraped gauges on the timeline's axis
 // (seconds since t0): running and waiting requests, and KV-cache usage in percent, each only
 // when the server exposed it.
-func serverPlots(samples []serverSample, t0 int64, suffix string) []*plot.Plot {
+func serverPlots(samples []serverSample, t0 int64, suffix string, hs *hoverSet) []*plot.Plot {
 	var run, wait, kv []point
 	for _, s := range samples {
 		x := float64(s.ScrapeNs-t0) / 1e9
@@ -99,14 +99,14 @@ func serverPlots(samples []serverSample, t0 int64, suffix string) []*plot.Plot {
 	var ps []*plot.Plot
 	if len(run)+len(wait) > 0 {
 		p := newPlot("Server requests over time"+suffix+" (scraped /metrics)", "", "requests")
-		addSeries(p, series{name: "running", pts: run, color: blue, width: 1.3})
-		addSeries(p, series{name: "waiting", pts: wait, color: amber, width: 1.3, dashes: []vg.Length{vg.Points(3), vg.Points(2)}})
+		addSeries(p, hs, series{name: "running", pts: run, color: blue, width: 1.3})
+		addSeries(p, hs, series{name: "waiting", pts: wait, color: amber, width: 1.3, dashes: []vg.Length{vg.Points(3), vg.Points(2)}})
 		zeroBased(p)
 		ps = append(ps, p)
 	}
 	if len(kv) > 0 {
 		p := newPlot("Server KV-cache usage over time"+suffix+" (scraped /metrics)", "", "KV cache used (%)")
-		addSeries(p, series{pts: kv, color: dark, width: 1.3})
+		addSeries(p, hs, series{pts: kv, color: dark, width: 1.3})
 		zeroBased(p)
 		p.Y.Max = max(p.Y.Max, 100)
 		ps = append(ps, p)

@@ -80,7 +80,7 @@ func breakdownChart(idx int, r *run, multi bool) *chart {
 		src = " Decomposition source: " + r.Stages[0].DecompositionSource + "."
 	}
 	return &chart{ID: fmt.Sprintf("breakdown-%d", idx+1), Section: "breakdown", Title: title, W: chartW, H: chartH, hover: hs,
-		draw:    func(dc draw.Canvas) { fitStages(p, ax, dc); drawPlot(p, dc) },
+		draw:    func(dc draw.Canvas) { fitStages(p, ax, dc); drawPlot(p, dc, hs) },
 		Caption: "Mean T_queue, I·T_prefill and N·T_decode per request, stacked." + src}
 }
 
@@ -157,17 +157,17 @@ func timelineChart(idx int, r *run, multi bool) *chart {
 	sc := latencyAxis(&top.Y, ys)
 	for _, s := range ttft {
 		s.pts = finite(sc.points(s.pts))
-		addSeries(top, s)
+		addSeries(top, hs, s)
 	}
 	for _, s := range done {
 		s.pts = finite(s.pts)
-		addSeries(bot, s)
+		addSeries(bot, hs, s)
 	}
 	top.Add(topBands)
 	bot.Add(botBands)
 	sc.fit(top)
 	zeroBased(bot)
-	panels := append([]*plot.Plot{top, bot}, serverPlots(r.Server, t0, suffix)...)
+	panels := append([]*plot.Plot{top, bot}, serverPlots(r.Server, t0, suffix, hs)...)
 	if len(panels) > 2 { // the server's gauges, on the same time axis, below
 		bot.X.Label.Text, panels[len(panels)-1].X.Label.Text = "", bot.X.Label.Text
 	}
@@ -189,7 +189,7 @@ func timelineChart(idx int, r *run, multi bool) *chart {
 			t := draw.Tiles{Rows: len(rows), Cols: 1, PadY: vg.Points(8), PadTop: vg.Points(2), PadBottom: vg.Points(2)}
 			cs := plot.Align(rows, t, dc)
 			for i, p := range panels {
-				drawPlot(p, cs[i][0])
+				drawPlot(p, cs[i][0], hs)
 			}
 		}}
 }
@@ -278,7 +278,7 @@ func qualityChart(idx int, r *run, multi bool) *chart {
 			cs = plot.Align(plots, t, dc) // the labels' height may have changed
 			for i := range plots {
 				for j := range plots[i] {
-					drawPlot(plots[i][j], cs[i][j])
+					drawPlot(plots[i][j], cs[i][j], hs)
 				}
 			}
 		}}
