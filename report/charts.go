@@ -74,8 +74,8 @@ func (c *chart) render() error {
 }
 
 // Colours that mean something: red only for a real problem (trust red), amber for a warning
-// (trust amber), neutral colours for everything else. Runs take distinct neutral hues; stages,
-// which are ordered by load, take a sequential scale from light (low load) to dark (high).
+// (trust amber), neutral colours for everything else. Runs take distinct neutral hues, and so
+// do stages (stagePalette), so that two stages side by side on a timeline never look alike.
 var (
 	red         = rgb(0xd62728)
 	amber       = rgb(0xe69f00)
@@ -87,7 +87,10 @@ var (
 	runColors   = []color.Color{rgb(0x4e79a7), rgb(0xb07aa1), rgb(0x76b7b2), rgb(0x59a14f), rgb(0x9c755f), rgb(0x79706e)}
 	pctColors   = []color.Color{rgb(0x6baed6), rgb(0x2171b5), rgb(0x08306b)} // p50, p90, p99
 	pctDashes   = [][]vg.Length{{vg.Points(2), vg.Points(2)}, {vg.Points(6), vg.Points(3)}, nil}
-	stageScale  = []color.Color{rgb(0x7ad151), rgb(0x22a884), rgb(0x2a788e), rgb(0x414487), rgb(0x440154)} // viridis
+	// stagePalette: ten hues without red or amber, each at least 0.10 apart in OKLab
+	// (TestStageColors); darker and lighter rounds of it after the tenth stage.
+	stagePalette = []color.RGBA{rgba(0x4e79a7), rgba(0x59a14f), rgba(0xb07aa1), rgba(0x17becf), rgba(0x9c755f), rgba(0x1b3a6b),
+		rgba(0xff9da7), rgba(0x8cd17d), rgba(0x6a3d9a), rgba(0xa0cbe8)}
 )
 
 func rgb(v uint32) color.Color {
@@ -96,16 +99,22 @@ func rgb(v uint32) color.Color {
 
 func runColor(i int) color.Color { return runColors[i%len(runColors)] }
 
-// stageColor is stage i of n on the sequential scale.
-func stageColor(i, n int) color.Color {
-	if n < 2 {
-		return stageScale[len(stageScale)/2]
+func rgba(v uint32) color.RGBA { return rgb(v).(color.RGBA) }
+
+// stageColor is stage i's colour: stagePalette's, mixed a third of the way to black in the
+// second round of it, to white in the third, and so on further.
+func stageColor(i int) color.Color {
+	c := stagePalette[i%len(stagePalette)]
+	round := i / len(stagePalette)
+	if round == 0 {
+		return c
 	}
-	f := float64(i) / float64(n-1) * float64(len(stageScale)-1)
-	k := min(int(f), len(stageScale)-2)
-	a, b := stageScale[k].(color.RGBA), stageScale[k+1].(color.RGBA)
-	mix := func(x, y uint8) uint8 { return uint8(math.Round(float64(x) + (f-float64(k))*(float64(y)-float64(x)))) }
-	return color.RGBA{mix(a.R, b.R), mix(a.G, b.G), mix(a.B, b.B), 0xff}
+	to, f := 0.0, 1-math.Pow(2.0/3, float64((round+1)/2))
+	if round%2 == 0 {
+		to = 255
+	}
+	mix := func(x uint8) uint8 { return uint8(math.Round(float64(x) + f*(to-float64(x)))) }
+	return color.RGBA{mix(c.R), mix(c.G), mix(c.B), 0xff}
 }
 
 // sans is Liberation Sans (embedded in gonum/plot) at the given size in points.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"regexp"
@@ -227,4 +228,58 @@ func svgTexts(t *testing.T, svg []byte) string {
 		}
 	}
 	return "|" + strings.Join(out, "|") + "|"
+}
+
+// oklab returns c in the OKLab space, where the distance between two colours follows how
+// different people see them (0.02 is about the least difference one notices).
+func oklab(c color.Color) [3]float64 {
+	r, g, b, _ := c.RGBA()
+	lin := func(v uint32) float64 {
+		x := float64(v) / 0xffff
+		if x <= 0.04045 {
+			return x / 12.92
+		}
+		return math.Pow((x+0.055)/1.055, 2.4)
+	}
+	lr, lg, lb := lin(r), lin(g), lin(b)
+	l := math.Cbrt(0.4122214708*lr + 0.5363325363*lg + 0.0514459929*lb)
+	m := math.Cbrt(0.2119034982*lr + 0.6806995451*lg + 0.1073969566*lb)
+	s := math.Cbrt(0.0883024619*lr + 0.2817188376*lg + 0.6299787005*lb)
+	return [3]float64{0.2104542553*l + 0.7936177850*m - 0.0040720468*s, 1.9779984951*l - 2.4285922050*m + 0.4505937099*s,
+		0.0259040371*l + 0.7827717662*m - 0.8086757660*s}
+}
+
+func colorDistance(a, b color.Color) float64 {
+	x, y := oklab(a), oklab(b)
+	return math.Sqrt((x[0]-y[0])*(x[0]-y[0]) + (x[1]-y[1])*(x[1]-y[1]) + (x[2]-y[2])*(x[2]-y[2]))
+}
+
+// TestStageColors: every two stages of a run of up to ten differ by at least 0.10 in OKLab
+// (the demo's six stages were two alike dark purples on the old sequential scale), none is
+// near the verdicts' red or amber, and up to 40 stages every stage differs from its
+// neighbours and no two are the same colour.
+func TestStageColors(t *testing.T) {
+	for i := range len(stagePalette) {
+		for j := range i {
+			if d := colorDistance(stageColor(i), stageColor(j)); d < 0.10 {
+				t.Errorf("stages %d and %d: colours %v and %v are %.3f apart in OKLab; want >= 0.10", j, i, stageColor(j), stageColor(i), d)
+			}
+		}
+		for _, v := range []color.Color{red, amber} {
+			if d := colorDistance(stageColor(i), v); d < 0.10 {
+				t.Errorf("stage %d: colour %v is %.3f from the verdict colour %v; want >= 0.10", i, stageColor(i), d, v)
+			}
+		}
+	}
+	const many = 40
+	for i := 1; i < many; i++ {
+		if d := colorDistance(stageColor(i), stageColor(i-1)); d < 0.10 {
+			t.Errorf("neighbouring stages %d and %d are %.3f apart in OKLab; want >= 0.10", i-1, i, d)
+		}
+		for j := range i {
+			if d := colorDistance(stageColor(i), stageColor(j)); d < 0.02 {
+				t.Errorf("stages %d and %d of %d: colours %v and %v are %.3f apart; want every stage its own colour", j, i, many, stageColor(j), stageColor(i), d)
+			}
+		}
+	}
 }

@@ -85,7 +85,7 @@ func breakdownChart(idx int, r *run, multi bool) *chart {
 }
 
 // maxLegend is the most stages a timeline's legend names; with more, it names evenly spaced
-// ones (the first and last among them) and the colour scale tells the others.
+// ones (the first and last among them); hovering a stage's span names any.
 const maxLegend = 10
 
 // legendStages returns which of n stages the legend names.
@@ -104,7 +104,7 @@ func legendStages(n int) map[int]bool {
 }
 
 // timelineChart draws, per 100 ms bucket of the run, TTFT p50/p99 (top) and completions/s
-// (bottom), stages from light (low load) to dark (high load).
+// (bottom), a colour per stage.
 func timelineChart(idx int, r *run, multi bool) *chart {
 	suffix := runSuffix(r, multi)
 	top := newPlot("TTFT over time"+suffix+": p99 solid, p50 dashed", "", "TTFT")
@@ -146,7 +146,7 @@ func timelineChart(idx int, r *run, multi bool) *chart {
 			}
 			cs = append(cs, point{X: x, Y: float64(b.Completions)})
 		}
-		c, name := stageColor(i, n), ""
+		c, name := stageColor(i), ""
 		if named[i] {
 			name = stageNames(r)[i]
 		}
@@ -179,7 +179,7 @@ func timelineChart(idx int, r *run, multi bool) *chart {
 		p.X.Min, p.X.Max = top.X.Min, top.X.Max
 		rows[i] = []*plot.Plot{p}
 	}
-	caption := "Per 100 ms bucket: TTFT p50 and p99 of the requests whose first token arrived in it; completions per second over a sliding 1 s window; one colour per stage, light at low load to dark at high load."
+	caption := "Per 100 ms bucket: TTFT p50 and p99 of the requests whose first token arrived in it; completions per second over a sliding 1 s window; one colour per stage."
 	if len(panels) > 2 {
 		caption += " Below, the server's own gauges as capture scraped them from target.metrics_url about once a second (running and waiting requests, KV-cache usage), on the same time axis."
 	}
