@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/vg"
+
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -280,6 +282,111 @@ func TestStageColors(t *testing.T) {
 			if d := colorDistance(stageColor(i), stageColor(j)); d < 0.02 {
 				t.Errorf("stages %d and %d of %d: colours %v and %v are %.3f apart; want every stage its own colour", j, i, many, stageColor(j), stageColor(i), d)
 			}
+		}
+	}
+}
+
+// fixtureCharts writes the fixture runs and returns their loaded runs and rendered charts.
+func fixtureCharts(t *testing.T, fs ...fixtureRun) ([]*run, []*chart) {
+	t.Helper()
+	dir := t.TempDir()
+	var dirs []string
+	for _, f := range fs {
+		dirs = append(dirs, f.write(t, dir))
+	}
+	runs, err := loadRuns(dirs, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := buildCharts(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs, cs
+}
+
+// chartFixtures are the reports the geometry tests draw: an A/B comparison, the demo's six and
+// twenty stages, long names and a single stage.
+var chartFixtures = []struct {
+	name string
+	runs []fixtureRun
+}{
+	{"ab", []fixtureRun{fixtureA, fixtureB}},
+	{"demo-6", []fixtureRun{fixtureDemo6}},
+	{"demo", []fixtureRun{fixtureDemo}},
+	{"long names", []fixtureRun{fixtureLongNames}},
+	{"one stage", []fixtureRun{fixtureOne}},
+}
+
+// TestLegendsCoverNoData: in every plot of every chart, the legend's box lies inside the data
+// area and covers no point's hover target, no bar and no vertex of a timeline's lines (the
+// demo's goodput peak sat under its legend).
+func TestLegendsCoverNoData(t *testing.T) {
+	for _, fx := range chartFixtures {
+		t.Run(fx.name, func(t *testing.T) {
+			_, cs := fixtureCharts(t, fx.runs...)
+			for _, c := range cs {
+				if len(c.panels) == 0 {
+					t.Errorf("chart %s recorded no plot", c.ID)
+				}
+				for _, p := range c.panels {
+					if p.Legend.Size().X == 0 {
+						continue
+					}
+					if !inside(p.Legend, p.Area) {
+						t.Errorf("chart %s: legend box %v lies outside its data area %v", c.ID, p.Legend, p.Area)
+					}
+					if hit := covered(p.Legend, c.hover); hit != "" {
+						t.Errorf("chart %s: legend box %v covers %s", c.ID, p.Legend, hit)
+					}
+				}
+			}
+		})
+	}
+}
+
+// inside reports whether r lies within area.
+func inside(r, area vg.Rectangle) bool {
+	return r.Min.X >= area.Min.X && r.Max.X <= area.Max.X && r.Min.Y >= area.Min.Y && r.Max.Y <= area.Max.Y
+}
+
+// covered names a mark or line vertex of hs that box meets, "" when none.
+func covered(box vg.Rectangle, hs *hoverSet) string {
+	for _, m := range hs.marks {
+		if r, ok := m.box(); ok && meetsAny(box, []vg.Rectangle{r}) {
+			return fmt.Sprintf("the target of %q at %v", m.Title, r)
+		}
+	}
+	for _, v := range hs.avoid {
+		if meetsAny(box, []vg.Rectangle{{Min: v, Max: v}}) {
+			return fmt.Sprintf("a line vertex at %v", v)
+		}
+	}
+	return ""
+}
+
+// TestQualityLimitsAgreeWithVerdicts: in the measurement-quality panels whose dashed line is a
+// verdict's limit, a bar past the limit is never in the colour of a passed verdict (the demo's
+// "client's share of the lateness" bars stood at 95% over a "limit 50" line, blue); the caption
+// says what a grey bar is.
+func TestQualityLimitsAgreeWithVerdicts(t *testing.T) {
+	for _, fx := range chartFixtures {
+		runs, cs := fixtureCharts(t, fx.runs...)
+		for _, r := range runs {
+			for _, pn := range qualityPanels {
+				if pn.fails == nil {
+					continue
+				}
+				for i := range r.Stages {
+					s := &r.Stages[i]
+					if v := pn.get(s); !math.IsNaN(v) && pn.fails(v) && pn.barColor(s) == levelColors[Green] {
+						t.Errorf("%s: stage %s's bar in %q is %.3g, past the limit %g, and coloured as passed", fx.name, s.Name, pn.title, v, pn.limit)
+					}
+				}
+			}
+		}
+		if q := chartByID(t, cs, "quality-1"); !strings.Contains(q.Caption, "blames no one (grey bar)") {
+			t.Errorf("%s: quality caption %q; want it to say what a grey bar is", fx.name, q.Caption)
 		}
 	}
 }

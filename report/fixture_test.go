@@ -25,6 +25,7 @@ type fixtureRun struct {
 	missing     []string
 	name        func(i int, rate float64) string // stage i's name; nil: "r" and the rate (r12)
 	queueMs     float64                          // scale of the queueing delay past rho 0.5; 0: 25
+	lateShare   float64                          // the client's share of each stage's lateness; 0: 0.35
 }
 
 var (
@@ -32,9 +33,13 @@ var (
 	fixtureB = fixtureRun{id: "run-b", capacity: 19, rates: []float64{1, 2, 4, 8, 12, 16, 20, 24}, clientBound: -1, serverLate: 6}
 	// fixtureDemo is like `make demo` at its widest: a sweep of 20 stages named sweep-00 ...
 	// sweep-19 from 5 to 160 requests/s across a knee near 60/s, TTFT from about 40 ms at low
-	// load to about 40 s at saturation.
+	// load to about 40 s at saturation; most of the little lateness of its stages, all sent as
+	// planned, is the pacer's (as on a laptop).
 	fixtureDemo = fixtureRun{id: "demo", capacity: 60, rates: geometric(5, 160, 20), clientBound: -1, serverLate: -1,
-		name: func(i int, _ float64) string { return fmt.Sprintf("sweep-%02d", i) }, queueMs: 200}
+		name: func(i int, _ float64) string { return fmt.Sprintf("sweep-%02d", i) }, queueMs: 200, lateShare: 0.95}
+	// fixtureDemo6 is `make demo` itself: six stages, 5 to 160 requests/s.
+	fixtureDemo6 = fixtureRun{id: "demo-6", capacity: 60, rates: geometric(5, 160, 6), clientBound: -1, serverLate: -1,
+		name: func(i int, _ float64) string { return fmt.Sprintf("sweep-%02d", i) }, queueMs: 200, lateShare: 0.95}
 	// fixtureLongNames has 20 stages with long names that share no prefix (their bar labels must
 	// stand upright), fixtureOne a single stage.
 	fixtureLongNames = fixtureRun{id: "long-names", capacity: 60, rates: geometric(5, 160, 20), clientBound: 12, serverLate: 15,
@@ -158,6 +163,9 @@ func (f fixtureRun) write(t testing.TB, dir string) string {
 			DecompositionSource: "fit", PlannedRate: ptr(rate), RateFidelity: ptr(1.0), ExactShare: ptr(0.998), WorkerRhoMax: ptr(0.02 * rate),
 			WorkerRho: "[0.1,0.1]", GCPauseNs: int64(rate * 1e5), Workers: 2, WorkersForRhoHalf: 1,
 			UncertaintyNs: ptr[int64](32e3), UncertaintyFigure: "itl p99", LoadDelivered: true, LateShareClient: ptr(0.35),
+		}
+		if f.lateShare > 0 {
+			s.LateShareClient = ptr(f.lateShare)
 		}
 		s.GoodputShare = ptr(math.Max(0, 1-math.Max(0, rho-0.7)*1.5))
 		s.GoodputRate = ptr(*s.GoodputShare * done)

@@ -212,12 +212,30 @@ func perSecond(pts []point) []point {
 
 // qualityPanel is one panel of the measurement-quality chart.
 type qualityPanel struct {
-	title string
-	get   func(*schemas.Stage) float64
-	show  func(float64) string // the value in a hover title
-	limit float64              // NaN: none
-	ticks plot.Ticker
+	title  string
+	get    func(*schemas.Stage) float64
+	show   func(float64) string // the value in a hover title
+	limit  float64              // NaN: none
+	line   string               // the limit's legend: "limit" (a verdict's) or "advice"
+	fails  func(v float64) bool // whether a judged value fails the limit
+	judged func(*schemas.Stage) bool
+	ticks  plot.Ticker
 }
+
+// notJudged is the colour of a bar the verdict does not judge (the client's share of the
+// lateness of a stage whose load was sent as planned).
+var notJudged = rgb(0xcccccc)
+
+// barColor is a stage's bar colour in panel pn: its trust level's, or notJudged.
+func (pn qualityPanel) barColor(s *schemas.Stage) color.Color {
+	if pn.judged != nil && !pn.judged(s) {
+		return notJudged
+	}
+	return levelColors[stageLevel(s)]
+}
+
+// always judges every stage.
+func always(*schemas.Stage) bool { return true }
 
 func showMs(v float64) string  { return fmtDur(int64(math.Round(v * 1e6))) }
 func showPct(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "%" }
@@ -233,12 +251,16 @@ func shown(v float64, show func(float64) string) string {
 }
 
 var qualityPanels = []qualityPanel{
-	{"client uncertainty: widest p50/p90/p99 bound", func(s *schemas.Stage) float64 { return orNaN(s.UncertaintyNs) / 1e6 }, showMs, math.NaN(), durTicks{}},
-	{"lateness: send lag p99", func(s *schemas.Stage) float64 { return orNaN(s.SendLag.P99) / 1e6 }, showMs, math.NaN(), durTicks{}},
-	{"rate fidelity (achieved / planned)", func(s *schemas.Stage) float64 { return orNaN(s.RateFidelity) }, show3, 1 - schemas.MaxRateError, numTicks{}},
-	{"client's share of the lateness (%)", func(s *schemas.Stage) float64 { return orNaN(s.LateShareClient) * 100 }, showPct, schemas.ClientLateShare * 100, numTicks{}},
-	{"exact kernel timestamps (%)", func(s *schemas.Stage) float64 { return orNaN(s.ExactShare) * 100 }, showPct, math.NaN(), numTicks{}},
-	{"worker utilisation ρ (max)", func(s *schemas.Stage) float64 { return orNaN(s.WorkerRhoMax) }, show2, schemas.AdviceRho, numTicks{}},
+	{title: "client uncertainty: widest p50/p90/p99 bound", get: func(s *schemas.Stage) float64 { return orNaN(s.UncertaintyNs) / 1e6 }, show: showMs, limit: math.NaN(), ticks: durTicks{}},
+	{title: "lateness: send lag p99", get: func(s *schemas.Stage) float64 { return orNaN(s.SendLag.P99) / 1e6 }, show: showMs, limit: math.NaN(), ticks: durTicks{}},
+	{title: "rate fidelity (achieved / planned)", get: func(s *schemas.Stage) float64 { return orNaN(s.RateFidelity) }, show: show3,
+		limit: 1 - schemas.MaxRateError, line: "limit", fails: func(v float64) bool { return v < 1-schemas.MaxRateError }, judged: always, ticks: numTicks{}},
+	// The share blames someone only for a stage whose load was late.
+	{title: "client's share of the lateness (%)", get: func(s *schemas.Stage) float64 { return orNaN(s.LateShareClient) * 100 }, show: showPct,
+		limit: schemas.ClientLateShare * 100, line: "limit", fails: func(v float64) bool { return v >= schemas.ClientLateShare*100 },
+		judged: func(s *schemas.Stage) bool { return !s.LoadDelivered }, ticks: numTicks{}},
+	{title: "exact kernel timestamps (%)", get: func(s *schemas.Stage) float64 { return orNaN(s.ExactShare) * 100 }, show: showPct, limit: math.NaN(), ticks: numTicks{}},
+	{title: "worker utilisation ρ (max)", get: func(s *schemas.Stage) float64 { return orNaN(s.WorkerRhoMax) }, show: show2, limit: schemas.AdviceRho, line: "advice", ticks: numTicks{}},
 }
 
 // qualityChart draws the measurement-quality panel of one run, per stage: the client's
@@ -249,15 +271,11 @@ var qualityPanels = []qualityPanel{
 func qualityChart(idx int, r *run, multi bool) *chart {
 	hs := &hoverSet{}
 	n := len(r.Stages)
-	colors := make([]color.Color, n)
-	for i := range r.Stages {
-		colors[i] = levelColors[stageLevel(&r.Stages[i])]
-	}
 	ax := newStageAxis(stageNames(r))
 	w := vg.Points(math.Max(3, math.Min(26, 160/float64(n+1))))
 	var plots [][]*plot.Plot
 	for i, pn := range qualityPanels {
-		p := qualityPlot(r, pn, colors, w, hs)
+		p := qualityPlot(r, pn, w, hs)
 		if i%2 == 0 {
 			plots = append(plots, []*plot.Plot{p})
 		} else {
@@ -266,7 +284,8 @@ func qualityChart(idx int, r *run, multi bool) *chart {
 	}
 	return &chart{ID: fmt.Sprintf("quality-%d", idx+1), Section: "quality", Title: "Measurement quality" + runSuffix(r, multi),
 		W: 9 * vg.Inch, H: 8 * vg.Inch, hover: hs,
-		Caption: "The two verdicts per stage: the client's measurement uncertainty, and lateness and rate against the planned schedule (with the client's share of the lateness); exact timestamps and worker utilisation are diagnostics. Red bars: client-bound, the client kept the load from being sent as planned, or planned requests are missing from the run's files; amber: the load was not sent as planned for a server or connection reason; blue: both verdicts passed. " + fmt.Sprintf("Dashed lines: rate fidelity %g, the client blamed from %g%% of the lateness, advice from ρ %g.", 1-schemas.MaxRateError, schemas.ClientLateShare*100, schemas.AdviceRho),
+		Caption: "The two verdicts per stage: the client's measurement uncertainty, and lateness and rate against the planned schedule (with the client's share of the lateness); exact timestamps and worker utilisation are diagnostics. Red bars: client-bound, the client kept the load from being sent as planned, or planned requests are missing from the run's files; amber: the load was not sent as planned for a server, connection or busy-machine reason; blue: both verdicts passed. " +
+			fmt.Sprintf("Dashed lines: the limit of rate fidelity, %g; the client's share of the lateness, from which a stage sent late blames the client (%g%%: red), or the machine when other processes kept it busy (amber), while a stage sent as planned blames no one (grey bar); advice from ρ %g.", 1-schemas.MaxRateError, schemas.ClientLateShare*100, schemas.AdviceRho),
 		draw: func(dc draw.Canvas) {
 			t := draw.Tiles{Rows: 3, Cols: 2, PadX: vg.Points(14), PadY: vg.Points(10), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
 			cs := plot.Align(plots, t, dc)
@@ -285,15 +304,15 @@ func qualityChart(idx int, r *run, multi bool) *chart {
 }
 
 // qualityPlot is one panel: a bar per stage in its trust colour, with its limit dashed.
-func qualityPlot(r *run, pn qualityPanel, colors []color.Color, w vg.Length, hs *hoverSet) *plot.Plot {
+func qualityPlot(r *run, pn qualityPanel, w vg.Length, hs *hoverSet) *plot.Plot {
 	p := newPlot(pn.title, "", "")
 	p.Title.TextStyle.Font.Size = vg.Points(11)
 	p.Legend.TextStyle.Font = sans(8.5)
 	p.Y.Tick.Marker = pn.ticks
-	b := &bars{vals: make([]float64, len(r.Stages)), colors: colors, titles: make([]string, len(r.Stages)), width: w, set: hs}
+	b := &bars{vals: make([]float64, len(r.Stages)), colors: make([]color.Color, len(r.Stages)), titles: make([]string, len(r.Stages)), width: w, set: hs}
 	for j := range r.Stages {
 		s := &r.Stages[j]
-		b.vals[j] = pn.get(s)
+		b.vals[j], b.colors[j] = pn.get(s), pn.barColor(s)
 		b.titles[j] = pointTitle(r, false, s, pn.title+": "+shown(b.vals[j], pn.show))
 	}
 	p.Add(b)
@@ -302,7 +321,7 @@ func qualityPlot(r *run, pn qualityPanel, colors []color.Color, w vg.Length, hs 
 		f := plotter.NewFunction(func(float64) float64 { return lim })
 		f.LineStyle.Color, f.LineStyle.Width, f.LineStyle.Dashes = dark, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(f)
-		p.Legend.Add("limit "+strconv.FormatFloat(lim, 'g', -1, 64), f)
+		p.Legend.Add(pn.line+" "+strconv.FormatFloat(lim, 'g', -1, 64), f)
 		p.Y.Max = math.Max(p.Y.Max, lim)
 	}
 	p.X.Min, p.X.Max = -0.5, float64(len(r.Stages))-0.5
