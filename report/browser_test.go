@@ -124,7 +124,10 @@ type chartProbe struct {
 	Inside        int       // targets whose centre lies inside the chart
 	Topmost       int       // sampled targets under which the pointer finds a hover target, not a drawing
 	Sampled       int
-	Sample        string // the title of the last target
+	Sample        string   // the title of the last target
+	Covered       []string // titles of point and bar targets that meet a legend's box
+	Outside       []string // dashed lines whose box leaves every plot area (by more than a pixel)
+	Areas         int      // plot areas the SVG declares
 }
 
 // textBox is a text of a chart and its bounding box on the page, in CSS pixels.
@@ -137,9 +140,10 @@ type textBox struct {
 type pageProbe struct {
 	ScrollW, ClientW int // the document's scroll width and the viewport's width
 	Tables           []struct {
-		Head string // first header cell's text and the table's position, to name it
-		W    float64
-		Room float64 // the width of the box it sits in
+		Head    string // first header cell's text and the table's position, to name it
+		W       float64
+		Room    float64  // the width of the box it sits in
+		Wrapped []string // first-column cells (stage and run labels) laid out on more than one line
 	}
 	Charts []chartProbe
 }
@@ -149,15 +153,23 @@ type pageProbe struct {
 const probeScript = `JSON.stringify((() => {
 	const de = document.documentElement;
 	const page = {scrollW: de.scrollWidth, clientW: de.clientWidth, tables: [], charts: []};
+	const lines = e => { const r = document.createRange(); r.selectNodeContents(e);
+		return new Set(Array.from(r.getClientRects()).filter(b => b.width > 0).map(b => Math.round(b.top))).size; };
 	document.querySelectorAll("table").forEach((t, i) => page.tables.push({
 		head: i + ": " + t.querySelector("th").textContent + " .. " + t.querySelector("tr").lastElementChild.textContent,
-		w: t.getBoundingClientRect().width, room: t.parentElement.clientWidth}));
+		w: t.getBoundingClientRect().width, room: t.parentElement.clientWidth,
+		wrapped: Array.from(t.querySelectorAll("td:first-child")).filter(td => lines(td) > 1).map(td => td.textContent)}));
 	for (const f of document.querySelectorAll("figure.chart")) {
 		const svg = f.querySelector("svg");
 		if (!svg) { page.charts.push({id: f.dataset.chart}); continue; }
 		const sr = svg.getBoundingClientRect();
 		const texts = Array.from(svg.querySelectorAll("text"));
 		const targets = Array.from(svg.querySelectorAll(".hover > *"));
+		const box = e => e.getBoundingClientRect();
+		const meets = (a, b) => a.left <= b.right && b.left <= a.right && a.top <= b.bottom && b.top <= a.bottom;
+		const areas = Array.from(svg.querySelectorAll("rect.plot-area")).map(box);
+		const legends = Array.from(svg.querySelectorAll("rect.legend-box")).map(box);
+		const within = (r, a) => r.left >= a.left - 1 && r.right <= a.right + 1 && r.top >= a.top - 1 && r.bottom <= a.bottom + 1;
 		const centre = e => { const r = e.getBoundingClientRect(); return [(r.left + r.right) / 2, (r.top + r.bottom) / 2]; };
 		const c = {id: f.dataset.chart, w: Math.round(sr.width), h: Math.round(sr.height),
 			shapes: svg.querySelectorAll("path").length, texts: texts.length,
@@ -165,7 +177,11 @@ const probeScript = `JSON.stringify((() => {
 			targets: targets.length,
 			titled: targets.filter(e => { const t = e.querySelector("title"); return t && t.textContent.trim() !== ""; }).length,
 			inside: targets.filter(e => { const [x, y] = centre(e); return x >= sr.left && x <= sr.right && y >= sr.top && y <= sr.bottom; }).length,
-			topmost: 0, sampled: 0, sample: targets.length ? targets[targets.length - 1].querySelector("title").textContent : ""};
+			topmost: 0, sampled: 0, sample: targets.length ? targets[targets.length - 1].querySelector("title").textContent : "",
+			areas: areas.length,
+			covered: targets.filter(e => !e.classList.contains("band") && legends.some(l => meets(box(e), l))).map(e => e.querySelector("title").textContent),
+			outside: Array.from(svg.querySelectorAll("path")).filter(e => (e.getAttribute("style") || "").includes("stroke-dasharray"))
+				.filter(e => !areas.some(a => within(box(e), a))).map(e => e.getAttribute("d").slice(0, 60))};
 		for (const e of [targets[0], targets[Math.floor(targets.length / 2)], targets[targets.length - 1]]) {
 			if (!e) continue;
 			e.scrollIntoView({block: "center", inline: "center"});
@@ -325,6 +341,8 @@ func TestBrowser(t *testing.T) {
 			"breakdown-1", "breakdown-2", "timeline-1", "timeline-2", "quality-1", "quality-2"}, "report-browser.png"},
 		{"demo", []fixtureRun{fixtureDemo}, []string{"ttft", "tpot", "itl", "ntpot", "e2e", "throughput", "tokens", "goodput",
 			"breakdown-1", "timeline-1", "quality-1"}, "report-demo.png"},
+		{"demo-6", []fixtureRun{fixtureDemo6}, []string{"ttft", "tpot", "itl", "ntpot", "e2e", "throughput", "tokens", "goodput",
+			"breakdown-1", "timeline-1", "quality-1"}, "report-demo-6.png"},
 		{"long names", []fixtureRun{fixtureLongNames}, []string{"ttft", "tpot", "itl", "ntpot", "e2e", "throughput", "tokens", "goodput",
 			"breakdown-1", "timeline-1", "quality-1"}, "report-long-names.png"},
 		{"one stage", []fixtureRun{fixtureOne}, []string{"ttft", "tpot", "itl", "ntpot", "e2e", "throughput", "tokens", "goodput",
@@ -369,6 +387,15 @@ func chartProblems(charts []chartProbe, want []string) []string {
 		if ch.Topmost != ch.Sampled {
 			bad("chart %s: the pointer reaches %d of %d sampled hover targets; want all (nothing drawn over them)", ch.ID, ch.Topmost, ch.Sampled)
 		}
+		if ch.Areas == 0 {
+			bad("chart %s declares no plot area; want a rect.plot-area per plot", ch.ID)
+		}
+		for _, c := range ch.Covered {
+			bad("chart %s: a legend covers the data point %q; want every legend off the data", ch.ID, c)
+		}
+		for _, d := range ch.Outside {
+			bad("chart %s: a dashed line (%s...) leaves the plot area; want lines inside the plot", ch.ID, d)
+		}
 		if !strings.HasPrefix(ch.Sample, "stage ") && !strings.HasPrefix(ch.Sample, "run-") {
 			bad("chart %s: a hover title reads %q; want it to name the stage", ch.ID, ch.Sample)
 		}
@@ -406,6 +433,9 @@ func fitProblems(page pageProbe) []string {
 	for _, tb := range page.Tables {
 		if tb.W > tb.Room+0.5 {
 			out = append(out, fmt.Sprintf("table %q is %.0f px wide in %.0f px; want it to fit at %d px", tb.Head, tb.W, tb.Room, viewportW))
+		}
+		for _, w := range tb.Wrapped {
+			out = append(out, fmt.Sprintf("table %q: the label %q wraps; want every stage and run label on one line", tb.Head, w))
 		}
 	}
 	return out
@@ -458,8 +488,9 @@ func saveScreenshot(t *testing.T, png []byte, name string) {
 
 // TestBrowserSeesProblems checks the checker: a page with an exception, a console error and a
 // request to 127.0.0.1 must produce all three; an empty chart must show as empty; overlapping
-// texts, a tick label with float noise, untitled or covered hover targets and a table wider
-// than the window must each be found.
+// texts, a tick label with float noise, untitled or covered hover targets, a table wider than
+// the window, a legend over a point, a dashed line off the plot and a wrapped stage label must
+// each be found.
 func TestBrowserSeesProblems(t *testing.T) {
 	bin := chromium()
 	if bin == "" {
@@ -470,8 +501,11 @@ func TestBrowserSeesProblems(t *testing.T) {
 <figure class="chart" data-chart="bad"><svg width="400" height="300" viewBox="0 0 400 300">
 <text x="10" y="20">sweep-00</text><text x="30" y="20">sweep-01</text><text x="10" y="100">1.2000000000000002</text>
 <g class="hover"><circle cx="50" cy="50" r="5"><title>stage 0</title></circle><circle cx="90" cy="50" r="5"></circle>
-<circle cx="130" cy="50" r="5"><title>stage 2</title></circle></g><rect x="120" y="40" width="20" height="20"/></svg></figure>
+<circle cx="130" cy="50" r="5"><title>stage 2</title></circle></g><rect x="120" y="40" width="20" height="20"/>
+<g class="geometry" visibility="hidden"><rect class="plot-area" x="0" y="0" width="200" height="200"/><rect class="legend-box" x="40" y="40" width="20" height="20"/></g>
+<path d="M10,10L390,290" style="fill:none;stroke:#888888;stroke-dasharray:4,4"/></svg></figure>
 <table><tr><th><div style="width: 2000px">wide</div></th></tr></table>
+<table><tr><th>stage</th></tr><tr><td><div style="width: 40px; white-space: normal">sweep-00 sweep-01</div></td></tr></table>
 <img src="http://127.0.0.1:9/x.png"><script>console.error("boom"); notDefined();</script></body></html>`
 	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
@@ -491,11 +525,14 @@ func TestBrowserSeesProblems(t *testing.T) {
 	for _, want := range []string{
 		"chart empty is",   // not drawn
 		`texts "sweep-00"`, // overlapping labels
-		`label "1.2000000000000002" has 17 significant digits`, // float noise
-		"3 hover targets, 2 titled",                            // an untitled point
-		"the pointer reaches 2 of 3",                           // a point under a rectangle
-		"page is",                                              // wider than the window
-		`table "0: wide .. wide" is`,                           // and a table with it
+		`label "1.2000000000000002" has 17 significant digits`,   // float noise
+		"3 hover targets, 2 titled",                              // an untitled point
+		"the pointer reaches 2 of 3",                             // a point under a rectangle
+		"page is",                                                // wider than the window
+		`table "0: wide .. wide" is`,                             // and a table with it
+		`a legend covers the data point "stage 0"`,               // a legend over a point
+		"a dashed line (M10,10L390,290...) leaves the plot area", // a line off the plot
+		`the label "sweep-00 sweep-01" wraps`,                    // a stage label on two lines
 	} {
 		if !strings.Contains(found, want) {
 			t.Errorf("the checks found:\n%s\nwant a problem containing %q", found, want)

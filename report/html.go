@@ -129,8 +129,8 @@ table { border-collapse: collapse; font-size: 0.82em; margin: 6px 0 14px; }
 th, td { border: 1px solid var(--line); padding: 3px 6px; text-align: right; }
 td { white-space: nowrap; }
 th { background: #f6f8fa; vertical-align: bottom; }
-td.wrap { white-space: normal; min-width: 11em; }
-td.text, td:first-child { white-space: normal; }
+td.wrap { white-space: normal; min-width: 10em; }
+td.text { white-space: normal; }
 .wrap, .text, td:first-child, th:first-child { text-align: left; }
 td.bad { color: var(--bad); font-weight: bold; }
 tr.bad td { color: var(--bad); background: var(--badbg); }
