@@ -58,6 +58,7 @@ func (t *tracker) update(worker int, p *worker.Progress) {
 // stageSummary is the host-wide state of one stage.
 type stageSummary struct {
 	stage                       int32
+	name                        string // the stage's name, as the report labels it
 	elapsed                     time.Duration
 	sent, planned, done, errors int64
 	inflight                    int64
@@ -70,13 +71,23 @@ type stageSummary struct {
 	draining bool
 }
 
-// ttft returns the TTFT p50 and p99 as shown, rounded to round: "–" (never 0) before the
-// stage's first token has come.
-func (s *stageSummary) ttft(round time.Duration) (p50, p99 string) {
+// ttft returns the TTFT p50 and p99 as shown, to three significant digits: "–" (never 0)
+// before the stage's first token has come.
+func (s *stageSummary) ttft() (p50, p99 string) {
 	if s.ttftCount == 0 {
 		return "–", "–"
 	}
-	return s.ttftP50.Round(round).String(), s.ttftP99.Round(round).String()
+	return sig3(s.ttftP50).String(), sig3(s.ttftP99).String()
+}
+
+// sig3 rounds d to three significant digits (6.258687s → 6.26s, 21.375ms → 21.4ms), at least
+// to the microsecond.
+func sig3(d time.Duration) time.Duration {
+	unit := time.Microsecond
+	for unit*1000 <= d {
+		unit *= 10
+	}
+	return d.Round(unit)
 }
 
 func (t *tracker) summary(now int64) (stageSummary, bool) {
@@ -112,6 +123,7 @@ func (t *tracker) summary(now int64) (stageSummary, bool) {
 	}
 	s.planned = t.planned[s.stage]
 	if info != nil {
+		s.name = info.Name
 		s.elapsed = time.Duration(now - (t.startNs + info.OffsetNs))
 		s.target = info.Rate / float64(max(t.shards, 1))
 		s.draining = s.planned > 0 && s.sent >= s.planned ||
@@ -133,13 +145,13 @@ func (t *tracker) render(now int64) {
 		return
 	}
 	if t.live == nil {
-		attrs := []any{"stage", s.stage, "phase", "sending", "elapsed", s.elapsed.Round(time.Second), "sent", s.sent, "planned", s.planned}
+		attrs := []any{"stage", s.stage, "name", s.name, "phase", "sending", "elapsed", s.elapsed.Round(time.Second), "sent", s.sent, "planned", s.planned}
 		if s.draining {
-			attrs[3] = "draining" // no rate: sent/elapsed only falls while the answers come in
+			attrs[5] = "draining" // no rate: sent/elapsed only falls while the answers come in
 		} else {
 			attrs = append(attrs, "rate", fmt.Sprintf("%.1f", s.rate), "target_rate", people(s.target))
 		}
-		p50, p99 := s.ttft(time.Microsecond)
+		p50, p99 := s.ttft()
 		attrs = append(attrs, "inflight", s.inflight, "errors", s.errors,
 			"ttft_p50", p50, "ttft_p99", p99, "worker_util_max", fmt.Sprintf("%.2f", s.utilMax))
 		t.log.Info("progress", attrs...)
@@ -162,9 +174,9 @@ func (t *tracker) render(now int64) {
 	if s.draining {
 		rate = "draining"
 	}
-	p50, p99 := s.ttft(10 * time.Microsecond)
-	fmt.Fprintf(t.live, "\r\033[Kstage %d [%s] %s  %d/%d sent  %s  inflight %d  errors %d  ttft p50 %s p99 %s  util %.0f%%",
-		s.stage, bar, s.elapsed.Round(time.Second), s.sent, s.planned, rate, s.inflight, s.errors, p50, p99, 100*s.utilMax)
+	p50, p99 := s.ttft()
+	fmt.Fprintf(t.live, "\r\033[Kstage %s [%s] %s  %d/%d sent  %s  inflight %d  errors %d  ttft p50 %s p99 %s  util %.0f%%",
+		s.name, bar, s.elapsed.Round(time.Second), s.sent, s.planned, rate, s.inflight, s.errors, p50, p99, 100*s.utilMax)
 }
 
 // people is a rate as a person reads it: at most two decimals, no float noise

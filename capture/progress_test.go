@@ -15,8 +15,8 @@ import (
 func TestProgressLogLine(t *testing.T) {
 	sec := int64(time.Second)
 	stages := []schemas.StageInfo{
-		{Index: 0, Mode: "open", Rate: 20.000000000000004, DurationNs: 10 * sec},
-		{Index: 1, Mode: "closed", Concurrency: 4, OffsetNs: 10 * sec, DurationNs: 10 * sec},
+		{Index: 0, Name: "poisson-20rps", Mode: "open", Rate: 20.000000000000004, DurationNs: 10 * sec},
+		{Index: 1, Name: "closed-c4", Mode: "closed", Concurrency: 4, OffsetNs: 10 * sec, DurationNs: 10 * sec},
 	}
 	for _, tc := range []struct {
 		name             string
@@ -27,13 +27,13 @@ func TestProgressLogLine(t *testing.T) {
 	}{
 		// halfway through an open stage: rate and target, the target without float noise
 		{"sending", 0, []int64{100, 0}, 5 * sec,
-			[]string{"phase=sending", "rate=20.0", "target_rate=20 "}, []string{"20.0000"}},
+			[]string{"name=poisson-20rps phase=sending", "rate=20.0", "target_rate=20 "}, []string{"20.0000"}},
 		// every planned send out, answers still coming: no rate that only falls
 		{"draining", 0, []int64{200, 0}, 12 * sec,
 			[]string{"phase=draining", "sent=200", "inflight=3"}, []string{"rate="}},
 		// a closed-loop stage past its duration drains too
 		{"closed over", 1, []int64{200, 50}, 21 * sec,
-			[]string{"stage=1", "phase=draining"}, []string{"rate="}},
+			[]string{"stage=1 name=closed-c4 phase=draining"}, []string{"rate="}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
@@ -52,6 +52,23 @@ func TestProgressLogLine(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSig3: TTFTs in the progress line have three significant digits, not the microsecond's
+// (ttft_p50=6.258687s).
+func TestSig3(t *testing.T) {
+	for _, tc := range []struct{ d, want time.Duration }{
+		{6258687 * time.Microsecond, 6260 * time.Millisecond},
+		{21375 * time.Microsecond, 21400 * time.Microsecond},
+		{1003519 * time.Microsecond, 1 * time.Second},
+		{987 * time.Microsecond, 987 * time.Microsecond},
+		{1234 * time.Nanosecond, 1 * time.Microsecond},
+		{0, 0},
+	} {
+		if got := sig3(tc.d); got != tc.want {
+			t.Errorf("sig3(%v) = %v; want %v", tc.d, got, tc.want)
+		}
 	}
 }
 

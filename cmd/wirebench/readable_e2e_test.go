@@ -64,6 +64,13 @@ func TestDemoReadsForPeople(t *testing.T) {
 			t.Errorf("summary.md lacks %q", want)
 		}
 	}
+	// Progress lines name the stage and give TTFTs to three significant digits (not 6.258687s).
+	if !strings.Contains(stderr, "name=sweep-05") {
+		t.Errorf("progress lines do not name the stage (name=sweep-05):\n%s", stderr)
+	}
+	if m := regexp.MustCompile(`ttft_p\d\d=\d+\.\d{4,}`).FindString(stderr); m != "" {
+		t.Errorf("a progress line shows %q; want three significant digits", m)
+	}
 	if !strings.Contains(stdout, "\nsweep-00 ") {
 		t.Errorf("run's stage table does not start a line with sweep-00:\n%s", stdout)
 	}
