@@ -109,3 +109,55 @@ func profileStrings(t *testing.T, js string) []string {
 	walk(v)
 	return out
 }
+
+// TestReadmeOwnServerPath: the README's own-server commands work as written from a fresh clone:
+// the config it copies exists, and the simulator it starts by hand listens where `run` sends
+// (--target) and where the copied config points.
+func TestReadmeOwnServerPath(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block string // the code block that copies examples/my-server.yaml
+	for _, b := range strings.Split(string(readme), "```sh\n")[1:] {
+		if b, _, _ = strings.Cut(b, "```"); strings.Contains(b, "cp examples/my-server.yaml") {
+			block = b
+		}
+	}
+	var cp, sim, run []string
+	for _, l := range strings.Split(block, "\n") {
+		f := strings.Fields(strings.SplitN(l, "#", 2)[0])
+		switch {
+		case len(f) > 2 && f[0] == "cp":
+			cp = f
+		case len(f) > 2 && f[0] == "bin/wirebench" && f[1] == "sim":
+			sim = f
+		case len(f) > 2 && f[0] == "bin/wirebench" && f[1] == "run":
+			run = f
+		}
+	}
+	if cp == nil || sim == nil || run == nil {
+		t.Fatalf("README's own-server block lacks a cp, a bin/wirebench sim or a bin/wirebench run line:\n%s", block)
+	}
+	cfg, err := os.ReadFile(filepath.Join("../..", cp[1]))
+	if err != nil {
+		t.Fatalf("README copies %s: %v", cp[1], err)
+	}
+	listen := flagValue(sim, "--listen")
+	if listen == "" || flagValue(run, "--target") != "http://"+listen || run[2] != cp[2] {
+		t.Errorf("README starts the simulator with %q and runs %q: want run on the copied config %s with --target http://<the sim's --listen>", sim, run, cp[2])
+	}
+	if !strings.Contains(string(cfg), "url: http://"+listen) {
+		t.Errorf("%s does not point at http://%s, where README's simulator listens", cp[1], listen)
+	}
+}
+
+// flagValue returns the value after flag in args, "" when absent.
+func flagValue(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
