@@ -205,36 +205,30 @@ func obstacles(p *plot.Plot, c draw.Canvas, hs *hoverSet) []vg.Rectangle {
 }
 
 // placeLegend puts lg in the first corner of dc (its own first) where its box, padded, meets
-// none of the obstacles, and returns the box; free is false when every corner meets one (the
-// box is then the legend's own corner's).
+// none of the obstacles, and returns the box; free is false when every corner meets one (lg is
+// then in its own corner).
 func placeLegend(lg *plot.Legend, dc draw.Canvas, obs []vg.Rectangle) (box vg.Rectangle, free bool) {
-	corners := append([]struct{ top, left bool }{{lg.Top, lg.Left}}, legendCorners...)
+	own := struct{ top, left bool }{lg.Top, lg.Left}
 	xo, yo := vg.Length(math.Abs(float64(lg.XOffs))), vg.Length(math.Abs(float64(lg.YOffs)))
-	var first vg.Rectangle
-	for i, k := range corners {
-		lg.Top, lg.Left, lg.XOffs, lg.YOffs = k.top, k.left, xo, -yo
-		if !k.left {
-			lg.XOffs = -xo
-		}
-		if !k.top {
-			lg.YOffs = yo
-		}
-		box = legendBox(lg, dc)
-		if i == 0 {
-			first = box
-		}
-		if !meetsAny(box, obs) {
+	for _, k := range append([]struct{ top, left bool }{own}, legendCorners...) {
+		toCorner(lg, k.top, k.left, xo, yo)
+		if box = legendBox(lg, dc); !meetsAny(box, obs) {
 			return box, true
 		}
 	}
-	lg.Top, lg.Left, lg.XOffs, lg.YOffs = corners[0].top, corners[0].left, xo, -yo
-	if !corners[0].left {
+	toCorner(lg, own.top, own.left, xo, yo)
+	return legendBox(lg, dc), false
+}
+
+// toCorner puts lg in a corner, xo and yo in from its sides.
+func toCorner(lg *plot.Legend, top, left bool, xo, yo vg.Length) {
+	lg.Top, lg.Left, lg.XOffs, lg.YOffs = top, left, xo, yo
+	if !left {
 		lg.XOffs = -xo
 	}
-	if !corners[0].top {
-		lg.YOffs = yo
+	if top {
+		lg.YOffs = -yo
 	}
-	return first, false
 }
 
 // legendBox is the box drawPlot paints under lg drawn in dc: its entries and 3 points around.
@@ -361,7 +355,7 @@ func zeroX(p *plot.Plot) {
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
 
 // pointTitle is a hover title: the run (with several), the stage, then the figures, joined by
-// " · ": `run-b · stage 3 "r8" · 8.00 req/s · TTFT p99 21.4ms`.
+// " · ": `run-b · stage r8 · 8.00 req/s · TTFT p99 21.4ms`.
 func pointTitle(r *run, multi bool, s *schemas.Stage, figures ...string) string {
 	parts := []string{"stage " + stageTitle(s.Stage, s.Name, namesOf(r.Stages))}
 	if multi {
