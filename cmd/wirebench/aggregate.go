@@ -16,8 +16,8 @@ import (
 
 // AggregateCmd derives per-request, per-stage and per-100 ms metrics from raw shards.
 type AggregateCmd struct {
-	Runs           []string      `arg:"" name:"RUN" type:"existingdir" help:"Run directories to aggregate. Several directories are the hosts of one distributed run (capture --shard i/n each) and must share a run id; their times are taken as they are, and how far apart their clocks may be (each host's kernel max error) is carried as clock_uncertainty_ns on stage windows and rates (see docs/distributed.md)."`
-	Out            string        `short:"o" placeholder:"DIR" help:"Directory that receives metrics/requests.parquet, stages.parquet, timeseries.parquet and the aggregate step in manifest.json (default: the first RUN). A DIR holding another run (another run id, or a capture of its own) is refused unless --force."`
+	Runs           []string      `arg:"" name:"RUN" type:"rundir" help:"Run directories (or s3://BUCKET/PREFIX URLs) to aggregate. Several directories are the hosts of one distributed run (capture --shard i/n each) and must share a run id; their times are taken as they are, and how far apart their clocks may be (each host's kernel max error) is carried as clock_uncertainty_ns on stage windows and rates (see docs/distributed.md)."`
+	Out            string        `short:"o" placeholder:"DIR" help:"Directory (or s3://BUCKET/PREFIX) that receives metrics/requests.parquet, stages.parquet, timeseries.parquet and the aggregate step in manifest.json (default: the first RUN). A DIR holding another run (another run id, or a capture of its own) is refused unless --force."`
 	Force          bool          `help:"Let -o DIR replace the run it holds: its schedule/, raw/ and report/ are removed once the RUNs have been read and checked."`
 	Strict         bool          `help:"Treat warnings (a missing, short or damaged part, requests without their events, a manifest that disagrees with the files, a dead worker) as errors; the failure is recorded in the manifest's steps."`
 	ClockTolerance time.Duration `default:"1ms" help:"When the hosts read different clocks (different machines), warn (with --strict: fail) about a host whose clock is not synchronised or whose kernel max error exceeds this."`
@@ -25,15 +25,23 @@ type AggregateCmd struct {
 	Decomposition  string        `enum:"auto,server,histograms,fit" default:"auto" placeholder:"SOURCE" help:"Source of each request's queue/prefill/decode split (column decomposition_source): server (per-request timings the server sent, e.g. the built-in sim), histograms (per-stage deltas of the vLLM prefill histogram scraped from target.metrics_url), fit (Theil-Sen TTFT = a + b*I on the least-loaded stage), or auto: server, else histograms, else fit, per request. A forced source the run cannot support is an error naming what is missing. One of: ${enum}."`
 }
 
-func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) error {
-	lock, err := schemas.LockRun(cmp.Or(c.Out, c.Runs[0]), os.Args[1:], log)
+func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) (err error) {
+	out, runs, err := stageRuns(ctx, cmp.Or(c.Out, c.Runs[0]), c.Runs, []string{"report/"}, log)
+	if err != nil {
+		return err
+	}
+	defer finishRuns(ctx, out, runs, &err, log)
+	lock, err := schemas.LockRun(out.Dir, os.Args[1:], log)
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
 	cfg := aggregate.Config{
-		Runs: c.Runs, Out: c.Out, Force: c.Force, Strict: c.Strict, IncludeWarmup: c.IncludeWarmup,
+		Runs: dirs(runs), Force: c.Force, Strict: c.Strict, IncludeWarmup: c.IncludeWarmup,
 		Decomposition: c.Decomposition, ClockTolerance: c.ClockTolerance, Args: os.Args[1:],
+	}
+	if c.Out != "" {
+		cfg.Out = out.Dir
 	}
 	started := time.Now()
 	sum, err := aggregate.Run(ctx, cfg, log)

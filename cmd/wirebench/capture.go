@@ -16,7 +16,7 @@ import (
 
 // CaptureCmd is `wirebench capture RUN`.
 type CaptureCmd struct {
-	RunDir  string       `arg:"" name:"run" help:"Run directory written by replay (manifest.json and schedule/)." type:"existingdir"`
+	RunDir  string       `arg:"" name:"run" help:"Run directory written by replay (manifest.json and schedule/), or s3://BUCKET/PREFIX: parts are written to a local staging copy and uploaded as they roll (see README)." type:"rundir"`
 	Target  string       `help:"Base URL of the server, overriding target.url (e.g. http://127.0.0.1:8000)."`
 	Capture CaptureFlags `embed:""`
 }
@@ -50,7 +50,7 @@ type CaptureFlags struct {
 	MetricsLinger  time.Duration  `help:"Keep serving --metrics-listen this long after the command's work is done, so that a last scrape sees the final figures." default:"0s"`
 }
 
-func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
+func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) (err error) {
 	cfg, err := c.Capture.config(c.RunDir, c.Target, os.Args[1:], lf)
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -60,13 +60,21 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) err
 		return err
 	}
 	defer stopLive()
-	lock, err := schemas.LockRun(c.RunDir, os.Args[1:], log)
+	run, err := stageRun(ctx, c.RunDir, true, os.Args[1:], log)
+	if err != nil {
+		return err
+	}
+	defer finishRun(ctx, run, &err, log)
+	cfg.Run = run.Dir
+	lock, err := schemas.LockRun(run.Dir, os.Args[1:], log)
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
 	cfg.Lock = lock.File()
+	stop := run.Watch(ctx)
 	err = capture.Run(ctx, cfg, log)
+	stop()
 	if errors.Is(err, capture.ErrInterrupted) {
 		return &exitError{code: 130, err: err}
 	}

@@ -56,6 +56,7 @@ func main() {
 		kong.Name("wirebench"),
 		kong.Description("LLM serving benchmark: load split over pinned workers, every token timestamped at the wire, every run stored as Parquet."),
 		kong.UsageOnError(),
+		kong.NamedMapper("rundir", runDirMapper),
 	)
 	log := newLogger(cli.LogLevel, cli.LogFormat)
 

@@ -19,14 +19,14 @@ import (
 // RunCmd is `wirebench run CONFIG -o RUN`: replay, capture, aggregate and report in one go.
 type RunCmd struct {
 	Config  string       `arg:"" help:"Run config (YAML). Start from examples/my-server.yaml."`
-	Out     string       `short:"o" required:"" placeholder:"RUN" help:"Run directory to create."`
+	Out     string       `short:"o" required:"" placeholder:"RUN" help:"Run directory to create, or s3://BUCKET/PREFIX: written to a local staging copy, parts uploaded as they roll, the manifest last (see README)."`
 	Target  string       `placeholder:"URL" help:"Base URL of the server under test; overrides target.url of the config."`
 	Force   bool         `help:"Replace the run RUN holds (see replay --force); the config and every capture option are checked first, so a run that would fail to start leaves the old one whole."`
 	Open    bool         `help:"Open the report in a browser when one is available."`
 	Capture CaptureFlags `embed:""`
 }
 
-func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
+func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) (err error) {
 	args := os.Args[1:]
 	cfg, err := c.Capture.config(c.Out, c.Target, args, lf)
 	if err != nil {
@@ -43,25 +43,34 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
 		return fmt.Errorf("replay: %w", err)
 	}
 	cfg.Secrets = &loaded.Target
-	lock, err := schemas.LockRun(c.Out, args, log)
+	run, err := stageRun(ctx, c.Out, true, args, log)
+	if err != nil {
+		return err
+	}
+	defer finishRun(ctx, run, &err, log)
+	out := run.Dir
+	cfg.Run = out
+	lock, err := schemas.LockRun(out, args, log)
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
 	cfg.Lock = lock.File()
 	check := func(rc *schemas.Config) error { return capture.Check(cfg, rc) }
-	if err := replay.Run(ctx, replay.Options{ConfigPath: c.Config, Out: c.Out, Target: c.Target, Force: c.Force,
+	if err := replay.Run(ctx, replay.Options{ConfigPath: c.Config, Out: out, Target: c.Target, Force: c.Force,
 		ToolVersion: Version(), Args: args, NeedEnv: true, Check: check}, log); err != nil {
 		lock.RemoveIfCreated()
 		return fmt.Errorf("replay: %w", err)
 	}
 	// Room to record a failure in the manifest when the disk fills up (see schemas.Reserve).
-	release, err := schemas.Reserve(c.Out)
+	release, err := schemas.Reserve(out)
 	if err != nil {
 		return err
 	}
 	defer release()
+	stop := run.Watch(ctx)
 	capErr := capture.Run(ctx, cfg, log)
+	stop()
 	interrupted := errors.Is(capErr, capture.ErrInterrupted)
 	if capErr != nil && !interrupted && !errors.Is(capErr, capture.ErrWorkerDied) {
 		return fmt.Errorf("capture: %w", capErr)
@@ -70,17 +79,17 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
 	// even though the context is cancelled (a second Ctrl-C still exits at once).
 	actx := context.WithoutCancel(ctx)
 	started := time.Now()
-	if _, err := aggregate.Run(actx, aggregate.Config{Runs: []string{c.Out}, Args: args}, log); err != nil {
-		return recordFailure(c.Out, "aggregate", started, args, err, log)
+	if _, err := aggregate.Run(actx, aggregate.Config{Runs: []string{out}, Args: args}, log); err != nil {
+		return recordFailure(out, "aggregate", started, args, err, log)
 	}
 	started = time.Now()
-	if err := report.Run(actx, report.Config{Runs: []string{c.Out}, Open: c.Open, Args: args}, log); err != nil {
-		return recordFailure(c.Out, "report", started, args, err, log)
+	if err := report.Run(actx, report.Config{Runs: []string{out}, Open: c.Open, Args: args}, log); err != nil {
+		return recordFailure(out, "report", started, args, err, log)
 	}
-	if err := report.Summary(os.Stdout, c.Out); err != nil {
+	if err := report.Summary(os.Stdout, out); err != nil {
 		return err
 	}
-	fmt.Printf("report: %s\n", filepath.Join(c.Out, "report", report.IndexName))
+	fmt.Printf("report: %s\n", run.Show(filepath.Join(out, "report", report.IndexName)))
 	if interrupted {
 		return &exitError{code: 130, err: capErr}
 	}
