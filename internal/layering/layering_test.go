@@ -40,6 +40,8 @@ var below = map[string][]string{
 	"calibrate":               {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simkit"},
 	"search":                  {"replay", "capture", "aggregate", "schemas"},
 	"internal/synthrun":       {"schemas"},
+	"internal/objstore":       {"schemas", "internal/redact"},
+	"internal/s3server":       {},
 	"bench/scale":             {"internal/synthrun"}, // a benchmark command
 	"cmd/wirebench":           nil,                   // the command may import every package
 	"internal/layering":       {},
