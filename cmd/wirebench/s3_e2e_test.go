@@ -1,0 +1,180 @@
+package main
+
+// Run directories in object storage: `run -o s3://...` against the simulator and a real
+// S3-compatible server (versitygw) on loopback, then aggregate and report from the bucket.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirebench/wirebench/internal/objstore"
+	"github.com/wirebench/wirebench/internal/s3server"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// s3Env starts versitygw and points this process's environment (so every wirebench the test
+// starts) at it, with its own staging directory; it returns the server and that directory.
+func s3Env(t *testing.T) (*s3server.Server, string) {
+	t.Helper()
+	srv := s3server.Start(t)
+	for k, v := range srv.Env() {
+		t.Setenv(k, v)
+	}
+	staging := t.TempDir()
+	t.Setenv(EnvStaging, staging)
+	return srv, staging
+}
+
+// openS3 opens url as the test's own client, to look into the bucket.
+func openS3(t *testing.T, url string) objstore.Store {
+	t.Helper()
+	st, err := objstore.OpenS3(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// fetch downloads the run at url into a new local directory.
+func fetch(t *testing.T, url string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := objstore.Download(context.Background(), openS3(t, url), dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// watchBucket lists st every 100 ms until stop is closed and says whether it once saw raw
+// parts in it without a manifest: parts uploaded while the capture measured, before the run
+// was finished.
+func watchBucket(st objstore.Store, stop <-chan struct{}) <-chan bool {
+	seen := make(chan bool, 1)
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				seen <- false
+				return
+			case <-t.C:
+			}
+			objs, _ := st.List(context.Background())
+			parts, manifest := 0, false
+			for _, o := range objs {
+				parts += btoi(strings.HasPrefix(o.Name, "raw/requests-"))
+				manifest = manifest || o.Name == schemas.ManifestName
+			}
+			if parts > 0 && !manifest {
+				seen <- true
+				return
+			}
+		}
+	}()
+	return seen
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// s3SmokeRun runs examples/smoke.yaml with -o s3://BUCKET/runs/smoke against the simulator,
+// parts rolled every second, and checks that parts reached the bucket while the capture
+// measured, before the manifest. It returns the run's URL.
+func s3SmokeRun(t *testing.T, srv *s3server.Server) string {
+	t.Helper()
+	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
+	run := "s3://" + srv.Bucket + "/runs/smoke"
+	stop := make(chan struct{})
+	early := watchBucket(openS3(t, run), stop)
+	out, stderr, err := wirebench(t, 120*time.Second, "run", "../../examples/smoke.yaml", "-o", run, "--target", url,
+		"--part-interval", "1s", "--workers", "1", "--quiet")
+	close(stop)
+	if err != nil {
+		t.Fatalf("run -o %s: %v\n%s", run, err, stderr)
+	}
+	if !<-early {
+		t.Errorf("no raw part was in the bucket before the manifest: parts were not uploaded while the capture measured")
+	}
+	if want := "report: " + run + "/report/index.html"; !strings.Contains(out, want) {
+		t.Errorf("run's output lacks %q:\n%s", want, out)
+	}
+	return run
+}
+
+// TestS3RunAggregateReport: `run -o s3://...`, then `aggregate` and `report` of the URL. The
+// bucket holds the whole run, no lock and no temporary file, and the staging copies are gone;
+// the numbers are the simulator's; a second writer is refused by the lock object.
+func TestS3RunAggregateReport(t *testing.T) {
+	srv, staging := s3Env(t)
+	run := s3SmokeRun(t, srv)
+
+	objs, err := openS3(t, run).List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, o := range objs {
+		have[o.Name] = true
+		if objstore.Local(o.Name) {
+			t.Errorf("bucket holds %s, a file that stays local (lock, reserve or temporary)", o.Name)
+		}
+	}
+	for _, f := range []string{"manifest.json", "schedule/requests.parquet", "raw/workers.parquet", "metrics/stages.parquet", "metrics/requests.parquet", "report/index.html", "report/summary.md"} {
+		if !have[f] {
+			t.Errorf("bucket lacks %s/%s", run, f)
+		}
+	}
+
+	// Aggregate and report again, from the bucket alone.
+	out, stderr, err := wirebench(t, 60*time.Second, "aggregate", run)
+	if err != nil || !strings.Contains(out, "stage 1 ") {
+		t.Fatalf("aggregate %s: %v\nstdout:\n%s\nstderr:\n%s", run, err, out, stderr)
+	}
+	out, stderr, err = wirebench(t, 60*time.Second, "report", run)
+	if err != nil || !strings.Contains(out, "stage") {
+		t.Fatalf("report %s: %v\nstdout:\n%s\nstderr:\n%s", run, err, out, stderr)
+	}
+	local := fetch(t, run)
+	m := readManifest(t, local)
+	var steps []string
+	for _, s := range m.Steps {
+		steps = append(steps, s.Name)
+	}
+	if got := strings.Join(steps, ","); got != "replay,capture,aggregate,report,aggregate,report" {
+		t.Errorf("manifest steps in the bucket %s; want replay,capture,aggregate,report,aggregate,report", got)
+	}
+	stages, err := schemas.ReadFile[schemas.Stage](filepath.Join(local, "metrics", "stages.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int64{100, 250} { // 20/s and 50/s for 5 s
+		if i >= len(stages) || stages[i].Completed != want {
+			t.Fatalf("stages from the bucket: %+v; want %d completed in stage %d", stages, want, i)
+		}
+		if p50 := time.Duration(val(stages[i].TTFT.P50)); p50 < 20*time.Millisecond || p50 > 30*time.Millisecond {
+			t.Errorf("stage %d: TTFT p50 %v; want 20-30 ms (the simulator's 20 ms)", i, p50)
+		}
+	}
+	if ents, _ := os.ReadDir(staging); len(ents) != 0 {
+		t.Errorf("staging directory %s still holds %d entries; want every copy removed", staging, len(ents))
+	}
+
+	// A run held by another host's command: a writer fails at once naming it.
+	lock := `{"pid":4242,"host":"capture-pod-0","command":["capture","` + run + `"],"since":"2026-01-02T15:04:05Z"}`
+	if err := openS3(t, run).Create(context.Background(), schemas.LockName, []byte(lock)); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err = wirebench(t, 60*time.Second, "aggregate", run)
+	if err == nil || !strings.Contains(stderr, "run directory in use: pid 4242 on capture-pod-0 (wirebench capture "+run+")") {
+		t.Errorf("aggregate of a locked run: %v; want a failure naming pid 4242 on capture-pod-0\n%s", err, stderr)
+	}
+}
