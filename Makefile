@@ -34,9 +34,10 @@ test: lint build
 	# its own (k8s.io stays out of go.mod), so `go list ./...` above does not see it.
 	cd examples/k8s/validate && $(GO) vet ./... && WIREBENCH=$(CURDIR)/$(BIN) $(GO) test -count=1 ./...
 
-# Cross-checks with DuckDB (cgo; the library comes with github.com/duckdb/duckdb-go/v2).
+# Cross-checks with DuckDB (cgo; the library comes with github.com/duckdb/duckdb-go/v2); in
+# cmd/wirebench, DuckDB reads a run written to the local S3 server (skips without versitygw).
 test-duckdb:
-	$(GO) test -count=1 -tags duckdb -run DuckDB ./schemas ./aggregate
+	$(GO) test -count=1 -tags duckdb -run DuckDB ./schemas ./aggregate ./cmd/wirebench
 
 # Speed and memory targets live here, not in timed unit tests. Figures in docs/measurements.md.
 bench: build

@@ -87,8 +87,9 @@ func btoi(b bool) int {
 }
 
 // s3SmokeRun runs examples/smoke.yaml with -o s3://BUCKET/runs/smoke against the simulator,
-// parts rolled every second, and checks that parts reached the bucket while the capture
-// measured, before the manifest. It returns the run's URL.
+// parts rolled every second (no packet tap: examples/duckdb reads the client's times), and
+// checks that parts reached the bucket while the capture measured, before the manifest. It
+// returns the run's URL.
 func s3SmokeRun(t *testing.T, srv *s3server.Server) string {
 	t.Helper()
 	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
@@ -96,7 +97,7 @@ func s3SmokeRun(t *testing.T, srv *s3server.Server) string {
 	stop := make(chan struct{})
 	early := watchBucket(openS3(t, run), stop)
 	out, stderr, err := wirebench(t, 120*time.Second, "run", "../../examples/smoke.yaml", "-o", run, "--target", url,
-		"--part-interval", "1s", "--workers", "1", "--quiet")
+		"--part-interval", "1s", "--workers", "1", "--tap", "off", "--quiet")
 	close(stop)
 	if err != nil {
 		t.Fatalf("run -o %s: %v\n%s", run, err, stderr)
