@@ -7,6 +7,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +179,76 @@ func TestS3RunAggregateReport(t *testing.T) {
 	_, stderr, err = wirebench(t, 60*time.Second, "aggregate", run)
 	if err == nil || !strings.Contains(stderr, "run directory in use: pid 4242 on capture-pod-0 (wirebench capture "+run+")") {
 		t.Errorf("aggregate of a locked run: %v; want a failure naming pid 4242 on capture-pod-0\n%s", err, stderr)
+	}
+}
+
+// TestS3UploadFailureKeepsTheRun stops the S3 server while a run into it captures, after its
+// first parts went up: the run still measures to its end, then fails (exit 1) naming the local
+// staging copy, which holds the whole run, aggregated and reported. The bucket, once the server
+// is back, holds whole parts and no manifest: the manifest goes last.
+func TestS3UploadFailureKeepsTheRun(t *testing.T) {
+	srv, _ := s3Env(t)
+	url := startSim(t, "--ttft", "5ms", "--itl", "2ms")
+	cfg := smallConfig(t, t.TempDir(), "cut", 20, 10*time.Second, "")
+	run := "s3://" + srv.Bucket + "/runs/cut"
+	cmd, _, stderr := startWirebench(t, "run", cfg, "-o", run, "--target", url, "--part-interval", "1s", "--workers", "1", "--tap", "off", "--quiet")
+	st := openS3(t, run)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		objs, _ := st.List(context.Background())
+		if slices.ContainsFunc(objs, func(o objstore.Object) bool { return strings.HasPrefix(o.Name, "raw/requests-") }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no part in %s 30 s after the start\n%s", run, stderr)
+		}
+	}
+	srv.Stop()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("run did not end 3 minutes after its S3 server went away\n%s", stderr)
+	}
+	if cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("run whose S3 server went away: %v; want exit status 1\n%s", err, stderr)
+	}
+	m := regexp.MustCompile(`upload ` + regexp.QuoteMeta(run) + `: .*\(the run is whole in (\S+)\)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("stderr does not name the kept staging copy:\n%s", stderr)
+	}
+	kept := readManifest(t, m[1])
+	if kept.Status != schemas.StatusComplete {
+		t.Errorf("the kept copy's manifest says %q; want complete", kept.Status)
+	}
+	if _, err := os.Stat(filepath.Join(m[1], "report", "index.html")); err != nil {
+		t.Errorf("the kept copy has no report: %v", err)
+	}
+
+	srv.Restart(t)
+	objs, err := st.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := 0
+	for _, o := range objs {
+		switch {
+		case o.Name == schemas.ManifestName:
+			t.Errorf("the bucket holds a manifest although the run's upload failed: the manifest must go last")
+		case strings.HasPrefix(o.Name, "raw/requests-"):
+			parts++
+			got := filepath.Join(t.TempDir(), "part.parquet")
+			if err := st.Get(context.Background(), o.Name, got); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := schemas.ReadFile[schemas.RawRequest](got); err != nil {
+				t.Errorf("part %s in the bucket: %v; want a whole file", o.Name, err)
+			}
+		}
+	}
+	if parts == 0 {
+		t.Errorf("the bucket holds no part: %v", objs)
 	}
 }

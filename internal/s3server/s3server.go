@@ -37,6 +37,9 @@ type Server struct {
 	Access   string
 	Secret   string
 	Bucket   string
+
+	bin, root, log string
+	cmd            *exec.Cmd
 }
 
 // Env is the environment a wirebench process needs to reach the server (AWS variables).
@@ -71,29 +74,53 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Endpoint: "http://127.0.0.1:" + port, Access: "wirebench-test", Secret: "wirebench-test-secret", Bucket: "runs"}
-	root := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--access", s.Access, "--secret", s.Secret, "--port", "127.0.0.1:"+port, "--quiet", "posix", root)
-	logf, err := os.Create(filepath.Join(t.TempDir(), "versitygw.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID=", "ROOT_SECRET_ACCESS_KEY=") // only the flags
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait(); logf.Close() })
+	s := &Server{Endpoint: "http://127.0.0.1:" + port, Access: "wirebench-test", Secret: "wirebench-test-secret", Bucket: "runs",
+		bin: bin, root: t.TempDir(), log: filepath.Join(t.TempDir(), "versitygw.log")}
+	s.start(t)
+	t.Cleanup(s.Stop)
 	if err := s.makeBucket(); err != nil {
-		b, _ := os.ReadFile(logf.Name())
+		b, _ := os.ReadFile(s.log)
 		t.Fatalf("versitygw on %s: %v\nits log:\n%s", s.Endpoint, err, b)
 	}
 	return s
 }
 
-// makeBucket waits up to 30 s for the server to answer and makes the bucket.
+func (s *Server) start(t testing.TB) {
+	t.Helper()
+	logf, err := os.OpenFile(s.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	s.cmd = exec.Command(s.bin, "--access", s.Access, "--secret", s.Secret, "--port", s.Endpoint[len("http://"):], "--quiet", "posix", s.root)
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID=", "ROOT_SECRET_ACCESS_KEY=") // only the flags
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", s.bin, err)
+	}
+}
+
+// Stop kills the server: the tests of what a command does when its store goes away.
+func (s *Server) Stop() {
+	if s.cmd != nil {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+// Restart starts the server again on the same port and data, and waits until it answers.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	s.start(t)
+	if err := s.makeBucket(); err != nil {
+		b, _ := os.ReadFile(s.log)
+		t.Fatalf("versitygw on %s after a restart: %v\nits log:\n%s", s.Endpoint, err, b)
+	}
+}
+
+// makeBucket waits up to 30 s for the server to answer and makes the bucket, unless it exists.
 func (s *Server) makeBucket() error {
 	c, err := minio.New(s.Endpoint[len("http://"):], &minio.Options{Creds: credentials.NewStaticV4(s.Access, s.Secret, ""), Region: "us-east-1"})
 	if err != nil {
@@ -104,6 +131,9 @@ func (s *Server) makeBucket() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err = c.MakeBucket(ctx, s.Bucket, minio.MakeBucketOptions{Region: "us-east-1"})
 		cancel()
+		if code := minio.ToErrorResponse(err).Code; code == "BucketAlreadyOwnedByYou" || code == "BucketAlreadyExists" {
+			return nil // a restart: the bucket is on disk
+		}
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
