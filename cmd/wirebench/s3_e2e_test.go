@@ -4,7 +4,9 @@ package main
 // S3-compatible server (versitygw) on loopback, then aggregate and report from the bucket.
 
 import (
+	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -104,6 +106,9 @@ func s3SmokeRun(t *testing.T, srv *s3server.Server) string {
 	if err != nil {
 		t.Fatalf("run -o %s: %v\n%s", run, err, stderr)
 	}
+	if strings.Contains(stderr, srv.Secret) || strings.Contains(out, srv.Secret) {
+		t.Errorf("run's output holds the secret access key")
+	}
 	if !<-early {
 		t.Errorf("no raw part was in the bucket before the manifest: parts were not uploaded while the capture measured")
 	}
@@ -114,8 +119,8 @@ func s3SmokeRun(t *testing.T, srv *s3server.Server) string {
 }
 
 // TestS3RunAggregateReport: `run -o s3://...`, then `aggregate` and `report` of the URL. The
-// bucket holds the whole run, no lock and no temporary file, and the staging copies are gone;
-// the numbers are the simulator's; a second writer is refused by the lock object.
+// bucket holds the whole run, no lock, no temporary file and no secret, and the staging copies
+// are gone; the numbers are the simulator's; a second writer is refused by the lock object.
 func TestS3RunAggregateReport(t *testing.T) {
 	srv, staging := s3Env(t)
 	run := s3SmokeRun(t, srv)
@@ -167,6 +172,12 @@ func TestS3RunAggregateReport(t *testing.T) {
 			t.Errorf("stage %d: TTFT p50 %v; want 20-30 ms (the simulator's 20 ms)", i, p50)
 		}
 	}
+	filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
+		if b, _ := os.ReadFile(p); err == nil && !d.IsDir() && bytes.Contains(b, []byte(srv.Secret)) {
+			t.Errorf("%s holds the secret access key", p)
+		}
+		return nil
+	})
 	if ents, _ := os.ReadDir(staging); len(ents) != 0 {
 		t.Errorf("staging directory %s still holds %d entries; want every copy removed", staging, len(ents))
 	}
