@@ -33,14 +33,9 @@ type stagedRun struct {
 	log    *slog.Logger
 }
 
-// Download modes of stageRun.
-var (
-	// allFiles: a run a command writes (it may replace, check or extend any of it).
-	allFiles []string
-	// metricsOnly: a run a report reads: its manifest, metrics/ and raw/'s small files, not
-	// the schedule or the rolled raw parts.
-	metricsOnly = []string{"schedule/", "raw/requests-", "raw/chunks-", "raw/segments-"}
-)
+// metricsOnly skips what a report does not read of a run: the schedule and the rolled raw
+// parts (it reads the manifest, metrics/ and raw/'s small files).
+var metricsOnly = []string{"schedule/", "raw/requests-", "raw/chunks-", "raw/segments-"}
 
 // stageRun returns run as the command works on it. For an s3:// URL it downloads the run's
 // files (but those starting with a prefix in skip) into a new staging directory; with write, it
@@ -119,15 +114,6 @@ func dirs(runs []*stagedRun) []string {
 		d[i] = r.Dir
 	}
 	return d
-}
-
-// Sync uploads the finished files the command has written so far (not the manifest): capture
-// calls it while it measures. A local run needs nothing.
-func (s *stagedRun) Sync(ctx context.Context) error {
-	if s.mirror == nil {
-		return nil
-	}
-	return s.mirror.Sync(ctx, false)
 }
 
 // finish uploads what the command wrote, the manifest last, releases the run's lock and
@@ -255,7 +241,8 @@ func (s *stagedRun) Watch(ctx context.Context) (stop func()) {
 }
 
 // lowerThreadPriority locks the calling goroutine to its thread and gives that thread nice 19,
-// so that the uploads it starts yield to the coordinator and workers.
+// so that the uploads it starts yield to the coordinator and workers. The goroutine never
+// unlocks: when it returns, its thread exits with it instead of serving others at nice 19.
 func lowerThreadPriority() {
 	runtime.LockOSThread()
 	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
