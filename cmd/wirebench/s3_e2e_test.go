@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -261,5 +262,36 @@ func TestS3UploadFailureKeepsTheRun(t *testing.T) {
 	}
 	if parts == 0 {
 		t.Errorf("the bucket holds no part: %v", objs)
+	}
+}
+
+// TestS3Search runs a two-step search with -o s3://...: the bucket holds search.json and each
+// step's run, whole (manifest, metrics), which report then draws from the bucket.
+func TestS3Search(t *testing.T) {
+	srv, _ := s3Env(t)
+	url := startSim(t, "--ttft", "5ms", "--itl", "2ms")
+	cfg := filepath.Join(t.TempDir(), "search.yaml")
+	writeFile(t, cfg, `name: search-s3
+target: {url: "`+url+`", api: completions, model: sim, ignore_eos: true}
+workload: {synthetic: {input: {kind: fixed, value: 8}, output: {kind: fixed, value: 4}}}
+slo: {ttft: 1s}
+search: {min_rate: 2, max_rate: 4, duration: 1s, max_steps: 2}
+`)
+	dir := "s3://" + srv.Bucket + "/searches/one"
+	stdout, stderr, err := wirebench(t, 4*time.Minute, "search", cfg, "-o", dir, "--workers", "1", "--tap", "off", "--quiet")
+	if err != nil {
+		t.Fatalf("search -o %s: %v\nstdout:\n%s\nstderr:\n%s", dir, err, stdout, stderr)
+	}
+	local := fetch(t, dir)
+	var rec schemas.SearchRecord
+	if b, err := os.ReadFile(filepath.Join(local, "search.json")); err != nil || json.Unmarshal(b, &rec) != nil || len(rec.Steps) == 0 {
+		t.Fatalf("search.json from the bucket: %v, %+v; want its steps", err, rec)
+	}
+	step := dir + "/" + rec.Steps[0].Dir
+	if m := readManifest(t, filepath.Join(local, rec.Steps[0].Dir)); m.Status != schemas.StatusComplete {
+		t.Errorf("step %s's manifest in the bucket: status %q; want complete", step, m.Status)
+	}
+	if out, stderr, err := wirebench(t, time.Minute, "report", step, "-o", t.TempDir()); err != nil || !strings.Contains(out, "stage") {
+		t.Errorf("report %s: %v\n%s\n%s", step, err, out, stderr)
 	}
 }

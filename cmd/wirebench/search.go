@@ -14,7 +14,7 @@ import (
 // hold, one run directory per step.
 type SearchCmd struct {
 	Config      string       `arg:"" type:"existingfile" help:"Run config (YAML) with a search section (min_rate, max_rate; goodput, precision, duration, arrival, max_steps)."`
-	Out         string       `short:"o" required:"" placeholder:"DIR" help:"Search directory to create: DIR/step-NN (one run each), DIR/search.json, DIR/summary.md."`
+	Out         string       `short:"o" required:"" placeholder:"DIR" help:"Search directory to create: DIR/step-NN (one run each), DIR/search.json, DIR/summary.md; or s3://BUCKET/PREFIX, uploaded when the search ends."`
 	Target      string       `placeholder:"URL" help:"Base URL of the server under test; overrides target.url of the config."`
 	Calibration string       `placeholder:"FILE" help:"A calibrate DIR/calibration.json of this machine: the search says so when search.max_rate is past its faithful rate."`
 	Capture     CaptureFlags `embed:""`
@@ -32,7 +32,7 @@ search.precision of each other; a step already certain to fail (more misses than
 allows) is stopped early. See docs/design/search.md.`
 }
 
-func (c *SearchCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) error {
+func (c *SearchCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) (err error) {
 	args := os.Args[1:]
 	ccfg, err := c.Capture.config("", c.Target, args, lf)
 	if err != nil {
@@ -43,7 +43,12 @@ func (c *SearchCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) erro
 		return err
 	}
 	defer stopLive()
-	cfg := search.Config{ConfigPath: c.Config, Dir: c.Out, Target: c.Target, Calibration: c.Calibration, Capture: ccfg,
+	dir, err := stageRun(ctx, c.Out, true, args, log)
+	if err != nil {
+		return err
+	}
+	defer finishRun(ctx, dir, &err, log)
+	cfg := search.Config{ConfigPath: c.Config, Dir: dir.Dir, Target: c.Target, Calibration: c.Calibration, Capture: ccfg,
 		ToolVersion: Version(), Args: args, Out: os.Stdout}
 	_, err = search.Run(ctx, cfg, log)
 	if errors.Is(err, capture.ErrInterrupted) {

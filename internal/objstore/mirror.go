@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,8 +57,8 @@ type fileState struct {
 
 // Mirror uploads the files of a local run directory to a Store. Files appear in a run
 // directory under their final names only when complete (schemas.Writer), so any file Sync
-// sees is whole; the manifest goes last, in Sync's final pass only, so that a reader of the
-// store finds a manifest only beside the files it lists.
+// sees is whole; manifests go last, in Sync's final pass only, so that a reader of the store
+// finds a manifest only beside the files it lists.
 type Mirror struct {
 	st       Store
 	dir      string
@@ -86,16 +87,19 @@ func (m *Mirror) stat(name string) (fileState, bool) {
 	return fileState{size: st.Size(), mtime: st.ModTime()}, true
 }
 
-// Sync uploads every new or changed file of the directory but the manifest. With final, it
+// isManifest says whether name is a manifest: the run's, or a search step's (step-NN/).
+func isManifest(name string) bool { return path.Base(name) == schemas.ManifestName }
+
+// Sync uploads every new or changed file of the directory but the manifests. With final, it
 // then removes from the store the files the command removed (a run replaced with --force)
-// and uploads the manifest last. A failed upload is retried by the next Sync.
+// and uploads the manifests last. A failed upload is retried by the next Sync.
 func (m *Mirror) Sync(ctx context.Context, final bool) error {
 	names, err := m.files()
 	if err != nil {
 		return err
 	}
 	for _, name := range names {
-		if name == schemas.ManifestName {
+		if isManifest(name) {
 			continue
 		}
 		if err := m.put(ctx, name); err != nil {
@@ -115,8 +119,12 @@ func (m *Mirror) Sync(ctx context.Context, final bool) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if slices.Contains(names, schemas.ManifestName) {
-		return m.put(ctx, schemas.ManifestName)
+	for _, name := range names {
+		if isManifest(name) {
+			if err := m.put(ctx, name); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -55,12 +55,15 @@ func TestMirrorUploadsPartsAsTheyComeAndTheManifestLast(t *testing.T) {
 		t.Errorf("first Sync(false) did %q; want %q (no manifest, no hidden file)", remote.ops, want)
 	}
 	write(t, local, "raw/requests-w00-0001.parquet", "part 1")
+	write(t, local, "step-00/manifest.json", "{}") // a search step's run, walked before its files
+	write(t, local, "step-00/raw/requests-w00-0000.parquet", "step part")
 	if err := m.Sync(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"put raw/requests-w00-0000.parquet", "put raw/requests-w00-0001.parquet", "put manifest.json"}
+	want := []string{"put raw/requests-w00-0000.parquet", "put raw/requests-w00-0001.parquet", "put step-00/raw/requests-w00-0000.parquet",
+		"put manifest.json", "put step-00/manifest.json"}
 	if !slices.Equal(remote.ops, want) {
-		t.Errorf("after Sync(true): %q; want %q (each file once, the manifest last)", remote.ops, want)
+		t.Errorf("after Sync(true): %q; want %q (each file once, the manifests last)", remote.ops, want)
 	}
 }
 
