@@ -13,6 +13,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/wirebench/wirebench/internal/redact"
 )
 
 // The environment S3 reads, as the AWS CLI and SDKs read it. Credentials come from
@@ -52,6 +54,8 @@ func OpenS3(rawURL string) (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Whatever prints an error of the client's, the secrets never show (internal/redact).
+	redact.Add(os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"))
 	region := os.Getenv(EnvRegion)
 	if region == "" {
 		region = os.Getenv("AWS_DEFAULT_REGION")
