@@ -23,7 +23,7 @@ var notGo = map[string]bool{
 	// units, products and formats
 	"KiB": true, "MiB": true, "GiB": true, "WxH": true, "OpenAI": true, "DuckDB": true,
 	"JavaScript": true, "DevTools": true, "GitHub": true, "DeepSeek": true, "WebSocket": true,
-	"ShareGPT": true, "BurstGPT": true, "ByteLevel": true, "QoS": true,
+	"ShareGPT": true, "BurstGPT": true, "ByteLevel": true, "QoS": true, "MinIO": true,
 	// kernel counters, CSV columns and Kubernetes fields the comments quote
 	"ListenOverflows": true, "TcpExt": true, "ContextTokens": true, "GeneratedTokens": true,
 	"FailJob": true,
