@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/internal/objstore"
 	"github.com/wirebench/wirebench/internal/redact"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
@@ -37,9 +38,10 @@ type K8sCmd struct {
 	CPUs         int           `name:"cpus" default:"4" help:"CPUs of each capture pod (requests = limits); capture runs one pinned worker per CPU."`
 	Memory       string        `default:"4Gi" help:"Memory of each capture pod (requests = limits)."`
 	Claim        string        `default:"wirebench-data" placeholder:"NAME" help:"The ReadWriteMany PersistentVolumeClaim every step mounts at /data (several runs may share one)."`
-	Storage      string        `default:"20Gi" help:"Size the claim requests."`
+	Storage      string        `default:"20Gi" placeholder:"SIZE|URL" help:"Size the claim requests, or s3://BUCKET/PREFIX: the run lives in object storage (PREFIX/NAME/run, PREFIX/NAME/hosts/<index>), no claim is written and each pod keeps its local copies in a volume of its own (emptyDir)."`
 	StorageClass string        `placeholder:"NAME" help:"storageClassName of the claim (default: the cluster's default class)."`
 	APIKeySecret string        `placeholder:"NAME" help:"Secret holding the API key under the key named by the config's target.api_key_env (required when the config names one)."`
+	S3Secret     string        `name:"s3-secret" placeholder:"NAME" help:"With --storage s3://...: the Secret whose keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and, where present, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3, WIREBENCH_S3_ADDRESSING) become every pod's variables of those names. Without it the pods use their service account's role (EKS IRSA, GKE workload identity)."`
 	AggMemory    string        `name:"aggregate-memory" default:"4Gi" help:"Memory of the aggregate container (requests = limits): it peaked at 636-675 MB on 6 M requests from 20 hosts and grows by up to about 80 bytes a request (docs/measurements.md)."`
 	DrainTimeout time.Duration `default:"30s" help:"capture --drain-timeout: after SIGTERM, how long a capture pod waits for requests in flight; its termination grace period is this plus 30s."`
 	MetricsPort  int           `default:"9464" help:"Port of each capture pod's live metrics (capture --metrics-listen :PORT), with prometheus.io/scrape annotations on the pods; 0: none."`
@@ -67,7 +69,12 @@ const k8sGraceExtra = 30 * time.Second
 //go:embed k8s.tmpl
 var k8sTemplate string
 
-var k8sTmpl = template.Must(template.New("k8s").Funcs(template.FuncMap{"q": yamlQuote, "labels": k8sLabels}).Parse(k8sTemplate))
+var k8sTmpl = template.Must(template.New("k8s").Funcs(template.FuncMap{"q": yamlQuote, "labels": k8sLabels, "s3keys": s3Keys}).Parse(k8sTemplate))
+
+// s3Keys are the variables --s3-secret gives the pods, the first two required.
+func s3Keys() []string {
+	return []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", objstore.EnvRegion, objstore.EnvEndpointS3, objstore.EnvAddressing}
+}
 
 // k8sRun is what the templates read: the checked flags and what follows from them.
 type k8sRun struct {
@@ -82,6 +89,9 @@ type k8sRun struct {
 	GraceSeconds     int64
 	AggregateMemory  string
 	AggregateCommand []string
+	S3               bool   // --storage s3://...: no claim; the pods' /data is their own emptyDir
+	RunDir           string // the replay's and the merged run: /data/NAME/run or s3://.../NAME/run
+	HostsDir         string // the parent of the capture hosts' run directories
 }
 
 func (c *K8sCmd) Run(ctx context.Context, log *slog.Logger) error {
@@ -146,11 +156,12 @@ func (c *K8sCmd) plan(now time.Time) (*k8sRun, error) {
 		bad("--cpus %d: want >= 1", c.CPUs)
 	}
 	for _, q := range [][2]string{{"--memory", c.Memory}, {"--storage", c.Storage}, {"--aggregate-memory", c.AggMemory}} {
-		if !quantity.MatchString(q[1]) {
+		if !quantity.MatchString(q[1]) && (q[0] != "--storage" || !objstore.IsURL(q[1])) {
 			bad("%s %q: want a Kubernetes quantity such as 4Gi or 500M", q[0], q[1])
 		}
 	}
-	for _, n := range [][2]string{{"--claim", c.Claim}, {"--storage-class", c.StorageClass}, {"--api-key-secret", c.APIKeySecret}} {
+	errs = append(errs, c.checkStorage()...)
+	for _, n := range [][2]string{{"--claim", c.Claim}, {"--storage-class", c.StorageClass}, {"--api-key-secret", c.APIKeySecret}, {"--s3-secret", c.S3Secret}} {
 		if (n[1] != "" || n[0] == "--claim") && (!dnsSubdomain.MatchString(n[1]) || len(n[1]) > 253) {
 			bad("%s %q: want a Kubernetes object name (lower-case letters, digits, '-' and '.')", n[0], n[1])
 		}
@@ -178,6 +189,24 @@ func (c *K8sCmd) plan(now time.Time) (*k8sRun, error) {
 		return nil, errors.Join(errs...)
 	}
 	return c.fill(cfg, start)
+}
+
+// checkStorage checks what --storage s3://... asks of the other flags.
+func (c *K8sCmd) checkStorage() []error {
+	if !objstore.IsURL(c.Storage) {
+		if c.S3Secret != "" {
+			return []error{fmt.Errorf("--s3-secret %s: --storage %s is a claim's size, not s3://BUCKET/PREFIX", c.S3Secret, c.Storage)}
+		}
+		return nil
+	}
+	var errs []error
+	if _, err := objstore.ParseURL(c.Storage); err != nil {
+		errs = append(errs, fmt.Errorf("--storage %w", err))
+	}
+	if c.StorageClass != "" {
+		errs = append(errs, fmt.Errorf("--storage-class %s: --storage %s writes no claim", c.StorageClass, c.Storage))
+	}
+	return errs
 }
 
 // k8sStartAt reads --start-at: RFC 3339 or unix ns as capture takes it, or +DURATION from now
@@ -260,17 +289,21 @@ func (c *K8sCmd) fill(cfg *schemas.Config, start time.Time) (*k8sRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	runDir := "/data/" + c.RunID + "/run"
+	base := "/data/" + c.RunID
+	if objstore.IsURL(c.Storage) {
+		base = strings.TrimSuffix(c.Storage, "/") + "/" + c.RunID
+	}
+	runDir := base + "/run"
 	r := &k8sRun{K8sCmd: c, StartAt: start.Format(time.RFC3339Nano), ConfigHeader: header, ConfigText: body,
 		APIKeyEnv: cfg.Target.APIKeyEnv, GraceSeconds: int64(math.Ceil((c.DrainTimeout + k8sGraceExtra).Seconds())),
-		AggregateMemory: c.AggMemory}
+		AggregateMemory: c.AggMemory, S3: objstore.IsURL(c.Storage), RunDir: runDir, HostsDir: base + "/hosts"}
 	r.ReplayCommand = []string{"wirebench", "replay", "/config/config.yaml", "-o", runDir, "--force"}
 	if c.Target != "" {
 		r.ReplayCommand = append(r.ReplayCommand, "--target", c.Target)
 	}
 	var hosts []string
 	for i := range c.Hosts {
-		hosts = append(hosts, fmt.Sprintf("/data/%s/hosts/%d", c.RunID, i))
+		hosts = append(hosts, fmt.Sprintf("%s/%d", r.HostsDir, i))
 	}
 	r.HostsCommand = slices.Concat([]string{"wirebench", "host-dirs", "--from", runDir}, hosts)
 	r.AggregateCommand = slices.Concat([]string{"wirebench", "aggregate"}, hosts, []string{"-o", runDir})
@@ -311,12 +344,19 @@ func (c *K8sCmd) command(start string) string {
 	if c.Target != "" {
 		args = append(args, "--target", c.Target)
 	}
-	args = append(args, "--cpus", strconv.Itoa(c.CPUs), "--memory", c.Memory, "--claim", c.Claim, "--storage", c.Storage, "--aggregate-memory", c.AggMemory)
+	args = append(args, "--cpus", strconv.Itoa(c.CPUs), "--memory", c.Memory)
+	if !objstore.IsURL(c.Storage) {
+		args = append(args, "--claim", c.Claim)
+	}
+	args = append(args, "--storage", c.Storage, "--aggregate-memory", c.AggMemory)
 	if c.StorageClass != "" {
 		args = append(args, "--storage-class", c.StorageClass)
 	}
 	if c.APIKeySecret != "" {
 		args = append(args, "--api-key-secret", c.APIKeySecret)
+	}
+	if c.S3Secret != "" {
+		args = append(args, "--s3-secret", c.S3Secret)
 	}
 	args = append(args, "--drain-timeout", c.DrainTimeout.String(), "--metrics-port", strconv.Itoa(c.MetricsPort))
 	var parts []string
@@ -360,35 +400,55 @@ func k8sLabels(run, component string, indent int) string {
 // HostDirsCmd is `wirebench host-dirs`, which the manifests run where a shell script would make
 // the capture hosts' run directories: the image has no shell.
 type HostDirsCmd struct {
-	From string   `required:"" placeholder:"RUN" help:"The replay's run directory."`
-	Dirs []string `arg:"" placeholder:"DIR" help:"Host run directories to make afresh."`
+	From string   `required:"" placeholder:"RUN" help:"The replay's run directory (or s3://BUCKET/PREFIX)."`
+	Dirs []string `arg:"" placeholder:"DIR" help:"Host run directories (or s3:// URLs) to make afresh."`
 }
 
 // Run makes each directory afresh: the replay's manifest copied (capture rewrites it), its
 // schedule linked by a relative path (read only; a copy per host would multiply the prompts).
+// In object storage, where nothing links, each host's directory gets a copy of the schedule.
 func (c *HostDirsCmd) Run(ctx context.Context, log *slog.Logger) error {
-	manifest, err := os.ReadFile(filepath.Join(c.From, schemas.ManifestName))
+	from, err := stageRun(ctx, c.From, false, nil, log, "raw/", "metrics/", "report/")
+	if err != nil {
+		return err
+	}
+	defer from.discard()
+	manifest, err := os.ReadFile(filepath.Join(from.Dir, schemas.ManifestName))
 	if err != nil {
 		return err
 	}
 	for _, d := range c.Dirs {
-		link, err := filepath.Rel(d, filepath.Join(c.From, "schedule"))
-		if err != nil {
-			return fmt.Errorf("host directory %s: %w", d, err)
-		}
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-		if err := schemas.WriteFileAtomic(filepath.Join(d, schemas.ManifestName), manifest); err != nil {
-			return err
-		}
-		if err := os.Symlink(link, filepath.Join(d, "schedule")); err != nil {
+		if err := makeHostDir(ctx, from.Dir, d, manifest, log); err != nil {
 			return err
 		}
 	}
 	log.Info("made the host directories", "from", c.From, "dirs", len(c.Dirs))
 	return nil
+}
+
+// makeHostDir makes the host directory dir afresh from the replay in the local directory from.
+func makeHostDir(ctx context.Context, from, dir string, manifest []byte, log *slog.Logger) (err error) {
+	run, err := stageRun(ctx, dir, true, os.Args[1:], log, noFiles...)
+	if err != nil {
+		return err
+	}
+	defer finishRun(ctx, run, &err, log)
+	if err := run.Clear(ctx); err != nil {
+		return err
+	}
+	d := run.Dir
+	link, err := filepath.Rel(d, filepath.Join(from, "schedule"))
+	if err != nil {
+		return fmt.Errorf("host directory %s: %w", dir, err)
+	}
+	if err := os.RemoveAll(d); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return err
+	}
+	if err := schemas.WriteFileAtomic(filepath.Join(d, schemas.ManifestName), manifest); err != nil {
+		return err
+	}
+	return os.Symlink(link, filepath.Join(d, "schedule"))
 }

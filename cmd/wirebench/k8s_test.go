@@ -20,11 +20,11 @@ import (
 // k8sNow is the "now" of the tests: before the examples' start time.
 var k8sNow = time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
 
-// exampleCommand reads the command line from the header of examples/k8s/00-volume.yaml (its
-// comment lines joined, line continuations dropped), relative to the repository root.
-func exampleCommand(t *testing.T) []string {
+// exampleCommand reads the command line from the header of dir/00-volume.yaml (its comment
+// lines joined, line continuations dropped), dir relative to the repository root.
+func exampleCommand(t *testing.T, dir string) []string {
 	t.Helper()
-	b, err := os.ReadFile("examples/k8s/00-volume.yaml")
+	b, err := os.ReadFile(filepath.Join(dir, "00-volume.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func exampleCommand(t *testing.T) []string {
 		cmd = append(cmd, strings.Fields(strings.TrimSuffix(text, "\\"))...)
 	}
 	if len(cmd) < 3 {
-		t.Fatalf("examples/k8s/00-volume.yaml: no `wirebench k8s ...` command in its header")
+		t.Fatalf("%s/00-volume.yaml: no `wirebench k8s ...` command in its header", dir)
 	}
 	return cmd[2:]
 }
@@ -63,23 +63,31 @@ func parseK8s(t *testing.T, args []string) *K8sCmd {
 	return &cli.K8s
 }
 
-// TestK8sExamplesUpToDate: the checked-in manifests are exactly what the command in their
-// header writes, so they cannot drift from the generator.
+// TestK8sExamplesUpToDate: the checked-in manifests (on a shared volume in examples/k8s, in
+// object storage in examples/k8s/s3) are exactly what the command in their header writes, so
+// they cannot drift from the generator.
 func TestK8sExamplesUpToDate(t *testing.T) {
 	t.Chdir("../..")
-	args := exampleCommand(t)
+	for _, dir := range []string{"examples/k8s", "examples/k8s/s3"} {
+		checkK8sExample(t, dir)
+	}
+}
+
+func checkK8sExample(t *testing.T, dir string) {
+	t.Helper()
+	args := exampleCommand(t, dir)
 	files, err := parseK8s(t, args).render(k8sNow)
 	if err != nil {
 		t.Fatalf("k8s %v: %v", args, err)
 	}
 	for i, name := range k8sFiles {
-		path := filepath.Join("examples/k8s", name)
+		path := filepath.Join(dir, name)
 		want, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(files[i], want) {
-			t.Errorf("%s differs from `wirebench k8s %s`: regenerate it with that command and -o examples/k8s\ngot:\n%s", path, strings.Join(args, " "), files[i])
+			t.Errorf("%s differs from `wirebench k8s %s`: regenerate it with that command and -o %s\ngot:\n%s", path, strings.Join(args, " "), dir, files[i])
 		}
 	}
 }
@@ -140,6 +148,11 @@ func TestK8sFlagErrors(t *testing.T) {
 		{"header from a variable", strings.Replace(k8sConfig, "model: m", `model: m, headers: {X-Api-Key: "${TOK}"}`, 1), nil, "target.headers.X-Api-Key reads ${TOK}, which the pods do not have"},
 		{"password in the config's URL", strings.Replace(k8sConfig, "http://", "http://u:pw@", 1), nil, "target.url holds a secret"},
 		{"password in --target", "", func(c *K8sCmd) { c.Target = "http://u:pw@server.ns.svc:8000" }, "--target: a user:password would be written into the replay Job"},
+		{"storage neither size nor URL", "", func(c *K8sCmd) { c.Storage = "gs://b/p" }, `--storage "gs://b/p": want a Kubernetes quantity`},
+		{"storage URL without bucket", "", func(c *K8sCmd) { c.Storage = "s3:///p" }, `--storage "s3:///p": want s3://BUCKET/PREFIX`},
+		{"storage class for no claim", "", func(c *K8sCmd) { c.Storage, c.StorageClass = "s3://b/p", "nfs" }, "--storage-class nfs: --storage s3://b/p writes no claim"},
+		{"s3 secret with a claim", "", func(c *K8sCmd) { c.S3Secret = "creds" }, "--s3-secret creds: --storage 1Gi is a claim's size"},
+		{"s3 secret upper-case", "", func(c *K8sCmd) { c.Storage, c.S3Secret = "s3://b/p", "Creds" }, `--s3-secret "Creds"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -236,6 +249,39 @@ func TestK8sRender(t *testing.T) {
 	for i, want := range []int{0, 1, 1, 0} {
 		if got := strings.Count(string(files[i]), key); got != want {
 			t.Errorf("%s has the API key %d times; want %d", k8sFiles[i], got, want)
+		}
+	}
+}
+
+// TestK8sRenderS3: with --storage s3://..., no claim; each pod's /data is an emptyDir of its
+// own holding its local copies; every container reads the credentials from --s3-secret; every
+// command names the run by its URL.
+func TestK8sRenderS3(t *testing.T) {
+	c := validK8s(t, k8sConfig)
+	c.Storage, c.S3Secret = "s3://bench/runs/", "s3-creds"
+	files, err := c.render(k8sNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := string(bytes.Join(files, nil))
+	for _, tc := range []struct {
+		text string
+		n    int
+	}{
+		{"PersistentVolumeClaim", 0},
+		{"persistentVolumeClaim", 0},
+		{"/data/r1", 0},
+		{"emptyDir: {}", 3},                                       // a volume of its own in each Job's pods
+		{"{name: WIREBENCH_STAGING, value: /data}", 6},            // replay, hosts, host, capture, aggregate, report
+		{`key: AWS_SECRET_ACCESS_KEY}}}`, 6},                      // required
+		{`key: AWS_ENDPOINT_URL_S3, optional: true}}}`, 6},        // optional
+		{`"s3://bench/runs/r1/hosts/$(JOB_COMPLETION_INDEX)"`, 2}, // host-dirs and capture
+		{`- "s3://bench/runs/r1/hosts/2"`, 2},                     // the replay's host-dirs and aggregate
+		{`["wirebench", "report", "s3://bench/runs/r1/run"]`, 1},
+		{"--storage s3://bench/runs/ --aggregate-memory 2Gi --s3-secret s3-creds", 1}, // the header's command, no --claim
+	} {
+		if got := strings.Count(all, tc.text); got != tc.n {
+			t.Errorf("manifests hold %q %d times; want %d", tc.text, got, tc.n)
 		}
 	}
 }

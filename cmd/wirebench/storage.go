@@ -37,6 +37,9 @@ type stagedRun struct {
 // parts (it reads the manifest, metrics/ and raw/'s small files).
 var metricsOnly = []string{"schedule/", "raw/requests-", "raw/chunks-", "raw/segments-"}
 
+// noFiles skips every file: a run a command makes afresh (Clear removes what the store held).
+var noFiles = []string{""}
+
 // stageRun returns run as the command works on it. For an s3:// URL it downloads the run's
 // files (but those starting with a prefix in skip) into a new staging directory; with write, it
 // first takes the run's lock in the store, and finish uploads what the command wrote.
@@ -114,6 +117,27 @@ func dirs(runs []*stagedRun) []string {
 		d[i] = r.Dir
 	}
 	return d
+}
+
+// Clear removes every file of the run from its store (not the lock): a command that makes the
+// run afresh. A local run needs nothing: the command removes the directory itself.
+func (s *stagedRun) Clear(ctx context.Context) error {
+	if s.store == nil {
+		return nil
+	}
+	objs, err := s.store.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if objstore.Local(o.Name) {
+			continue
+		}
+		if err := s.store.Remove(ctx, o.Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finish uploads what the command wrote, the manifest last, releases the run's lock and

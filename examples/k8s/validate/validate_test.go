@@ -64,6 +64,8 @@ type run struct {
 	config string // the config file's text
 	caps   bool   // --capture-caps
 	noLive bool   // --metrics-port 0
+	s3     string // --storage s3://BUCKET/PREFIX, else "" (a claim)
+	secret string // --s3-secret
 }
 
 // metricsPort is the capture pods' live metrics port: the default, or 0 with --metrics-port 0.
@@ -74,8 +76,16 @@ func (r run) metricsPort() int {
 	return 9464
 }
 
-func (r run) runDir() string          { return "/data/" + r.id + "/run" }
-func (r run) hostDir(i int) string    { return "/data/" + r.id + "/hosts/" + strconv.Itoa(i) }
+// base is where the run lives: /data/ID on the claim, or PREFIX/ID in object storage.
+func (r run) base() string {
+	if r.s3 != "" {
+		return strings.TrimSuffix(r.s3, "/") + "/" + r.id
+	}
+	return "/data/" + r.id
+}
+
+func (r run) runDir() string          { return r.base() + "/run" }
+func (r run) hostDir(i int) string    { return r.base() + "/hosts/" + strconv.Itoa(i) }
 func (r run) name(comp string) string { return "wirebench-" + r.id + "-" + comp }
 
 // generate runs `wirebench k8s ARGS` and returns its stdout.
@@ -146,6 +156,29 @@ func TestExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRun(t, o, run{id: "example", hosts: 4, start: "2030-01-01T00:00:00Z", config: string(config)})
+}
+
+// TestExamplesS3 parses the checked-in examples of a run in object storage (examples/k8s/s3).
+func TestExamplesS3(t *testing.T) {
+	var o objects
+	files, _ := filepath.Glob("../s3/*.yaml")
+	if len(files) != 4 {
+		t.Fatalf("examples/k8s/s3 holds %d manifests; want 4", len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := parse(f, b, &o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config, err := os.ReadFile("../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, o, run{id: "example", hosts: 4, start: "2030-01-01T00:00:00Z", config: string(config), s3: "s3://bench-runs/wirebench", secret: "wirebench-s3"})
 }
 
 // TestGenerated parses the generator's output for several host counts.
@@ -236,12 +269,20 @@ func TestStrict(t *testing.T) {
 // before it wrote, on the volume it mounts.
 func checkRun(t *testing.T, o objects, r run) {
 	t.Helper()
-	if len(o.claims) != 1 || len(o.configs) != 1 || len(o.jobs) != 3 {
-		t.Fatalf("%d claims, %d config maps, jobs %v; want 1, 1 and replay, capture, report", len(o.claims), len(o.configs), keys(o.jobs))
+	claims := 1
+	if r.s3 != "" {
+		claims = 0 // the run lives in object storage: no shared volume
 	}
-	claim, cm := o.claims[0], o.configs[0]
-	if !slices.Equal(claim.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}) || claim.Spec.Resources.Requests.Storage().Sign() <= 0 {
-		t.Errorf("claim: accessModes %v storage %v; want [ReadWriteMany] (several pods write) and a size", claim.Spec.AccessModes, claim.Spec.Resources.Requests.Storage())
+	if len(o.claims) != claims || len(o.configs) != 1 || len(o.jobs) != 3 {
+		t.Fatalf("%d claims, %d config maps, jobs %v; want %d, 1 and replay, capture, report", len(o.claims), len(o.configs), keys(o.jobs), claims)
+	}
+	cm, claimName := o.configs[0], ""
+	if claims == 1 {
+		claim := o.claims[0]
+		claimName = claim.Name
+		if !slices.Equal(claim.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}) || claim.Spec.Resources.Requests.Storage().Sign() <= 0 {
+			t.Errorf("claim: accessModes %v storage %v; want [ReadWriteMany] (several pods write) and a size", claim.Spec.AccessModes, claim.Spec.Resources.Requests.Storage())
+		}
 	}
 	if cm.Name != r.name("config") || strings.TrimRight(cm.Data["config.yaml"], "\n") != strings.TrimRight(r.config, "\n") {
 		t.Errorf("config map %s config.yaml:\n%s\nwant %s holding the config:\n%s", cm.Name, cm.Data["config.yaml"], r.name("config"), r.config)
@@ -253,7 +294,8 @@ func checkRun(t *testing.T, o objects, r run) {
 		if err := checkPod(j); err != nil {
 			t.Errorf("job %s: %v", j.Name, err)
 		}
-		checkVolumes(t, j, claim.Name, cm.Name)
+		checkVolumes(t, j, claimName, cm.Name)
+		checkS3Env(t, j, r)
 		checkLabels(t, j, r.id, comp)
 	}
 	checkReplay(t, o.jobs["replay"], r)
@@ -279,13 +321,15 @@ func checkLabels(t *testing.T, j *batchv1.Job, id, comp string) {
 	}
 }
 
-// checkVolumes: the data volume is the claim, the config volume the config map, and every path
-// under /data or /config a container's command names is under one of its mounts.
+// checkVolumes: the data volume is the claim (with none, an emptyDir of the pod's own), the
+// config volume the config map, and every path under /data or /config a container's command
+// names is under one of its mounts.
 func checkVolumes(t *testing.T, j *batchv1.Job, claim, cm string) {
 	t.Helper()
 	spec := j.Spec.Template.Spec
 	for _, v := range spec.Volumes {
 		switch {
+		case v.Name == "data" && claim == "" && v.EmptyDir != nil && v.PersistentVolumeClaim == nil:
 		case v.Name == "data" && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim:
 		case v.Name == "config" && v.ConfigMap != nil && v.ConfigMap.Name == cm:
 		default:
@@ -297,6 +341,34 @@ func checkVolumes(t *testing.T, j *batchv1.Job, claim, cm string) {
 			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return under(p, m.MountPath) }) {
 				t.Errorf("job %s container %s uses %s, under none of its mounts %v", j.Name, c.Name, p, c.VolumeMounts)
 			}
+		}
+	}
+}
+
+// checkS3Env: with the run in object storage, every container keeps its local copies in /data
+// (WIREBENCH_STAGING) and, with --s3-secret, reads the credentials from that Secret under the
+// variables' own names; on a claim, none of it.
+func checkS3Env(t *testing.T, j *batchv1.Job, r run) {
+	t.Helper()
+	spec := j.Spec.Template.Spec
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		env := map[string]corev1.EnvVar{}
+		for _, e := range c.Env {
+			env[e.Name] = e
+		}
+		staging, key := env["WIREBENCH_STAGING"], env["AWS_SECRET_ACCESS_KEY"]
+		if r.s3 == "" {
+			if staging.Name != "" || key.Name != "" {
+				t.Errorf("job %s container %s has object-storage variables, for a run on a claim", j.Name, c.Name)
+			}
+			continue
+		}
+		if staging.Value != "/data" || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/data" }) {
+			t.Errorf("job %s container %s: WIREBENCH_STAGING %q, mounts %v; want /data, mounted", j.Name, c.Name, staging.Value, c.VolumeMounts)
+		}
+		ref := key.ValueFrom
+		if r.secret != "" && (ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != r.secret || ref.SecretKeyRef.Key != "AWS_SECRET_ACCESS_KEY" || ref.SecretKeyRef.Optional != nil) {
+			t.Errorf("job %s container %s: AWS_SECRET_ACCESS_KEY %+v; want it from secret %s, key AWS_SECRET_ACCESS_KEY, required", j.Name, c.Name, key, r.secret)
 		}
 	}
 }
@@ -390,7 +462,7 @@ func checkCapture(t *testing.T, j *batchv1.Job, r run) {
 	}
 	c := pod.Containers[0]
 	// The pod's run directory: hosts/<index>, made afresh from the replay's; then capture in it.
-	host := "/data/" + r.id + "/hosts/$(JOB_COMPLETION_INDEX)"
+	host := r.base() + "/hosts/$(JOB_COMPLETION_INDEX)"
 	if got, want := command(pod.InitContainers[0]), []string{"wirebench", "host-dirs", "--from", r.runDir(), host}; !slices.Equal(got, want) {
 		t.Errorf("capture's init command %q; want %q", got, want)
 	}
