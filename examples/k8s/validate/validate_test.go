@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -576,7 +577,7 @@ func TestPodCommands(t *testing.T) {
 	o := mustParse(t, "stdout", generate(t, "--config", cfg, "--run-id", "e2e", "--hosts", "2", "--start-at", "+1h", "--target", "http://server.test:8000"))
 	sim := startSim(t)
 	t.Run("both pods", func(t *testing.T) {
-		m, out := runPods(t, o, sim, 0, 1)
+		m, out := runPods(t, o, volumeSite(t, sim), 0, 1)
 		// Both shards together sent the whole schedule, and aggregate read both.
 		want := fmt.Sprintf(": %d requests, %d ok,", m.Stages[0].Requests, m.Stages[0].Requests)
 		if m.Status != "complete" || !strings.Contains(out, want) {
@@ -584,11 +585,79 @@ func TestPodCommands(t *testing.T) {
 		}
 	})
 	t.Run("pod 1 never runs", func(t *testing.T) {
-		m, _ := runPods(t, o, sim, 0)
+		m, _ := runPods(t, o, volumeSite(t, sim), 0)
 		if m.Status == "complete" || !slices.ContainsFunc(m.Missing, func(s string) bool { return strings.Contains(s, "shard 1/2") }) {
 			t.Errorf("merged status %q, missing %q; want not complete, and shard 1/2 named missing", m.Status, m.Missing)
 		}
 	})
+}
+
+// TestPodCommandsS3 runs the pods' commands of a run in object storage (--storage s3://...)
+// against a real S3 server on loopback (versitygw with its posix backend, whose objects are
+// files on disk the test reads), as TestPodCommands does on a claim: the pods share nothing
+// but the bucket, each keeping its local copies in a directory of its own.
+func TestPodCommandsS3(t *testing.T) {
+	endpoint, objects := startS3(t)
+	cfg, _ := writeConfig(t, "")
+	o := mustParse(t, "stdout", generate(t, "--config", cfg, "--run-id", "e2e", "--hosts", "2", "--start-at", "+1h", "--target", "http://server.test:8000",
+		"--storage", "s3://runs/sweeps", "--s3-secret", "s3-creds"))
+	root := t.TempDir()
+	s := site{root: root, run: filepath.Join(objects, "runs", "sweeps", "e2e"),
+		swap: strings.NewReplacer("/config/", root+"/config/", "http://server.test:8000", startSim(t), ":9464", "127.0.0.1:0"),
+		env: map[string]string{"WIREBENCH_STAGING": t.TempDir(), "AWS_ACCESS_KEY_ID": "k8s-test", "AWS_SECRET_ACCESS_KEY": "k8s-test-secret",
+			"AWS_SESSION_TOKEN": "", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL_S3": endpoint, "WIREBENCH_S3_ADDRESSING": "path"}}
+	m, out := runPods(t, o, s, 0, 1)
+	want := fmt.Sprintf(": %d requests, %d ok,", m.Stages[0].Requests, m.Stages[0].Requests)
+	if m.Status != "complete" || !strings.Contains(out, want) {
+		t.Errorf("merged status %q, aggregate printed:\n%s\nwant complete and a stage line with %q", m.Status, out, want)
+	}
+	if ents, _ := os.ReadDir(s.env["WIREBENCH_STAGING"]); len(ents) != 0 {
+		t.Errorf("the pods left %d local copies; want none", len(ents))
+	}
+}
+
+// startS3 starts versitygw (built by .ci/run: $WIREBENCH_VERSITYGW, else
+// ~/.cache/wirebench/bin/versitygw-v1.8.0/versitygw) on a free loopback port, with bucket
+// "runs", and returns its endpoint and the directory holding its buckets. It skips the test
+// where versitygw is missing.
+func startS3(t *testing.T) (string, string) {
+	t.Helper()
+	bin := os.Getenv("WIREBENCH_VERSITYGW")
+	if bin == "" {
+		home, _ := os.UserHomeDir()
+		bin = filepath.Join(home, ".cache/wirebench/bin/versitygw-v1.8.0/versitygw")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("no S3 server to test against: %v (.ci/run builds versitygw)", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "runs"), 0o755); err != nil { // a bucket is a directory
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--access", "k8s-test", "--secret", "k8s-test-secret", "--port", addr, "--quiet", "posix", root)
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("versitygw on %s: %v", addr, err)
+		}
+	}
+	return "http://" + addr, root
 }
 
 // merged is the part of the merged run's manifest the test reads.
@@ -598,24 +667,38 @@ type merged struct {
 	Stages  []struct{ Requests int64 }
 }
 
-// runPods runs replay, the capture pods given, aggregate and report in a fresh directory and
-// returns the merged manifest and what aggregate printed.
-func runPods(t *testing.T, o objects, sim string, pods ...int) (merged, string) {
-	t.Helper()
+// site is where the pods of TestPodCommands run: paths swapped into a temporary directory (and
+// the metrics port for a free one: the pods of one host would share it), variables the kubelet
+// would set, and where their run ("e2e") is seen on this machine's disk.
+type site struct {
+	root string
+	swap *strings.Replacer
+	env  map[string]string // set in every container, over its own
+	run  string            // the run's directory on disk: hosts/<i> and run/ below it
+}
+
+// volumeSite is a claim: /data and /config in a temporary directory.
+func volumeSite(t *testing.T, sim string) site {
 	root := t.TempDir()
-	// The pods of one host would share a metrics port: each gets a free one.
-	swap := strings.NewReplacer("/data/", root+"/data/", "/config/", root+"/config/", "http://server.test:8000", sim, ":9464", "127.0.0.1:0")
-	if err := os.MkdirAll(filepath.Join(root, "config"), 0o755); err != nil {
+	return site{root: root, run: filepath.Join(root, "data", "e2e"), swap: strings.NewReplacer("/data/", root+"/data/",
+		"/config/", root+"/config/", "http://server.test:8000", sim, ":9464", "127.0.0.1:0")}
+}
+
+// runPods runs replay, the capture pods given, aggregate and report at s and returns the merged
+// manifest and what aggregate printed.
+func runPods(t *testing.T, o objects, s site, pods ...int) (merged, string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(s.root, "config"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "config", "config.yaml"), []byte(o.configs[0].Data["config.yaml"]), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(s.root, "config", "config.yaml"), []byte(o.configs[0].Data["config.yaml"]), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	replay := o.jobs["replay"].Spec.Template.Spec
-	runContainer(t, replay.InitContainers[0], swap, nil)
-	runContainer(t, replay.Containers[0], swap, nil)
+	runContainer(t, replay.InitContainers[0], s.swap, s.env)
+	runContainer(t, replay.Containers[0], s.swap, s.env)
 	for i := range 2 {
-		if _, err := os.Stat(filepath.Join(root, "data/e2e/hosts", strconv.Itoa(i), "schedule/requests.parquet")); err != nil {
+		if _, err := os.Stat(filepath.Join(s.run, "hosts", strconv.Itoa(i), "schedule/requests.parquet")); err != nil {
 			t.Errorf("after replay, host %d: %v; want its directory with the schedule", i, err)
 		}
 	}
@@ -625,8 +708,9 @@ func runPods(t *testing.T, o objects, sim string, pods ...int) (merged, string) 
 	for _, i := range pods {
 		wg.Go(func() {
 			env := map[string]string{"JOB_COMPLETION_INDEX": strconv.Itoa(i), "START_AT": start}
-			runContainer(t, capture.InitContainers[0], swap, env)
-			runContainer(t, capture.Containers[0], swap, env)
+			maps.Copy(env, s.env)
+			runContainer(t, capture.InitContainers[0], s.swap, env)
+			runContainer(t, capture.Containers[0], s.swap, env)
 		})
 	}
 	wg.Wait()
@@ -634,13 +718,13 @@ func runPods(t *testing.T, o objects, sim string, pods ...int) (merged, string) 
 		t.FailNow()
 	}
 	spec := o.jobs["report"].Spec.Template.Spec
-	out := runContainer(t, spec.InitContainers[0], swap, nil)
-	runContainer(t, spec.Containers[0], swap, nil)
-	if _, err := os.Stat(filepath.Join(root, "data/e2e/run/report/index.html")); err != nil {
+	out := runContainer(t, spec.InitContainers[0], s.swap, s.env)
+	runContainer(t, spec.Containers[0], s.swap, s.env)
+	if _, err := os.Stat(filepath.Join(s.run, "run/report/index.html")); err != nil {
 		t.Errorf("report: %v", err)
 	}
 	var m merged
-	b, err := os.ReadFile(filepath.Join(root, "data/e2e/run/manifest.json"))
+	b, err := os.ReadFile(filepath.Join(s.run, "run/manifest.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &m)
 	}
