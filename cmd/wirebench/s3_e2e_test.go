@@ -145,7 +145,7 @@ func TestS3RunAggregateReport(t *testing.T) {
 
 	// Aggregate and report again, from the bucket alone.
 	out, stderr, err := wirebench(t, 60*time.Second, "aggregate", run)
-	if err != nil || !strings.Contains(out, "stage 1 ") {
+	if err != nil || !strings.Contains(out, "stage constant-50rps:") {
 		t.Fatalf("aggregate %s: %v\nstdout:\n%s\nstderr:\n%s", run, err, out, stderr)
 	}
 	out, stderr, err = wirebench(t, 60*time.Second, "report", run)
