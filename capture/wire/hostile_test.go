@@ -54,7 +54,12 @@ func TestHostileResponses(t *testing.T) {
 				if cs.Chunks >= 0 && int(q.Chunks) != cs.Chunks {
 					t.Errorf("%s: %d chunks kept; want %d", cs.Name, q.Chunks, cs.Chunks)
 				}
-				if d := time.Since(t0); d > 5*time.Second {
+				// Only the timeouts bound a case by time; the other cases end on what the server
+				// sent (a byte bound, a framing error), which a client that missed it would end as
+				// a timeout, caught by the kind above. Reading the 16 MiB line bound over TLS
+				// under -race takes seconds on a loaded machine, so a time limit there judged
+				// the machine.
+				if d := time.Since(t0); (kind == schemas.ErrTTFTTimeout || kind == schemas.ErrGapTimeout) && d > 5*time.Second {
 					t.Errorf("%s: took %v; want it ended within the 2s ttft timeout and a little", cs.Name, d)
 				}
 				var ok Result
