@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -118,13 +120,30 @@ func TestKernelDelay500Streams(t *testing.T) {
 		t.Skip("kernel timestamps need Linux")
 	}
 	const n, events = 500, 20
+	wait0, t0 := runDelay(t), time.Now()
 	d := runStreams(t, n, events, 50*time.Millisecond)
-	t.Logf("500 streams x 20 ev/s, GOMAXPROCS=%d: %v", runtime.GOMAXPROCS(0), d)
+	waited := float64(runDelay(t)-wait0) / float64(time.Since(t0))
+	t.Logf("500 streams x 20 ev/s, GOMAXPROCS=%d, runnable threads waited for a CPU %.0f%% of the time: %v", runtime.GOMAXPROCS(0), 100*waited, d)
 	if d.errors != 0 || d.total != n*events {
 		t.Fatalf("%d errors, %d content events; want 0 and %d", d.errors, d.total, n*events)
 	}
 	if d.mismatches != 0 {
 		t.Errorf("offset mismatches = %d; want 0", d.mismatches)
+	}
+	// An exact event's kernel stamp is the time the event reached the socket, however late
+	// the client read it: within 1 ms of the server's send stamp, loaded machine or not.
+	if p := pct(d.kernelExact, .99); p >= time.Millisecond {
+		t.Errorf("kernel delay of exact events p99 = %v; want < 1ms", p)
+	}
+	// Keeping up with 500 streams (reading each event before the next comes) needs the CPUs:
+	// where other processes held them (the test's threads, server and client, runnable but
+	// waiting for a CPU over maxRunDelay of the wall time, summed over threads: seen at 114%
+	// and 139% on a 2-CPU machine at load 25, with 100% and 91% of events exact) the events
+	// coalesce for want of a CPU, not through the client. A client that is itself too slow
+	// keeps its own threads running, which is not waiting for a CPU.
+	if waited > maxRunDelay {
+		t.Logf("the CPUs were busy with other processes: not judging the exact share")
+		return
 	}
 	if p := pct(d.kernel, .99); p >= time.Millisecond {
 		t.Errorf("kernel delay p99 = %v; want < 1ms", p)
@@ -132,6 +151,31 @@ func TestKernelDelay500Streams(t *testing.T) {
 	if share := float64(d.exact) / float64(d.total); share <= 0.99 {
 		t.Errorf("exact share = %.4f; want > 0.99", share)
 	}
+}
+
+// maxRunDelay is the share of the time this process's threads may wait for a CPU, in a test
+// that judges whether the client keeps up, before the machine is too busy to judge it.
+const maxRunDelay = 0.05
+
+// runDelay is the time this process's threads have spent runnable but waiting for a CPU
+// (the second field of /proc/self/task/*/schedstat): other processes' load, where a client
+// that burns the CPUs itself shows in its own run time instead. Zero where there is no
+// schedstat.
+func runDelay(t *testing.T) time.Duration {
+	tasks, _ := filepath.Glob("/proc/self/task/*/schedstat")
+	var sum time.Duration
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread exited
+		}
+		var run, wait int64
+		if _, err := fmt.Sscan(string(b), &run, &wait); err != nil {
+			t.Fatalf("%s: %q: %v", f, b, err)
+		}
+		sum += time.Duration(wait)
+	}
+	return sum
 }
 
 // TestStarvedClient runs the client on one P with a goroutine spinning on it: the user-time
