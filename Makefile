@@ -20,8 +20,11 @@ install: build
 	install -m 0755 $(BIN) $(PREFIX)/bin/wirebench
 	@echo "installed $(PREFIX)/bin/wirebench"
 
+# The race run's -timeout is per package: aggregate alone takes ~1 min of CPU under -race, over
+# 10 min (go test's default limit) on a 2-CPU machine at load 25; 15 min still ends a hang
+# inside CI's 25.
 test: lint build
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 	# The simulator's timing-accuracy tests run alone: next to the other packages' tests (the
 	# browser's above all) on 2 CPUs they measured the machine, not the simulator.
 	$(GO) test -race -count=1 ./sim

@@ -63,10 +63,11 @@ func pct(v []int64, q float64) int64 {
 
 // checkTap joins run's segments (aggregate.LoadTapTimes) and compares them with the simulator's
 // stamps.
-func checkTap(t *testing.T, run string) tapCheck {
+// Drops fail the test unless dropsOK.
+func checkTap(t *testing.T, run string, dropsOK bool) tapCheck {
 	t.Helper()
 	m, reqs, chunks := rawFiles(t, run)
-	if m.Tap == nil || !m.Tap.On || m.Tap.Drops != 0 || m.Tap.Packets == 0 {
+	if m.Tap == nil || !m.Tap.On || (m.Tap.Drops != 0 && !dropsOK) || m.Tap.Packets == 0 {
 		t.Fatalf("manifest tap = %+v; want on, packets, no drops", m.Tap)
 	}
 	tt, err := aggregate.LoadTapTimes(context.Background(), run)
@@ -133,7 +134,7 @@ func TestTapSmoke(t *testing.T) {
 	if _, stderr, err := wirebench(t, 90*time.Second, "run", "../../examples/smoke.yaml", "-o", run, "--target", url, "--quiet", "--tap", "on"); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr)
 	}
-	c := checkTap(t, run)
+	c := checkTap(t, run, false)
 	t.Logf("smoke: %v", c)
 	if c.content != 350*16 || c.tapped != c.content || c.requests != 350 || c.txBeforeSent != 0 {
 		t.Errorf("%v; want all 5,600 content events and 350 requests tapped, none sent before sent_ns", c)
@@ -165,18 +166,30 @@ func TestTapUnderLoad(t *testing.T) {
 			if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--tap", "on"); err != nil {
 				t.Fatalf("capture: %v\n%s", err, stderr)
 			}
-			c := checkTap(t, run)
-			t.Logf("%g req/s × %d: %v", tt.rate, tt.tokens, c)
-			if c.tapped*1000 < c.content*995 || c.txBeforeSent != 0 || pct(c.arrival, 0.99) >= int64(100*time.Microsecond) {
-				t.Errorf("%v; want >= 99.5%% tapped, arrival error p99 < 100µs, no tx before sent_ns", c)
-			}
 			cv := boundsCoverage(t, run)
 			t.Logf("bounds with the tap: %v", cv)
+			// Where other processes held the CPUs (the stage's own figures: machine_busy and
+			// client_cpus, as load_blame machine judges), the tap's reader may not be
+			// scheduled in time and its ring overflow: drops, and events without a tap time.
+			// What it did time must still be right.
+			busy := othersHeldCPUs(cv.stage)
+			c := checkTap(t, run, busy)
+			t.Logf("%g req/s × %d, machine %.0f%% busy, wirebench using %.2f CPUs: %v", tt.rate, tt.tokens, 100*cv.stage.MachineBusy, cv.stage.ClientCPUs, c)
+			if (c.tapped*1000 < c.content*995 && !busy) || c.txBeforeSent != 0 || pct(c.arrival, 0.99) >= int64(100*time.Microsecond) {
+				t.Errorf("%v; want >= 99.5%% tapped, arrival error p99 < 100µs, no tx before sent_ns", c)
+			}
 			if cv.Covered*1000 < cv.Requests*999 || cv.stage.ClientBound {
 				t.Errorf("bounds with the tap: %v; want >= 99.9%% covered, not client-bound", cv)
 			}
 		})
 	}
+}
+
+// othersHeldCPUs reports whether st ran on a saturated machine the client took at most
+// DisturbShare of (the condition of load_blame machine).
+func othersHeldCPUs(st schemas.Stage) bool {
+	return st.MachineCPUs > 0 && st.MachineBusy >= schemas.MachineSaturated &&
+		st.ClientCPUs <= schemas.DisturbShare*float64(st.MachineCPUs)
 }
 
 // TestTapStarvedClient starves the one worker as TestBoundsWidenWhenClientStarved does: the
@@ -185,7 +198,7 @@ func TestTapUnderLoad(t *testing.T) {
 func TestTapStarvedClient(t *testing.T) {
 	needTap(t)
 	run := starvedCapture(t, "1ms", "on")
-	c := checkTap(t, run)
+	c := checkTap(t, run, false)
 	t.Logf("starved: %v", c)
 	if c.tapped*1000 < c.content*995 || pct(c.arrival, 0.99) >= int64(100*time.Microsecond) || pct(c.itl, 0.99) >= int64(100*time.Microsecond) {
 		t.Errorf("%v; want >= 99.5%% tapped, arrival and ITL error p99 < 100µs", c)
