@@ -103,10 +103,10 @@ func TestEngineModel(t *testing.T) {
 	cfg.PrefillBase, cfg.PrefillPerToken = 2*time.Millisecond, 100*time.Microsecond
 	cfg.BlockSize, cfg.PrefixCacheBlocks = 16, 64
 	srv, addr := startServer(t, cfg)
-	control := startTimerControl(cfg.ITL)
 	prompt := strings.TrimSpace(strings.Repeat("tok ", 32))
 	body := fmt.Sprintf(`{"model":"sim","prompt":%q,"max_tokens":5,"stream":true}`, prompt)
 	step := time.Duration(float64(5*time.Millisecond) * 1.1)
+	control := startTimerControl(step, 5)
 	var truths []xsim
 	for range 2 {
 		w := rawPost(t, addr, "/v1/completions", body)
