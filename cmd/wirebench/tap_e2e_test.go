@@ -170,16 +170,17 @@ func TestTapUnderLoad(t *testing.T) {
 			t.Logf("bounds with the tap: %v", cv)
 			// Where other processes held the CPUs (the stage's own figures: machine_busy and
 			// client_cpus, as load_blame machine judges), the tap's reader may not be
-			// scheduled in time and its ring overflow: drops, and events without a tap time.
-			// What it did time must still be right.
+			// scheduled in time and its ring overflow: drops, and events without a tap time,
+			// whose socket-read bounds are wide (client-bound). What it did time must still
+			// be right.
 			busy := othersHeldCPUs(cv.stage)
 			c := checkTap(t, run, busy)
 			t.Logf("%g req/s × %d, machine %.0f%% busy, wirebench using %.2f CPUs: %v", tt.rate, tt.tokens, 100*cv.stage.MachineBusy, cv.stage.ClientCPUs, c)
 			if (c.tapped*1000 < c.content*995 && !busy) || c.txBeforeSent != 0 || pct(c.arrival, 0.99) >= int64(100*time.Microsecond) {
 				t.Errorf("%v; want >= 99.5%% tapped, arrival error p99 < 100µs, no tx before sent_ns", c)
 			}
-			if cv.Covered*1000 < cv.Requests*999 || cv.stage.ClientBound {
-				t.Errorf("bounds with the tap: %v; want >= 99.9%% covered, not client-bound", cv)
+			if floor := coverFloor(cv.stage); cv.Covered*1000 < cv.Requests*floor || (cv.stage.ClientBound && !busy) {
+				t.Errorf("bounds with the tap: %v; want >= %.1f%% covered, not client-bound", cv, float64(floor)/10)
 			}
 		})
 	}
