@@ -31,9 +31,12 @@ type Config struct {
 // API key (Authorization: Bearer; x-api-key for the messages API). The manifest keeps neither a
 // credential header's value nor a URL's user:password (Target.Redacted), only ${NAME}.
 type Target struct {
-	URL       string            `yaml:"url" json:"url"`                   // base URL, e.g. http://127.0.0.1:8000
-	API       string            `yaml:"api" json:"api"`                   // completions or chat
-	Model     string            `yaml:"model" json:"model,omitempty"`     // empty: discovered from /v1/models by replay
+	URL   string `yaml:"url" json:"url"`               // base URL, e.g. http://127.0.0.1:8000
+	API   string `yaml:"api" json:"api"`               // completions or chat
+	Model string `yaml:"model" json:"model,omitempty"` // empty: discovered from /v1/models by replay
+	// Models, instead of Model: a seeded weighted mix; replay draws each request's model (the
+	// turns of a conversation share their first turn's) and records it in the schedule.
+	Models    []TargetModel     `yaml:"models" json:"models,omitempty"`
 	Headers   map[string]string `yaml:"headers" json:"headers,omitempty"` // extra request headers
 	APIKeyEnv string            `yaml:"api_key_env" json:"api_key_env,omitempty"`
 	IgnoreEOS bool              `yaml:"ignore_eos" json:"ignore_eos,omitempty"`
@@ -57,6 +60,36 @@ type Target struct {
 	ExtraBody  map[string]any `yaml:"extra_body" json:"extra_body,omitempty"`
 	MetricsURL string         `yaml:"metrics_url" json:"metrics_url,omitempty"` // Prometheus endpoint to scrape
 	TLS        TargetTLS      `yaml:"tls" json:"tls,omitzero"`                  // https: CAs, server name, client certificate
+}
+
+// TargetModel is one model of target.models. Weight is its share of the requests relative to
+// the others' (0 = 1). LoRA names an adapter of the base model Name, as the server serves it:
+// vLLM serves each --lora-modules NAME=PATH under NAME, so the request's model field carries
+// LoRA and Name only labels it (the report shows "LoRA (LoRA of Name)").
+type TargetModel struct {
+	Name   string  `yaml:"name" json:"name"`
+	Weight float64 `yaml:"weight" json:"weight,omitempty"`
+	LoRA   string  `yaml:"lora" json:"lora,omitempty"`
+}
+
+// Sent is the model field of the model's requests: the adapter for a LoRA, else Name.
+func (m TargetModel) Sent() string {
+	if m.LoRA != "" {
+		return m.LoRA
+	}
+	return m.Name
+}
+
+// Mix returns the models the target's requests go to: target.models, else target.model alone
+// with weight 1 (nil when neither is set).
+func (t *Target) Mix() []TargetModel {
+	if len(t.Models) > 0 {
+		return t.Models
+	}
+	if t.Model == "" {
+		return nil
+	}
+	return []TargetModel{{Name: t.Model, Weight: 1}}
 }
 
 // SLO holds latency limits for goodput; zero means no limit.

@@ -29,6 +29,7 @@ var Kinds = []Kind{
 	{"server-metrics", "raw/server-metrics.parquet", "scraped server /metrics samples (capture, with target.metrics_url)", reflect.TypeFor[ServerMetric]()},
 	{"metric-requests", "metrics/requests.parquet", "one row per request with every derived metric (aggregate)", reflect.TypeFor[MetricRequest]()},
 	{"stages", "metrics/stages.parquet", "one row per stage: rates, percentiles, goodput, bias checks (aggregate)", reflect.TypeFor[Stage]()},
+	{"breakdown", "metrics/breakdown.parquet", "one row per stage and model (or endpoint) of a mix: counts, rates, percentiles, goodput (aggregate)", reflect.TypeFor[Breakdown]()},
 	{"timeseries", "metrics/timeseries.parquet", "per stage per 100 ms: sends, completions, in-flight, tokens (aggregate)", reflect.TypeFor[Timeseries]()},
 }
 

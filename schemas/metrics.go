@@ -23,6 +23,7 @@ type MetricRequest struct {
 	Warmup              bool   `parquet:"warmup" doc:"warmup request"`
 	Conversation        int64  `parquet:"conversation" doc:"conversation id; -1 when none"`
 	Turn                int32  `parquet:"turn" doc:"turn inside the conversation"`
+	Model               string `parquet:"model,dict" doc:"the model field sent (schedule model)"`
 	PlannedNs           int64  `parquet:"planned_ns" doc:"planned send time P"`
 	SentNs              int64  `parquet:"sent_ns" doc:"send time S: when the write call that took the request's last byte began (https: when net/http reports the headers written); for a request never written (e.g. the connect failed), when the worker began it"`
 	DoneNs              *int64 `parquet:"done_ns,optional" doc:"arrival of the final event, E; null when the stream did not end"`

@@ -10,6 +10,7 @@ type RawRequest struct {
 	Warmup          bool   `parquet:"warmup" doc:"warmup request, left out of metrics by default"`
 	Conversation    int64  `parquet:"conversation" doc:"conversation id; -1 when none"`
 	Turn            int32  `parquet:"turn" doc:"turn inside the conversation"`
+	Model           string `parquet:"model,dict" doc:"the model field sent (schedule model)"`
 	InputTokens     int32  `parquet:"input_tokens" doc:"scheduled prompt tokens (configured tokenizer)"`
 	MaxTokens       int32  `parquet:"max_tokens" doc:"max_tokens sent"`
 	PlannedNs       int64  `parquet:"planned_ns" doc:"time the schedule said to send it (CLOCK_REALTIME)"`

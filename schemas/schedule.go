@@ -22,6 +22,7 @@ type ScheduleRequest struct {
 	MaxTokens       int32  `parquet:"max_tokens" doc:"output tokens asked for: sent as max_tokens (unless target.max_tokens is none)"`
 	PrefixGroup     int32  `parquet:"prefix_group" doc:"shared_prefix: the group; mooncake trace: the first hash id (prompts with equal hash ids share those 512-token blocks); -1 when none"`
 	Documents       int32  `parquet:"documents" doc:"documents the request carries: rerank, score, tei_rerank: the documents scored against the query; embeddings: its inputs; 0 for the generating APIs"`
+	Model           string `parquet:"model,dict" doc:"the request's model field: target.model, or the one drawn from target.models (a LoRA entry's adapter name); the turns of a conversation share their first turn's"`
 	Source          string `parquet:"source,dict" doc:"where the request came from: synthetic, shared_prefix, conversations, dataset, trace, run"`
 }
 

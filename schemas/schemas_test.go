@@ -136,6 +136,7 @@ func TestRoundTripEveryKind(t *testing.T) {
 	roundTrip[ServerMetric](t, dir)
 	roundTrip[MetricRequest](t, dir)
 	roundTrip[Stage](t, dir)
+	roundTrip[Breakdown](t, dir)
 	roundTrip[Timeseries](t, dir)
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != len(Kinds) {
