@@ -484,6 +484,7 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 	default:
 		v.errf("target.api", "%q: want completions, chat, responses, messages, embeddings, rerank, score or tei_rerank", t.API)
 	}
+	v.models(t)
 	if t.API == "messages" && t.MaxTokens == "none" {
 		v.errf("target.max_tokens", "none: the messages API requires max_tokens")
 	}
@@ -530,6 +531,27 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 		} else {
 			v.errf("target.tls", "%v", err)
 		}
+	}
+}
+
+// models checks target.models: names, weights and no model field sent by two entries.
+func (v *validator) models(t *schemas.Target) {
+	if len(t.Models) > 0 && t.Model != "" {
+		v.errf("target.models", "set target.model or target.models, not both")
+	}
+	seen := map[string]int{}
+	for i, m := range t.Models {
+		f := fmt.Sprintf("target.models[%d]", i)
+		if m.Name == "" {
+			v.errf(f+".name", "required")
+		}
+		if m.Weight < 0 || math.IsNaN(m.Weight) || math.IsInf(m.Weight, 0) {
+			v.errf(f+".weight", "%v: want a number >= 0 (0 = 1)", m.Weight)
+		}
+		if j, ok := seen[m.Sent()]; ok {
+			v.errf(f, "sends model %q as target.models[%d] does", m.Sent(), j)
+		}
+		seen[m.Sent()] = i
 	}
 }
 

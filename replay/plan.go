@@ -114,17 +114,19 @@ func newStageStats() *stageStats {
 // the plan and compressing the two files use separate cores; in dry-run mode its writers are
 // nil and rows are only counted.
 type output struct {
-	ctx     context.Context // stops planning (Ctrl-C, SIGTERM); nil = never
-	reqW    *schemas.Writer[schemas.ScheduleRequest]
-	promptW *schemas.Writer[schemas.Prompt]
-	reqA    *asyncWriter[schemas.ScheduleRequest]
-	promptA *asyncWriter[schemas.Prompt]
-	reqs    []schemas.ScheduleRequest
-	prompts []schemas.Prompt
-	nReq    int64
-	nPrompt int64
-	stats   []*stageStats
-	images  *imagePicker // workload.images: draws the images of each new prompt; nil when none
+	ctx      context.Context // stops planning (Ctrl-C, SIGTERM); nil = never
+	reqW     *schemas.Writer[schemas.ScheduleRequest]
+	promptW  *schemas.Writer[schemas.Prompt]
+	reqA     *asyncWriter[schemas.ScheduleRequest]
+	promptA  *asyncWriter[schemas.Prompt]
+	reqs     []schemas.ScheduleRequest
+	prompts  []schemas.Prompt
+	nReq     int64
+	nPrompt  int64
+	stats    []*stageStats
+	images   *imagePicker // workload.images: draws the images of each new prompt; nil when none
+	models   *modelPicker // each request's model; nil when there is none (a dry run)
+	perModel map[string]int64
 	// keep: a private output (see batched) keeps its prompt rows in kept, indexed by id,
 	// instead of writing them.
 	keep bool
@@ -147,6 +149,10 @@ func (o *output) start() {
 func (o *output) addRequest(r schemas.ScheduleRequest) error {
 	if err := o.cancelled(o.nReq); err != nil {
 		return err
+	}
+	if o.models != nil {
+		r.Model = o.models.pick(&r)
+		o.perModel[r.Model]++
 	}
 	st := o.stats[r.Stage]
 	st.requests++

@@ -74,7 +74,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		cfg.Target.URL = opts.Target
 	}
 	if len(unset) > 0 && !opts.DryRun {
-		if opts.NeedEnv || cfg.Target.Model == "" {
+		if opts.NeedEnv || len(cfg.Target.Mix()) == 0 {
 			return errors.Join(unset...)
 		}
 		for _, err := range unset {
@@ -98,7 +98,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		}
 	}
 	if !opts.DryRun {
-		if cfg.Target.Model == "" {
+		if len(cfg.Target.Mix()) == 0 {
 			if cfg.Target.Model, err = discoverModel(ctx, &cfg.Target); err != nil {
 				return err
 			}
@@ -189,6 +189,9 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		return err
 	}
 	log.Info("planned", "run", opts.Out, "stages", len(stages), "requests", o.nReq, "prompts", o.nPrompt, "elapsed", time.Since(started).Round(time.Millisecond))
+	if len(o.perModel) > 1 {
+		log.Info("planned models", "requests", o.perModel)
+	}
 	return nil
 }
 
@@ -225,6 +228,7 @@ func newManifest(cfg *schemas.Config, stages []schemas.StageInfo, o *output, opt
 // plan expands the load and draws the workload into o; it returns the stages with offsets.
 func plan(ctx context.Context, cfg *schemas.Config, tok tokenizer.Tokenizer, o *output) ([]schemas.StageInfo, error) {
 	w := &cfg.Workload
+	o.models, o.perModel = newModelPicker(&cfg.Target, cfg.Seed), map[string]int64{}
 	if w.Run != nil {
 		return copyRun(w.Run.Dir, cfg.Target.API, o)
 	}

@@ -1,0 +1,50 @@
+package replay
+
+import (
+	"testing"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+func TestModelPicker(t *testing.T) {
+	tgt := schemas.Target{Models: []schemas.TargetModel{{Name: "base", Weight: 7}, {Name: "base", LoRA: "slow", Weight: 3}}}
+	p := newModelPicker(&tgt, 42)
+	n := map[string]int{}
+	for seq := range int64(10000) {
+		n[p.pick(&schemas.ScheduleRequest{Seq: seq, Conversation: -1})]++
+	}
+	// 3000 of 10000 at p = 0.3: sd 46; 5 sd either side.
+	if n["slow"] < 2770 || n["slow"] > 3230 || n["base"]+n["slow"] != 10000 {
+		t.Errorf("70/30 mix over 10000 requests = %v; want about 7000/3000", n)
+	}
+	again := newModelPicker(&tgt, 42)
+	other := newModelPicker(&tgt, 43)
+	var diff int
+	for seq := range int64(100) {
+		r := &schemas.ScheduleRequest{Seq: seq, Conversation: -1}
+		if p.pick(r) != again.pick(r) {
+			t.Fatalf("seed 42, seq %d: %s then %s; want the same model for the same seed", seq, p.pick(r), again.pick(r))
+		}
+		if p.pick(r) != other.pick(r) {
+			diff++
+		}
+	}
+	if diff == 0 {
+		t.Error("seeds 42 and 43 drew the same 100 models; want another draw for another seed")
+	}
+	for c := range int64(50) {
+		first := p.pick(&schemas.ScheduleRequest{Seq: c * 10, Conversation: c})
+		for turn := int64(1); turn < 4; turn++ {
+			if m := p.pick(&schemas.ScheduleRequest{Seq: c*10 + turn, Conversation: c}); m != first {
+				t.Fatalf("conversation %d turn %d: model %s; want its first turn's %s", c, turn, m, first)
+			}
+		}
+	}
+	single := schemas.Target{Model: "m"}
+	if m := newModelPicker(&single, 1).pick(&schemas.ScheduleRequest{}); m != "m" {
+		t.Errorf("target.model m: picked %q; want m", m)
+	}
+	if newModelPicker(&schemas.Target{}, 1) != nil {
+		t.Error("no model: want a nil picker")
+	}
+}
