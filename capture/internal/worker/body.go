@@ -20,6 +20,10 @@ type bodyBuilder struct {
 	maxTokens bool   // send the output limit (target.max_tokens policy "workload", the default)
 	topN      int    // rerank: top_n sent with every request (workload.documents.top_n); 0: none
 	prefix    []byte // `{"model":...,"stream":true,...` up to and excluding the per-request fields
+	// rest is prefix after the model: `,"stream":true,...`; byModel holds the prefix of each
+	// model a schedule row names (target.models).
+	rest    []byte
+	byModel map[string][]byte
 	// urls maps each images_json entry seen by prepareImages to the URL sent: a synthetic
 	// reference's rendered data: URL, any other entry itself.
 	urls map[string]string
@@ -45,9 +49,6 @@ func newBodyBuilder(t schemas.Target, tools *schemas.Tools) (*bodyBuilder, error
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	b.WriteString(`{"model":`)
-	m, _ := json.Marshal(t.Model)
-	b.Write(m)
 	if schemas.OutputAPI(api) {
 		b.WriteString(`,"stream":true`)
 	}
@@ -73,7 +74,32 @@ func newBodyBuilder(t schemas.Target, tools *schemas.Tools) (*bodyBuilder, error
 	default:
 		return nil, fmt.Errorf("target.max_tokens: %q is not workload or none", t.MaxTokens)
 	}
-	return &bodyBuilder{api: api, maxTokens: sendMax, prefix: []byte(b.String()), urls: map[string]string{}}, nil
+	bb := &bodyBuilder{api: api, maxTokens: sendMax, rest: []byte(b.String()), byModel: map[string][]byte{}, urls: map[string]string{}}
+	bb.prefix = bb.addModel(t.Model)
+	return bb, nil
+}
+
+// addModel builds the constant prefix of requests to model: `{"model":"M"` and the rest. The
+// worker adds every model of its schedule rows before building bodies, so build only reads.
+func (bb *bodyBuilder) addModel(model string) []byte {
+	if p, ok := bb.byModel[model]; ok {
+		return p
+	}
+	m, _ := json.Marshal(model)
+	p := append(append([]byte(`{"model":`), m...), bb.rest...)
+	bb.byModel[model] = p
+	return p
+}
+
+// prefixOf returns the prefix of requests to model (a schedule row's; empty: target.model).
+func (bb *bodyBuilder) prefixOf(model string) ([]byte, error) {
+	if model == "" {
+		return bb.prefix, nil
+	}
+	if p, ok := bb.byModel[model]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("model %q was not added to the body builder", model)
 }
 
 // constantFields returns the body fields every request of the API carries besides model and
@@ -162,13 +188,17 @@ func (bb *bodyBuilder) prepareImages(imagesJSON string) error {
 // first turn, prev is nil and p.MessagesJSON (a JSON array, maybe empty) precedes the user text.
 // For a later turn, prev is the history of the turn it follows and answer that turn's real output;
 // p.MessagesJSON is then ignored (the earlier turns are in prev). Images must have been prepared.
-func (bb *bodyBuilder) build(maxTokens int32, p *schemas.Prompt, prev []byte, answer string) (body, hist []byte, err error) {
+func (bb *bodyBuilder) build(model string, maxTokens int32, p *schemas.Prompt, prev []byte, answer string) (body, hist []byte, err error) {
+	prefix, err := bb.prefixOf(model)
+	if err != nil {
+		return nil, nil, err
+	}
 	switch bb.api {
 	case "embeddings":
-		body, err = bb.embeddings(p)
+		body, err = bb.embeddings(prefix, p)
 		return body, nil, err
 	case "rerank", "score", "tei_rerank":
-		body, err = bb.rank(p)
+		body, err = bb.rank(prefix, p)
 		return body, nil, err
 	}
 	if bb.api == "completions" {
@@ -178,7 +208,7 @@ func (bb *bodyBuilder) build(maxTokens int32, p *schemas.Prompt, prev []byte, an
 			hist = append(hist, "\n\n"...)
 		}
 		hist = append(hist, p.Text...)
-		body = bb.start(len(hist), maxTokens, "max_tokens")
+		body = bb.start(prefix, len(hist), maxTokens, "max_tokens")
 		body = append(body, `,"prompt":`...)
 		body = appendJSONString(body, string(hist))
 		return append(body, '}'), hist, nil
@@ -197,14 +227,14 @@ func (bb *bodyBuilder) build(maxTokens int32, p *schemas.Prompt, prev []byte, an
 	if hist, err = bb.appendUser(hist, p.Text, p.ImagesJSON); err != nil {
 		return nil, nil, err
 	}
-	body, err = bb.messages(hist, maxTokens)
+	body, err = bb.messages(prefix, hist, maxTokens)
 	return body, hist, err
 }
 
 // start begins a body with the constant prefix and the output limit under the API's name.
-func (bb *bodyBuilder) start(n int, maxTokens int32, limitKey string) []byte {
-	body := make([]byte, 0, len(bb.prefix)+n+64)
-	body = append(body, bb.prefix...)
+func (bb *bodyBuilder) start(prefix []byte, n int, maxTokens int32, limitKey string) []byte {
+	body := make([]byte, 0, len(prefix)+n+64)
+	body = append(body, prefix...)
 	if bb.maxTokens {
 		body = append(body, `,"`...)
 		body = append(body, limitKey...)
@@ -215,10 +245,10 @@ func (bb *bodyBuilder) start(n int, maxTokens int32, limitKey string) []byte {
 }
 
 // messages assembles a chat, responses or messages body around the message list hist.
-func (bb *bodyBuilder) messages(hist []byte, maxTokens int32) ([]byte, error) {
+func (bb *bodyBuilder) messages(prefix, hist []byte, maxTokens int32) ([]byte, error) {
 	switch bb.api {
 	case "responses":
-		body := bb.start(len(hist), maxTokens, "max_output_tokens")
+		body := bb.start(prefix, len(hist), maxTokens, "max_output_tokens")
 		body = append(body, `,"input":[`...)
 		body = append(body, hist...)
 		return append(body, "]}"...), nil
@@ -227,7 +257,7 @@ func (bb *bodyBuilder) messages(hist []byte, maxTokens int32) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		body := bb.start(len(hist), maxTokens, "max_tokens")
+		body := bb.start(prefix, len(hist), maxTokens, "max_tokens")
 		if system != "" {
 			body = append(body, `,"system":`...)
 			body = appendJSONString(body, system)
@@ -236,19 +266,19 @@ func (bb *bodyBuilder) messages(hist []byte, maxTokens int32) ([]byte, error) {
 		body = append(body, rest...)
 		return append(body, "]}"...), nil
 	}
-	body := bb.start(len(hist), maxTokens, "max_tokens")
+	body := bb.start(prefix, len(hist), maxTokens, "max_tokens")
 	body = append(body, `,"messages":[`...)
 	body = append(body, hist...)
 	return append(body, "]}"...), nil
 }
 
 // embeddings builds an embeddings body: the prompt's batch of inputs, or its text.
-func (bb *bodyBuilder) embeddings(p *schemas.Prompt) ([]byte, error) {
+func (bb *bodyBuilder) embeddings(prefix []byte, p *schemas.Prompt) ([]byte, error) {
 	in := p.InputsJSON
 	if in != "" && !json.Valid([]byte(in)) {
 		return nil, fmt.Errorf("prompt inputs_json is not valid JSON")
 	}
-	body := bb.start(len(in)+len(p.Text), 0, "")
+	body := bb.start(prefix, len(in)+len(p.Text), 0, "")
 	body = append(body, `,"input":`...)
 	if in != "" {
 		body = append(body, in...)
@@ -267,13 +297,13 @@ var rankKeys = map[string][2]string{
 
 // rank builds a ranking body: the prompt's text as the query and its inputs_json as the
 // documents.
-func (bb *bodyBuilder) rank(p *schemas.Prompt) ([]byte, error) {
+func (bb *bodyBuilder) rank(prefix []byte, p *schemas.Prompt) ([]byte, error) {
 	in := p.InputsJSON
 	if in == "" || !json.Valid([]byte(in)) {
 		return nil, fmt.Errorf("prompt %d: inputs_json holds no JSON array of documents", p.PromptID)
 	}
 	k := rankKeys[bb.api]
-	body := bb.start(len(in)+len(p.Text)+32, 0, "")
+	body := bb.start(prefix, len(in)+len(p.Text)+32, 0, "")
 	body = append(body, k[0]...)
 	body = appendJSONString(body, p.Text)
 	body = append(body, k[1]...)

@@ -63,7 +63,7 @@ func TestBodyBuilderAPIs(t *testing.T) {
 		if err := bb.prepareImages(tt.prompt.ImagesJSON); err != nil {
 			t.Fatalf("%s: prepareImages: %v", tt.name, err)
 		}
-		body, _, err := bb.build(4, &tt.prompt, tt.prev, tt.answer)
+		body, _, err := bb.build("", 4, &tt.prompt, tt.prev, tt.answer)
 		if err != nil || string(body) != tt.want {
 			t.Errorf("%s: build = (%s, %v)\nwant %s", tt.name, body, err, tt.want)
 		}
@@ -81,14 +81,14 @@ func TestBodyBuilderRerankTopN(t *testing.T) {
 		t.Fatal(err)
 	}
 	bb.topN = 2
-	body, _, err := bb.build(0, &schemas.Prompt{Text: "q", InputsJSON: `["a","b","c"]`}, nil, "")
+	body, _, err := bb.build("", 0, &schemas.Prompt{Text: "q", InputsJSON: `["a","b","c"]`}, nil, "")
 	if want := `{"model":"m","query":"q","documents":["a","b","c"],"top_n":2}`; err != nil || string(body) != want {
 		t.Errorf("build = (%s, %v); want %s", body, err, want)
 	}
 	if a, b := bb.answers(3), bb.answers(1); a != 2 || b != 1 {
 		t.Errorf("answers(3), answers(1) = %d, %d; want 2, 1", a, b)
 	}
-	if _, _, err := bb.build(0, &schemas.Prompt{PromptID: 7, Text: "q"}, nil, ""); err == nil || !strings.Contains(err.Error(), "prompt 7: inputs_json holds no JSON array of documents") {
+	if _, _, err := bb.build("", 0, &schemas.Prompt{PromptID: 7, Text: "q"}, nil, ""); err == nil || !strings.Contains(err.Error(), "prompt 7: inputs_json holds no JSON array of documents") {
 		t.Errorf("build(no documents) error = %v; want one naming prompt 7", err)
 	}
 }
@@ -108,7 +108,7 @@ func TestBodyBuilderSyntheticImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _, err := bb.build(4, &p, nil, "")
+	body, _, err := bb.build("", 4, &p, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestBodyBuilderSyntheticImage(t *testing.T) {
 	if got := req.Messages[0].Content[1].ImageURL.URL; got != want || !strings.HasPrefix(got, "data:image/png;base64,") {
 		t.Errorf("image url = %.60s; want %.60s (a PNG data: URL)", got, want)
 	}
-	if _, _, err := bb.build(4, &schemas.Prompt{Text: "q", ImagesJSON: `["synthetic:png:8x4:8"]`}, nil, ""); err == nil {
+	if _, _, err := bb.build("", 4, &schemas.Prompt{Text: "q", ImagesJSON: `["synthetic:png:8x4:8"]`}, nil, ""); err == nil {
 		t.Error("build(unprepared image) = nil error; want an error")
 	}
 }
@@ -171,5 +171,31 @@ func TestRequestHeaderMessages(t *testing.T) {
 	h, _ = requestHeader(schemas.Target{API: "embeddings"})
 	if h.Get("Accept") != "application/json" {
 		t.Errorf("embeddings Accept = %q; want application/json", h.Get("Accept"))
+	}
+}
+
+func TestBodyModelPerRequest(t *testing.T) {
+	bb, err := newBodyBuilder(schemas.Target{API: "chat", Model: "base"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb.addModel("lora-a")
+	p := schemas.Prompt{Text: "q"}
+	for _, tt := range []struct{ model, want string }{
+		{"", "base"},         // a schedule row without a model: target.model
+		{"base", "base"},     // the target's own
+		{"lora-a", "lora-a"}, // another model of the mix
+	} {
+		body, _, err := bb.build(tt.model, 4, &p, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var req struct{ Model string }
+		if err := json.Unmarshal(body, &req); err != nil || req.Model != tt.want {
+			t.Errorf("build(%q) body %s: model %q, err %v; want %q", tt.model, body, req.Model, err, tt.want)
+		}
+	}
+	if _, _, err := bb.build("unknown", 4, &p, nil, ""); err == nil {
+		t.Error("build(unknown model not added) = nil error; want an error")
 	}
 }

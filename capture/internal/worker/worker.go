@@ -345,6 +345,9 @@ func (w *worker) load() error {
 		}
 		items = append(items, &item{r: *r})
 		need[r.PromptID] = nil
+		if r.Model != "" {
+			w.bb.addModel(r.Model)
+		}
 	}
 	sched = nil
 	prompts, err := schemas.ReadFile[schemas.Prompt](schemas.FileOf[schemas.Prompt](w.cfg.Run))
@@ -428,7 +431,7 @@ func (w *worker) buildUntil(offset int64) error {
 }
 
 func (w *worker) buildRoot(it *item) error {
-	body, hist, err := w.bb.build(it.r.MaxTokens, it.prompt, nil, "")
+	body, hist, err := w.bb.build(it.r.Model, it.r.MaxTokens, it.prompt, nil, "")
 	if err != nil {
 		return fmt.Errorf("seq %d: %w", it.r.Seq, err)
 	}
@@ -546,7 +549,7 @@ func (w *worker) finished(ctx context.Context, it *item, planned int64, delayed 
 	}
 	q := &res.Req
 	q.Seq, q.Stage, q.Worker, q.Shard = it.r.Seq, it.r.Stage, int32(w.cfg.Worker), int32(w.cfg.Shard)
-	q.Warmup, q.Conversation, q.Turn = it.r.Warmup, it.r.Conversation, it.r.Turn
+	q.Warmup, q.Conversation, q.Turn, q.Model = it.r.Warmup, it.r.Conversation, it.r.Turn, it.r.Model
 	q.InputTokens, q.MaxTokens, q.PlannedNs, q.InflightDelay = it.r.InputTokens, it.r.MaxTokens, planned, delayed
 	q.Documents = it.r.Documents
 	if w.cfg.KeepText {
@@ -584,7 +587,7 @@ func (w *worker) follow(ctx context.Context, it, next *item, res *wire.Result) {
 	if next.r.DependsOn >= 0 {
 		prev, answer = it.hist, res.Text
 	}
-	body, hist, err := w.bb.build(next.r.MaxTokens, next.prompt, prev, answer)
+	body, hist, err := w.bb.build(next.r.Model, next.r.MaxTokens, next.prompt, prev, answer)
 	if err != nil {
 		w.log.Error("build request body", "seq", next.r.Seq, "err", err)
 		w.stop()

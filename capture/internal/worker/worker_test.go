@@ -70,7 +70,7 @@ func TestBodyBuilder(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		body, _, err := bb.build(4, &schemas.Prompt{Text: tt.text, MessagesJSON: tt.msgs}, tt.prev, tt.answer)
+		body, _, err := bb.build("", 4, &schemas.Prompt{Text: tt.text, MessagesJSON: tt.msgs}, tt.prev, tt.answer)
 		if err != nil || string(body) != tt.want {
 			t.Errorf("%s: build = (%s, %v); want %s", tt.name, body, err, tt.want)
 		}
