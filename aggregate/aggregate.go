@@ -68,6 +68,7 @@ type aggregator struct {
 	outages      []schemas.Outage // found after pass 1, counted in pass 2
 	seqs         *ledger          // which file recorded each seq
 	manifestPath string           // the reference host's manifest: named by warnings about stages
+	breakdowns   []*breakdown     // the request columns stages are split by (target.models)
 }
 
 // stageOf returns the accumulator of stage idx, making one (with a warning) for a stage the
@@ -152,6 +153,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	bd, err := a.breakdownRows(rows)
+	if err != nil {
+		return nil, err
+	}
 	// The last point an interrupt stops at: from here the run in out is replaced.
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -170,10 +175,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	if err := schemas.WriteFile(schemas.FileOf[schemas.Timeseries](out), ts, prod); err != nil {
 		return nil, err
 	}
+	if err := schemas.WriteFile(schemas.FileOf[schemas.Breakdown](out), bd, prod); err != nil {
+		return nil, err
+	}
 	for _, o := range a.outages {
 		log.Warn("the target could not be reached", "outage", o.String())
 	}
-	if err := writeManifest(out, runs, cfg, started, n, int64(len(rows)), int64(len(ts)), a.outages); err != nil {
+	if err := writeManifest(out, runs, cfg, started, n, int64(len(rows)), int64(len(ts)), int64(len(bd)), a.outages); err != nil {
 		return nil, err
 	}
 	log.Info("aggregate: done", "out", metricsDir, "requests", a.requestsRead, "chunks", a.chunksRead, "stages", len(rows), "warnings", len(w.list))
@@ -230,6 +238,7 @@ func newAggregator(cfg Config, runs []*runDir, spill string, w *warner, log *slo
 	for _, si := range m0.Stages {
 		a.stages[si.Index] = newStageAcc(si, m0.StartNs+si.OffsetNs, spill)
 	}
+	a.breakdowns = newBreakdowns(&runs[0].config.Target, spill)
 	return a, nil
 }
 
@@ -237,6 +246,7 @@ func (a *aggregator) close() {
 	for _, acc := range a.stages {
 		acc.close()
 	}
+	a.closeBreakdowns()
 }
 
 // stageOrder returns the stage indexes in order.
@@ -310,7 +320,14 @@ func (a *aggregator) addPart(ctx context.Context, pr *partReader, p *part, pw *s
 			s.acc.addRequest(s, &m)
 		}
 		if m.OK {
-			*done = append(*done, completion{endNs: s.endNs(), in: *m.InputTokens, out: *m.OutputTokens, docs: m.Documents})
+			c := completion{endNs: s.endNs(), in: *m.InputTokens, out: *m.OutputTokens, docs: m.Documents}
+			*done = append(*done, c)
+			a.addCompletion(s, c)
+		}
+		for _, g := range s.groups {
+			if g != nil {
+				g.addRequest(s, &m)
+			}
 		}
 		a.outs.add(s)
 		pr.rows = append(pr.rows, m)
@@ -535,7 +552,7 @@ func readServerMetrics(runs []*runDir, w *warner) ([]schemas.ServerMetric, error
 // writeManifest records the aggregate step, the metrics files and the outages in
 // OUT/manifest.json: the first run's manifest when OUT is that run, else a copy of it
 // describing the merged run.
-func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, reqRows, stageRows, tsRows int64, outages []schemas.Outage) error {
+func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, reqRows, stageRows, tsRows, bdRows int64, outages []schemas.Outage) error {
 	path := filepath.Join(out, schemas.ManifestName)
 	var m *schemas.Manifest
 	if sameDir(out, runs[0].dir) {
@@ -555,6 +572,7 @@ func writeManifest(out string, runs []*runDir, cfg Config, started time.Time, re
 	m.AddFile(schemas.EntryOf[schemas.MetricRequest](reqRows))
 	m.AddFile(schemas.EntryOf[schemas.Stage](stageRows))
 	m.AddFile(schemas.EntryOf[schemas.Timeseries](tsRows))
+	m.AddFile(schemas.EntryOf[schemas.Breakdown](bdRows))
 	if err := m.Write(path); err != nil {
 		return fmt.Errorf("update manifest: %w", err)
 	}

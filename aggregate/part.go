@@ -107,7 +107,7 @@ type requestColumns struct {
 	stage, worker, shard, turn, inTok, status, uPrompt, uOut, port, synRe *array.Int32
 	uReason, chunks, docs                                                 *array.Int32
 	warmup, capped                                                        *array.Boolean
-	errorKind, text                                                       func(int) string
+	errorKind, text, model                                                func(int) string
 	times                                                                 []timeCol // checked against the run's window
 }
 
@@ -117,7 +117,7 @@ var requestCols = []string{
 	"usage_completion_tokens", "server_queue_ns", "server_prefill_ns", "server_decode_ns", "output_text",
 	"sent_end_ns", "send_start_ns", "connect_ns", "local_port", "tx_stream_end", "conn_wait_ns", "syn_retrans", "conn_capped",
 	"usage_reasoning_tokens",
-	"headers_ns", "chunks", "documents",
+	"headers_ns", "chunks", "documents", "model",
 }
 
 func takeRequestColumns(b *batch) requestColumns {
@@ -131,7 +131,7 @@ func takeRequestColumns(b *batch) requestColumns {
 		port: b.i32("local_port"), synRe: b.i32("syn_retrans"), uReason: b.i32("usage_reasoning_tokens"), chunks: b.i32("chunks"),
 		docs:   b.i32("documents"),
 		warmup: b.boolean("warmup"), capped: b.boolean("conn_capped"),
-		errorKind: b.str("error_kind"), text: b.str("output_text"),
+		errorKind: b.str("error_kind"), text: b.str("output_text"), model: b.str("model"),
 	}
 	c.times = []timeCol{{"planned_ns", c.planned, false}, {"send_start_ns", c.sendStart, true}, {"sent_ns", c.sent, true},
 		{"sent_end_ns", c.sentEnd, false}, {"headers_ns", c.headers, false}, {"done_ns", c.done, false}}
@@ -183,8 +183,10 @@ func (pr *partReader) request(c *requestColumns, i int, p *part) reqState {
 		s.srvQueue, _ = optI64(c.srvQueue, i)
 		s.srvDecode, _ = optI64(c.srvDecode, i)
 	}
+	s.model = pr.intern(c.model(i))
 	if !s.warmup || a.cfg.IncludeWarmup {
 		s.acc = a.stageOf(s.stage, p.requests)
+		a.groupsOf(&s)
 	}
 	return s
 }
@@ -371,6 +373,11 @@ func (s *reqState) addContent(t int64, tok int32, hasTok bool, gap span, hasGap 
 			w := int64(tok)
 			acc.itl.addB(g, gap.lo, gap.hi, 1)
 			acc.itlW.addB(g/w, gap.lo/w, gap.hi/w, w)
+			for _, ga := range s.groups {
+				if ga != nil {
+					ga.itl.addB(g, gap.lo, gap.hi, 1)
+				}
+			}
 		}
 	}
 	s.lastNs = t

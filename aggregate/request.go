@@ -22,6 +22,7 @@ type reqState struct {
 	warmup       bool
 	conversation int64
 	turn         int32
+	model        string // the model field sent
 	inputSched   int32
 	docs         int32 // documents (ranking APIs) or inputs (embeddings) it carried
 	plannedNs    int64
@@ -83,6 +84,9 @@ type reqState struct {
 	gapLoMax, gapHiMax          int64
 	quality                     [4]int32
 	acc                         *stageAcc // nil when the request is left out of stage metrics (warmup)
+	// groups are its accumulators in each breakdown of the stage (aggregator.breakdowns, same
+	// order); nil when left out
+	groups [maxBreakdowns]*stageAcc
 }
 
 // ok reports a successful request: HTTP 200, no error kind and a stream that ended.
@@ -184,7 +188,7 @@ func (s *reqState) addEvent(sp span, content, answer bool) (gap span, hasGap boo
 func (s *reqState) metric(slo schemas.SLO) schemas.MetricRequest {
 	m := schemas.MetricRequest{
 		Seq: s.seq, Stage: s.stage, Worker: s.worker, Shard: s.shard, Warmup: s.warmup,
-		Conversation: s.conversation, Turn: s.turn, PlannedNs: s.plannedNs, SentNs: s.sentNs,
+		Conversation: s.conversation, Turn: s.turn, Model: s.model, PlannedNs: s.plannedNs, SentNs: s.sentNs,
 		Status: s.status, ErrorKind: s.errorKind, OK: s.ok(), Chunks: s.content, Documents: s.docs,
 		SendLagNs:        s.sentNs - s.plannedNs,
 		ExactChunks:      s.quality[qExact],
