@@ -25,6 +25,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	Listen string
 	// Models are the model names served; the first is the default in /v1/models.
 	Models []string
+	// LoRA are adapters of the first model, each served under its own name (as vLLM serves
+	// --lora-modules) with its own extra time before the first token (Adapter.Offset).
+	LoRA []Adapter
 
 	// Mode is "engine" (batching model), "fixed" (per-sequence TTFT/ITL) or "" (fixed when TTFT > 0).
 	Mode string
@@ -130,6 +134,33 @@ type Config struct {
 	AcceptPace time.Duration
 }
 
+// Adapter is a LoRA adapter the simulator serves. Offset is added to each of its sequences'
+// prefill: in fixed mode the first token comes TTFT + Offset after admission; in engine mode
+// the sequence's prefill cost grows by Offset, so the step that admits it (and every sequence
+// in that step) lasts that much longer, as an adapter's extra compute would.
+type Adapter struct {
+	Name   string
+	Offset time.Duration
+}
+
+// ParseAdapter parses an adapter flag NAME:OFFSET (e.g. sql:+5ms; OFFSET a Go duration, a
+// leading + allowed; NAME alone: offset 0).
+func ParseAdapter(s string) (Adapter, error) {
+	name, off, found := strings.Cut(s, ":")
+	a := Adapter{Name: name}
+	if name == "" {
+		return a, fmt.Errorf("lora %q: want NAME:OFFSET, e.g. sql:+5ms", s)
+	}
+	if found {
+		d, err := time.ParseDuration(strings.TrimPrefix(off, "+"))
+		if err != nil {
+			return a, fmt.Errorf("lora %q: offset: %w", s, err)
+		}
+		a.Offset = d
+	}
+	return a, nil
+}
+
 // DefaultConfig returns the defaults of `wirebench sim`: a small, quick engine.
 func DefaultConfig() Config {
 	return Config{
@@ -169,10 +200,23 @@ func (c *Config) Validate() error {
 	if len(c.Models) == 0 {
 		bad("model", "at least one model name is required")
 	}
+	names := map[string]bool{}
 	for _, m := range c.Models {
 		if m == "" {
 			bad("model", "empty model name")
 		}
+		names[m] = true
+	}
+	for _, a := range c.LoRA {
+		switch {
+		case a.Name == "":
+			bad("lora", "empty adapter name")
+		case names[a.Name]:
+			bad("lora", "%q is served twice", a.Name)
+		case a.Offset < 0:
+			bad("lora", "%s: offset %v is negative", a.Name, a.Offset)
+		}
+		names[a.Name] = true
 	}
 	switch c.Mode {
 	case "", "engine", "fixed":

@@ -22,6 +22,8 @@ type seq struct {
 	// when its prefill is done (fixed mode, ranking: its last chunk, one per document); it
 	// generates no tokens and adds no decode time to a step
 	prefillOnly bool
+	offset      int64  // extra prefill, ns: its model's (a LoRA adapter's Offset)
+	model       string // its model as a JSON string literal, for the ground truth
 	// notifyAdmit: wake the handler when the sequence is admitted (its stream's first events
 	// go out then)
 	notifyAdmit bool
@@ -226,7 +228,7 @@ func (e *engine) admitAt(s *seq, t int64) {
 		e.m.cacheHits.Add(uint64(hit))
 	}
 	s.cachedTokens = min(hit, s.prompt)
-	s.prefill = int64(e.cfg.PrefillBase) + int64(s.prompt-s.cachedTokens)*int64(e.cfg.PrefillPerToken)
+	s.prefill = int64(e.cfg.PrefillBase) + int64(s.prompt-s.cachedTokens)*int64(e.cfg.PrefillPerToken) + s.offset
 	e.m.promptTokens.Add(uint64(s.prompt))
 	e.running = append(e.running, s)
 	e.kvBlocks += e.kvBlocksOf(s)
@@ -381,7 +383,7 @@ func (e *engine) admitFixed(t, now int64) {
 			return
 		}
 		e.admitAt(s, max(t, s.arrive))
-		s.next = s.admit + int64(e.cfg.TTFT)
+		s.next = s.admit + int64(e.cfg.TTFT) + s.offset
 		e.heap.push(s)
 	}
 }

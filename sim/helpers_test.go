@@ -221,6 +221,7 @@ type xsim struct {
 	PrefillNs int64   `json:"prefill_ns"`
 	DecodeNs  int64   `json:"decode_ns"`
 	SentNs    []int64 `json:"sent_ns"`
+	Model     string  `json:"model"`
 }
 
 // groundTruth finds the x-sim comment in events.

@@ -315,7 +315,8 @@ func (rd *render) appendFull(b []byte) []byte {
 	return rd.appendOpenAIFull(b)
 }
 
-// appendXsim appends the ground-truth comment: the engine's timings of q and the send stamps.
+// appendXsim appends the ground-truth comment: the engine's timings of q, the send stamps and
+// the model that served it.
 func appendXsim(b []byte, q *seq, sent []int64) []byte {
 	b = append(b, `: x-sim {"queue_ns":`...)
 	b = strconv.AppendInt(b, q.admit-q.arrive, 10)
@@ -330,7 +331,9 @@ func appendXsim(b []byte, q *seq, sent []int64) []byte {
 		}
 		b = strconv.AppendInt(b, t, 10)
 	}
-	return append(b, "]}\n\n"...)
+	b = append(b, `],"model":`...)
+	b = append(b, q.model...)
+	return append(b, "}\n\n"...)
 }
 
 // appendInt appends v in decimal.

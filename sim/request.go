@@ -117,6 +117,7 @@ type job struct {
 	api           api
 	stream, usage bool
 	model         string // the model name as a JSON string literal
+	offset        int64  // the model's extra prefill, ns (a LoRA adapter's offset)
 	bh            blockHasher
 	maxTokens     int    // output tokens (0: embeddings)
 	reasoning     int    // of which reasoning
@@ -246,7 +247,7 @@ func (s *Server) parseJob(w http.ResponseWriter, body []byte, readErr error, fau
 		writeError(w, a, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", req.Model))
 		return false
 	}
-	j.model = model
+	j.model, j.offset = model.lit, model.offset
 	if err := s.promptOf(&req, j); err != nil {
 		badRequest(w, a, "%v", err)
 		return false

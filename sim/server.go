@@ -50,6 +50,13 @@ var words = [...]string{
 	"more", "requests", "all", "day",
 }
 
+// served is a model name the simulator answers to.
+type served struct {
+	lit    string // the name as a JSON string literal
+	parent string // the base model of a LoRA adapter; "" for a base model
+	offset int64  // the adapter's extra prefill (Adapter.Offset), ns
+}
+
 // Server is the simulator: an http.Handler over one engine.
 type Server struct {
 	cfg    Config
@@ -57,7 +64,7 @@ type Server struct {
 	m      *metrics
 	eng    *engine
 	mux    *http.ServeMux
-	models map[string]string // served name -> its JSON string literal
+	models map[string]served // by served name
 	ids    atomic.Uint64
 
 	faultMu sync.Mutex
@@ -112,7 +119,7 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		cfg:    cfg,
 		log:    log,
 		m:      newMetrics(cfg.Models[0]),
-		models: map[string]string{},
+		models: map[string]served{},
 		rng:    rand.New(rand.NewPCG(uint64(cfg.FaultSeed), 0x5eed)),
 		abort:  make(chan struct{}),
 	}
@@ -122,7 +129,11 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 		cfg.MaxNumSeqs > 0 || cfg.StampLead > 0
 	for _, m := range cfg.Models {
 		lit, _ := json.Marshal(m)
-		s.models[m] = string(lit)
+		s.models[m] = served{lit: string(lit)}
+	}
+	for _, a := range cfg.LoRA {
+		lit, _ := json.Marshal(a.Name)
+		s.models[a.Name] = served{lit: string(lit), parent: cfg.Models[0], offset: int64(a.Offset)}
 	}
 	s.bufs.New = func() any { b := make([]byte, 0, 16<<10); return &b }
 	s.mux = http.NewServeMux()
@@ -318,6 +329,8 @@ func (s *Server) runJob(w http.ResponseWriter, p peer, j *job, rd *render) {
 		nChunks:     chunkCount(j.maxTokens, k),
 		k:           k,
 		prefillOnly: j.api == apiEmbeddings || j.api.ranks(),
+		offset:      j.offset,
+		model:       j.model,
 		wake:        make(chan struct{}, 1),
 	}
 	if q.prefillOnly {
@@ -422,6 +435,9 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().Unix()
 	for _, m := range s.cfg.Models {
 		out.Data = append(out.Data, model{ID: m, Object: "model", Created: now, OwnedBy: "wirebench", Root: m, MaxModelLen: s.cfg.MaxModelLen})
+	}
+	for _, a := range s.cfg.LoRA {
+		out.Data = append(out.Data, model{ID: a.Name, Object: "model", Created: now, OwnedBy: "wirebench", Root: a.Name, Parent: &s.cfg.Models[0], MaxModelLen: s.cfg.MaxModelLen})
 	}
 	b, _ := json.Marshal(out)
 	w.Header().Set("Content-Type", "application/json")

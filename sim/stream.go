@@ -253,6 +253,7 @@ func (s *Server) complete(w http.ResponseWriter, p peer, q *seq, rd *render, j *
 	h.Set("x-sim-queue-ns", strconv.FormatInt(q.admit-q.arrive, 10))
 	h.Set("x-sim-prefill-ns", strconv.FormatInt(q.first-q.admit, 10))
 	h.Set("x-sim-decode-ns", strconv.FormatInt(q.last-q.first, 10))
+	h.Set("x-sim-model", q.model[1:len(q.model)-1]) // the literal without its quotes
 	switch j.fault {
 	case FaultStall:
 		if !p.sleep(s.cfg.Stall) {

@@ -20,7 +20,8 @@ import (
 type SimCmd struct {
 	Config simConfigFile `help:"YAML or JSON file of flag values, keyed by flag name (max-num-seqs: 8). Flags given on the command line win." type:"path" placeholder:"FILE"`
 	Listen string        `help:"Address to listen on (loopback by default; the base URL is printed first on stdout)." default:"127.0.0.1:8000"`
-	Model  []string      `help:"Model name(s) served; requests for other models get 404." default:"sim"`
+	Model  []string      `help:"Model name(s) served; requests for other models get 404 with an OpenAI error." default:"sim"`
+	LoRA   []string      `name:"lora" help:"LoRA adapters of the first --model, each NAME:OFFSET (e.g. sql:+5ms), served under NAME (as vLLM serves --lora-modules) with OFFSET added to each of its sequences' prefill (fixed mode: TTFT + OFFSET)." placeholder:"NAME:OFFSET"`
 
 	Mode              string        `help:"Timing model: engine (continuous batching), fixed (every sequence TTFT then ITL), or empty: fixed when --ttft > 0." enum:",engine,fixed" default:""`
 	MaxNumSeqs        int           `help:"Most sequences running at once; the rest wait FIFO (queue time). 0 = unlimited." default:"256"`
@@ -80,14 +81,24 @@ Token counting: a token is a maximal run of non-space characters (prompt: all me
 contents); output token i is a word from a fixed list followed by a space, so usage is exact.
 
 Ground truth: every stream ends with the SSE comment
-  : x-sim {"queue_ns":Q,"prefill_ns":P,"decode_ns":D,"sent_ns":[t0,t1,...]}
+  : x-sim {"queue_ns":Q,"prefill_ns":P,"decode_ns":D,"sent_ns":[t0,t1,...],"model":M}
 just before its terminal event (data: [DONE], response.completed, message_stop); sent_ns is
-time.Now().UnixNano() (CLOCK_REALTIME) taken just before writing each event carrying tokens. Non-streaming responses carry x-sim-queue-ns, x-sim-prefill-ns,
-x-sim-decode-ns and x-sim-sent-ns headers.`
+time.Now().UnixNano() (CLOCK_REALTIME) taken just before writing each event carrying tokens, M
+the model (or adapter) that served it. Non-streaming responses carry x-sim-queue-ns,
+x-sim-prefill-ns, x-sim-decode-ns, x-sim-sent-ns and x-sim-model headers.`
 }
 
-func (c *SimCmd) config() sim.Config {
+func (c *SimCmd) config() (sim.Config, error) {
+	var lora []sim.Adapter
+	for _, f := range c.LoRA {
+		a, err := sim.ParseAdapter(f)
+		if err != nil {
+			return sim.Config{}, err
+		}
+		lora = append(lora, a)
+	}
 	return sim.Config{
+		LoRA:   lora,
 		Listen: c.Listen, Models: c.Model, Mode: c.Mode, MaxNumSeqs: c.MaxNumSeqs,
 		PrefillBase: c.PrefillBase, PrefillPerToken: c.PrefillPerToken, BlockSize: c.BlockSize,
 		PrefixCacheBlocks: c.PrefixCacheBlocks, ITL: c.ITL, BatchSlowdown: c.BatchSlowdown,
@@ -100,11 +111,15 @@ func (c *SimCmd) config() sim.Config {
 		FaultSeed: c.FaultSeed, Stall: c.Stall, SlowHeaders: c.SlowHeaders, ShutdownGrace: c.ShutdownGrace,
 		CPUPerRequest: c.CPUPerRequest, CPUPerToken: c.CPUPerToken, ListenBacklog: c.ListenBacklog,
 		AcceptPace: c.AcceptPace,
-	}
+	}, nil
 }
 
 func (c *SimCmd) Run(ctx context.Context, log *slog.Logger) error {
-	srv, err := sim.New(c.config(), log)
+	var srv *sim.Server
+	cfg, err := c.config()
+	if err == nil {
+		srv, err = sim.New(cfg, log)
+	}
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -114,7 +129,7 @@ func (c *SimCmd) Run(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	fmt.Fprintf(os.Stdout, "http://%s\n", ln.Addr())
-	log.Info("sim listening", "url", "http://"+ln.Addr().String(), "models", c.Model, "mode", c.Mode,
+	log.Info("sim listening", "url", "http://"+ln.Addr().String(), "models", c.Model, "lora", c.LoRA, "mode", c.Mode,
 		"max_num_seqs", c.MaxNumSeqs, "itl", c.ITL, "ttft", c.TTFT)
 	if c.CPUPerRequest > 0 || c.CPUPerToken > 0 || c.ListenBacklog > 0 || c.AcceptPace > 0 {
 		log.Info("sim saturation", "cpu_per_request", c.CPUPerRequest, "cpu_per_token", c.CPUPerToken,
