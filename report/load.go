@@ -18,7 +18,10 @@ type run struct {
 	Manifest   *schemas.Manifest // nil when the run has no readable manifest
 	Stages     []schemas.Stage   // sorted by stage index
 	Timeseries []schemas.Timeseries
-	Server     []serverSample // the server's scraped gauges while stages ran; nil: none
+	Server     []serverSample      // the server's scraped gauges while stages ran; nil: none
+	Breakdown  []schemas.Breakdown // metrics/breakdown.parquet: stages by model; nil when absent
+	// keyLabels names breakdown keys for people: a LoRA adapter with its base model
+	keyLabels map[string]string
 }
 
 // metricsPath returns the path of a metrics file kind inside the run directory.
@@ -68,6 +71,9 @@ func loadRun(dir string, log *slog.Logger) (*run, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read timeseries: %w", err)
+	}
+	if err := r.loadBreakdown(); err != nil {
+		return nil, err
 	}
 	sort.SliceStable(r.Timeseries, func(i, j int) bool {
 		a, b := r.Timeseries[i], r.Timeseries[j]

@@ -89,6 +89,10 @@ func markdown(p schemas.Profile, charts []*chart) []byte {
 	for _, r := range p.Runs {
 		fmt.Fprintf(&b, "\n## Stages of `%s`\n\n", r.Label)
 		mdTable(&b, stageTable(r))
+		for _, sp := range splits(r) {
+			fmt.Fprintf(&b, "\n### %s in `%s`\n\n", sp.Title, r.Label)
+			mdTable(&b, sp.Table)
+		}
 		fmt.Fprintf(&b, "\n### Measurement quality of `%s`\n\n", r.Label)
 		mdTable(&b, qualityTable(r))
 	}

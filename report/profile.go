@@ -75,6 +75,7 @@ func runProfile(r *run, outDir string) schemas.ProfileRun {
 	for i := range r.Stages {
 		s := &r.Stages[i]
 		sp := stageProfile(s, stageTitle(s.Stage, s.Name, names), cpus)
+		sp.Split = r.splitOf(s.Stage)
 		rp.Stages = append(rp.Stages, sp)
 		h := &rp.Headline
 		h.MaxCompletionRate = maxOf(h.MaxCompletionRate, s.CompletionRate)

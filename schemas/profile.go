@@ -72,6 +72,7 @@ type ProfileStage struct {
 	Latency        map[string]Dist  `json:"latency" doc:"distributions by stages.parquet column name: ttft_ns, tpot_ns, itl_ns, ntpot_ns, e2e_ns, ttfc_ns, queue_ns, ..."`
 	Breakdown      ProfileBreakdown `json:"breakdown" doc:"mean decomposition of a request"`
 	Quality        ProfileQuality   `json:"quality" doc:"the stage's verdicts and their diagnostics"`
+	Split          []Breakdown      `json:"split,omitempty" doc:"the stage's figures by model (target.models) or endpoint: its metrics/breakdown.parquet rows, same names; absent for a single model"`
 }
 
 // ProfileBreakdown is the mean decomposition of a request: queue + prefill + decode.
