@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// modelsConfig is a 70/30 mix of a base model and a LoRA adapter of it over two stages.
+const modelsConfig = `name: models
+seed: 7
+target:
+  api: completions
+  models:
+    - {name: base, weight: 7}
+    - {name: base, lora: slow, weight: 3}
+  ignore_eos: true
+  timeout: 30s
+load:
+  stages:
+    - {name: low, rate: 10, duration: 2s, arrival: constant}
+    - {name: high, rate: 20, duration: 2s, arrival: constant}
+workload:
+  synthetic:
+    input: {kind: fixed, value: 32}
+    output: {kind: fixed, value: 8}
+tokenizer: whitespace
+`
+
+// loraOffset is the slow adapter's extra time to the first token in the simulator.
+const loraOffset = 15 * time.Millisecond
+
+// TestModelMixEndToEnd runs a seeded 70/30 mix of a base model and a slower LoRA adapter
+// against `wirebench sim --model base --lora slow:+15ms`: every request goes to the model the
+// schedule drew for it (raw and metric rows name it, the simulator's truth agrees), the counts
+// per stage and model in breakdown.parquet are the schedule's exactly, the adapter's TTFT is
+// 15 ms longer, and summary.md, index.html and profile.json show the stages by model.
+func TestModelMixEndToEnd(t *testing.T) {
+	url := startSim(t, "--ttft", apiTTFT.String(), "--itl", apiITL.String(), "--model", "base", "--lora", "slow:+"+loraOffset.String())
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "models.yaml")
+	if err := os.WriteFile(cfg, []byte(modelsConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if _, stderr, err := wirebench(t, 90*time.Second, "run", cfg, "-o", run, "--target", url, "--quiet"); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+
+	sched, err := schemas.ReadFile[schemas.ScheduleRequest](filepath.Join(run, "schedule", "requests.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := map[int64]string{}
+	perStage := map[[2]string]int64{} // (stage, model) -> planned requests
+	perModel := map[string]int{}
+	for _, r := range sched {
+		planned[r.Seq] = r.Model
+		perStage[[2]string{stageKey(r.Stage), r.Model}]++
+		perModel[r.Model]++
+	}
+	// 60 requests drawn 70/30: the seed's draw, not a quota, but far from all one model.
+	if len(sched) != 60 || perModel["base"]+perModel["slow"] != 60 || perModel["slow"] < 8 || perModel["slow"] > 30 {
+		t.Fatalf("schedule: %d requests, by model %v; want 60 drawn about 70/30 between base and slow", len(sched), perModel)
+	}
+
+	_, raw, _ := rawFiles(t, run)
+	for _, r := range raw {
+		if r.Model != planned[r.Seq] {
+			t.Errorf("raw seq %d: model %q; the schedule drew %q", r.Seq, r.Model, planned[r.Seq])
+		}
+		// The simulator's truth: the adapter's prefill is TTFT + offset, the base model's TTFT.
+		want := apiTTFT
+		if r.Model == "slow" {
+			want += loraOffset
+		}
+		if r.ErrorKind != "" || r.ServerPrefillNs == nil || time.Duration(*r.ServerPrefillNs) != want {
+			t.Errorf("raw seq %d (%s): error %q, server prefill %v; want ok and %v", r.Seq, r.Model, r.ErrorKind, val(r.ServerPrefillNs), want)
+		}
+	}
+	metrics, err := schemas.ReadFile[schemas.MetricRequest](filepath.Join(run, "metrics", "requests.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range metrics {
+		if m.Model != planned[m.Seq] {
+			t.Errorf("metric seq %d: model %q; the schedule drew %q", m.Seq, m.Model, planned[m.Seq])
+		}
+	}
+
+	rows, err := schemas.ReadFile[schemas.Breakdown](filepath.Join(run, "metrics", "breakdown.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("breakdown.parquet: %d rows; want 4 (2 stages × 2 models)", len(rows))
+	}
+	p50 := map[[2]string]int64{}
+	for _, b := range rows {
+		k := [2]string{stageKey(b.Stage), b.Key}
+		if b.By != schemas.ByModel || b.Requests != perStage[k] || b.Completed != b.Requests || b.TTFT.P50 == nil {
+			t.Errorf("breakdown stage %d %s %q: %d requests, %d ok, TTFT p50 %v; want by model, %d requests all ok", b.Stage, b.By, b.Key, b.Requests, b.Completed, val(b.TTFT.P50), perStage[k])
+			continue
+		}
+		p50[k] = *b.TTFT.P50
+	}
+	for _, st := range []int32{0, 1} {
+		k := stageKey(st)
+		d := time.Duration(p50[[2]string{k, "slow"}] - p50[[2]string{k, "base"}])
+		if d < loraOffset-2*time.Millisecond || d > loraOffset+2*time.Millisecond {
+			t.Errorf("stage %d: TTFT p50 slow − base = %v; want the adapter's offset %v ± 2ms", st, d, loraOffset)
+		}
+	}
+	checkModelReport(t, run, perStage)
+}
+
+func stageKey(s int32) string { return string(rune('0' + s)) }
+
+// checkModelReport checks that the report splits each stage by model.
+func checkModelReport(t *testing.T, run string, perStage map[[2]string]int64) {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(run, "report", "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "### By model in") || !strings.Contains(string(md), "slow (LoRA of base)") {
+		t.Errorf("summary.md has no by-model table naming the adapter:\n%s", md)
+	}
+	html, err := os.ReadFile(filepath.Join(run, "report", "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "By model in") || !strings.Contains(string(html), "slow (LoRA of base)") {
+		t.Error("index.html has no by-model table naming the adapter")
+	}
+	b, err := os.ReadFile(filepath.Join(run, "report", "profile.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p schemas.Profile
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range p.Runs[0].Stages {
+		var n int64
+		for _, sp := range s.Split {
+			n += sp.Requests
+		}
+		if len(s.Split) != 2 || n != perStage[[2]string{stageKey(s.Stage), "base"}]+perStage[[2]string{stageKey(s.Stage), "slow"}] {
+			t.Errorf("profile.json stage %d split = %+v; want base and slow adding up to the stage", s.Stage, s.Split)
+		}
+	}
+}
