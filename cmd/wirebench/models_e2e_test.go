@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +155,61 @@ func checkModelReport(t *testing.T, run string, perStage map[[2]string]int64) {
 		if len(s.Split) != 2 || n != perStage[[2]string{stageKey(s.Stage), "base"}]+perStage[[2]string{stageKey(s.Stage), "slow"}] {
 			t.Errorf("profile.json stage %d split = %+v; want base and slow adding up to the stage", s.Stage, s.Split)
 		}
+	}
+}
+
+// TestModelMixUnknownModel runs a 50/50 mix of a served model and one the simulator does not
+// serve: the run goes to its end, every request to the unknown model is a 404 (http_status,
+// with the server's OpenAI error message) recorded under its model, and the report's by-model
+// table shows that model's errors while the other's figures stay whole.
+func TestModelMixUnknownModel(t *testing.T) {
+	url := startSim(t, "--ttft", apiTTFT.String(), "--itl", apiITL.String(), "--model", "base")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "unknown.yaml")
+	conf := strings.Replace(modelsConfig, "{name: base, lora: slow, weight: 3}", "{name: missing, weight: 3}", 1)
+	conf = strings.Replace(conf, "    - {name: high, rate: 20, duration: 2s, arrival: constant}\n", "", 1)
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if _, stderr, err := wirebench(t, 90*time.Second, "run", cfg, "-o", run, "--target", url, "--quiet"); err != nil {
+		t.Fatalf("run: %v (want exit 0: failed requests are rows, not a failed run)\n%s", err, stderr)
+	}
+	_, raw, _ := rawFiles(t, run)
+	n := map[string]int64{}
+	for _, r := range raw {
+		n[r.Model]++
+		switch r.Model {
+		case "missing":
+			if r.Status != 404 || r.ErrorKind != schemas.ErrHTTPStatus || !strings.Contains(r.ErrorMessage, "does not exist") {
+				t.Errorf("seq %d to the unknown model: status %d, kind %q, message %q; want 404 http_status naming it", r.Seq, r.Status, r.ErrorKind, r.ErrorMessage)
+			}
+		case "base":
+			if r.ErrorKind != "" {
+				t.Errorf("seq %d to base: error %q %q; want ok", r.Seq, r.ErrorKind, r.ErrorMessage)
+			}
+		default:
+			t.Errorf("seq %d: model %q; want base or missing", r.Seq, r.Model)
+		}
+	}
+	rows, err := schemas.ReadFile[schemas.Breakdown](filepath.Join(run, "metrics", "breakdown.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range rows {
+		want := map[string]string{"base": "{}", "missing": `{"http_status":` + strconv.FormatInt(n["missing"], 10) + "}"}[b.Key]
+		if b.Requests != n[b.Key] || b.ErrorsByKind != want {
+			t.Errorf("breakdown %q: %d requests, errors %s; want %d, %s", b.Key, b.Requests, b.ErrorsByKind, n[b.Key], want)
+		}
+	}
+	if len(rows) != 2 || n["missing"] == 0 || n["base"] == 0 {
+		t.Errorf("breakdown has %d rows, requests by model %v; want base and missing both sent", len(rows), n)
+	}
+	md, err := os.ReadFile(filepath.Join(run, "report", "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| missing | "+strconv.FormatInt(n["missing"], 10)+" |") {
+		t.Errorf("summary.md has no by-model row of the unknown model with its requests:\n%s", md)
 	}
 }
