@@ -1,6 +1,9 @@
 package replay
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wirebench/wirebench/schemas"
@@ -46,5 +49,24 @@ func TestModelPicker(t *testing.T) {
 	}
 	if newModelPicker(&schemas.Target{}, 1) != nil {
 		t.Error("no model: want a nil picker")
+	}
+}
+
+func TestLoadConfigModelErrors(t *testing.T) {
+	rest := "load:\n  stages:\n    - {rate: 10, duration: 1s}\nworkload:\n  synthetic:\n    input: {kind: fixed, value: 8}\n    output: {kind: fixed, value: 8}\n"
+	for _, tc := range []struct{ name, target, want string }{
+		{"both", "target:\n  model: m\n  models: [{name: a}]\n", "c.yaml:3: target.models: set target.model or target.models, not both"},
+		{"no name", "target:\n  models: [{weight: 1}]\n", "target.models[0].name: required"},
+		{"negative weight", "target:\n  models: [{name: a, weight: -1}]\n", "target.models[0].weight: -1: want a number >= 0"},
+		{"same model twice", "target:\n  models: [{name: a}, {name: b, lora: a}]\n", `target.models[1]: sends model "a" as target.models[0] does`},
+	} {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(path, []byte(tc.target+rest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadConfig(path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: LoadConfig error = %v; want it to contain %q", tc.name, err, tc.want)
+		}
 	}
 }
