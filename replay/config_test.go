@@ -147,6 +147,7 @@ var runExamples = []string{
 	"../examples/rerank.yaml",
 	"../examples/score.yaml",
 	"../examples/tei-rerank.yaml",
+	"../examples/lora-mix.yaml",
 }
 
 // target.tls's files are taken from the config's directory and must load.

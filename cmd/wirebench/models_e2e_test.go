@@ -12,26 +12,9 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// modelsConfig is a 70/30 mix of a base model and a LoRA adapter of it over two stages.
-const modelsConfig = `name: models
-seed: 7
-target:
-  api: completions
-  models:
-    - {name: base, weight: 7}
-    - {name: base, lora: slow, weight: 3}
-  ignore_eos: true
-  timeout: 30s
-load:
-  stages:
-    - {name: low, rate: 10, duration: 2s, arrival: constant}
-    - {name: high, rate: 20, duration: 2s, arrival: constant}
-workload:
-  synthetic:
-    input: {kind: fixed, value: 32}
-    output: {kind: fixed, value: 8}
-tokenizer: whitespace
-`
+// modelsExample is a 70/30 mix of a base model and a LoRA adapter of it over two stages, 60
+// requests.
+const modelsExample = "../../examples/lora-mix.yaml"
 
 // loraOffset is the slow adapter's extra time to the first token in the simulator.
 const loraOffset = 15 * time.Millisecond
@@ -40,16 +23,12 @@ const loraOffset = 15 * time.Millisecond
 // against `wirebench sim --model base --lora slow:+15ms`: every request goes to the model the
 // schedule drew for it (raw and metric rows name it, the simulator's truth agrees), the counts
 // per stage and model in breakdown.parquet are the schedule's exactly, the adapter's TTFT is
-// 15 ms longer, and summary.md, index.html and profile.json show the stages by model.
+// 15 ms longer (its goodput 0 under slo.ttft 30ms), and summary.md, index.html and
+// profile.json show the stages by model.
 func TestModelMixEndToEnd(t *testing.T) {
 	url := startSim(t, "--ttft", apiTTFT.String(), "--itl", apiITL.String(), "--model", "base", "--lora", "slow:+"+loraOffset.String())
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "models.yaml")
-	if err := os.WriteFile(cfg, []byte(modelsConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(dir, "run")
-	if _, stderr, err := wirebench(t, 90*time.Second, "run", cfg, "-o", run, "--target", url, "--quiet"); err != nil {
+	run := filepath.Join(t.TempDir(), "run")
+	if _, stderr, err := wirebench(t, 90*time.Second, "run", modelsExample, "-o", run, "--target", url, "--quiet"); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr)
 	}
 
@@ -109,6 +88,14 @@ func TestModelMixEndToEnd(t *testing.T) {
 			continue
 		}
 		p50[k] = *b.TTFT.P50
+		// slo.ttft 30ms: the adapter (TTFT ≥ 35 ms) never meets it, the base model (20 ms) mostly.
+		good := val(b.GoodputShare)
+		if (b.Key == "slow" && good != 0) || (b.Key == "base" && good < 0.5) {
+			t.Errorf("breakdown stage %d %s: goodput %.2f; want 0 for slow (TTFT over the 30ms SLO), over 0.5 for base", b.Stage, b.Key, good)
+		}
+		if itl := time.Duration(val(b.ITL.P50)); itl < apiITL-time.Millisecond || itl > apiITL+time.Millisecond {
+			t.Errorf("breakdown stage %d %s: ITL p50 %v; want the simulator's %v ± 1ms", b.Stage, b.Key, itl, apiITL)
+		}
 	}
 	for _, st := range []int32{0, 1} {
 		k := stageKey(st)
@@ -166,7 +153,11 @@ func TestModelMixUnknownModel(t *testing.T) {
 	url := startSim(t, "--ttft", apiTTFT.String(), "--itl", apiITL.String(), "--model", "base")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "unknown.yaml")
-	conf := strings.Replace(modelsConfig, "{name: base, lora: slow, weight: 3}", "{name: missing, weight: 3}", 1)
+	example, err := os.ReadFile(modelsExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.Replace(string(example), "{name: base, lora: slow, weight: 3}", "{name: missing, weight: 3}", 1)
 	conf = strings.Replace(conf, "    - {name: high, rate: 20, duration: 2s, arrival: constant}\n", "", 1)
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
