@@ -1,6 +1,10 @@
 package replay
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,5 +72,20 @@ func TestLoadConfigModelErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: LoadConfig error = %v; want it to contain %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestDryRunModels: --dry-run of a mix ends with the requests planned per model, which add up.
+func TestDryRunModels(t *testing.T) {
+	var out bytes.Buffer
+	err := Run(context.Background(), Options{ConfigPath: "../examples/lora-mix.yaml", DryRun: true, DryRunOut: &out}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base, slow int
+	last := strings.TrimSpace(out.String())
+	last = last[strings.LastIndex(last, "\n")+1:]
+	if _, err := fmt.Sscanf(last, "requests by model: base %d, slow %d", &base, &slow); err != nil || base+slow != 60 || slow == 0 {
+		t.Errorf("dry run's last line %q (%v); want requests by model: base N, slow M adding up to 60", last, err)
 	}
 }

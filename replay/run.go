@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -401,6 +403,16 @@ func printPlan(w io.Writer, stages []schemas.StageInfo, o *output) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "total: %d requests, %d prompts (token percentiles are exact below 32768)\n", total, o.nPrompt)
-	return err
+	if _, err := fmt.Fprintf(w, "total: %d requests, %d prompts (token percentiles are exact below 32768)\n", total, o.nPrompt); err != nil {
+		return err
+	}
+	if len(o.perModel) > 1 {
+		var parts []string
+		for _, m := range slices.Sorted(maps.Keys(o.perModel)) {
+			parts = append(parts, fmt.Sprintf("%s %d", m, o.perModel[m]))
+		}
+		_, err := fmt.Fprintf(w, "requests by model: %s\n", strings.Join(parts, ", "))
+		return err
+	}
+	return nil
 }
