@@ -31,12 +31,10 @@ type Config struct {
 // API key (Authorization: Bearer; x-api-key for the messages API). The manifest keeps neither a
 // credential header's value nor a URL's user:password (Target.Redacted), only ${NAME}.
 type Target struct {
-	URL   string `yaml:"url" json:"url"`               // base URL, e.g. http://127.0.0.1:8000
-	API   string `yaml:"api" json:"api"`               // completions or chat
-	Model string `yaml:"model" json:"model,omitempty"` // empty: discovered from /v1/models by replay
-	// Models, instead of Model: a seeded weighted mix; replay draws each request's model (the
-	// turns of a conversation share their first turn's) and records it in the schedule.
-	Models    []TargetModel     `yaml:"models" json:"models,omitempty"`
+	URL       string            `yaml:"url" json:"url"`                   // base URL, e.g. http://127.0.0.1:8000
+	API       string            `yaml:"api" json:"api"`                   // completions or chat
+	Model     string            `yaml:"model" json:"model,omitempty"`     // empty: discovered from /v1/models by replay
+	Models    []TargetModel     `yaml:"models" json:"models,omitempty"`   // instead of model: a seeded weighted mix (TargetModel)
 	Headers   map[string]string `yaml:"headers" json:"headers,omitempty"` // extra request headers
 	APIKeyEnv string            `yaml:"api_key_env" json:"api_key_env,omitempty"`
 	IgnoreEOS bool              `yaml:"ignore_eos" json:"ignore_eos,omitempty"`
@@ -62,8 +60,9 @@ type Target struct {
 	TLS        TargetTLS      `yaml:"tls" json:"tls,omitzero"`                  // https: CAs, server name, client certificate
 }
 
-// TargetModel is one model of target.models. Weight is its share of the requests relative to
-// the others' (0 = 1). LoRA names an adapter of the base model Name, as the server serves it:
+// TargetModel is one model of target.models: replay draws each request's model by weight from
+// the seed (a conversation's turns share their first turn's) and records it in the schedule.
+// Weight is its share of the requests relative to the others' (0 = 1). LoRA names an adapter of the base model Name, as the server serves it:
 // vLLM serves each --lora-modules NAME=PATH under NAME, so the request's model field carries
 // LoRA and Name only labels it (the report shows "LoRA (LoRA of Name)").
 type TargetModel struct {
