@@ -124,6 +124,8 @@ func openParquet(path, rel string) error {
 		_, err = schemas.ReadFile[schemas.Stage](path)
 	case base == "timeseries.parquet":
 		_, err = schemas.ReadFile[schemas.Timeseries](path)
+	case base == "breakdown.parquet":
+		_, err = schemas.ReadFile[schemas.Breakdown](path)
 	default:
 		err = errors.New("unknown kind")
 	}
