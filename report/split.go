@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strconv"
 
@@ -94,4 +95,15 @@ func splits(r schemas.ProfileRun) []pageSplit {
 		}
 	}
 	return out
+}
+
+// writeSplitLines writes a stage's split rows under its line of the terminal summary, in its
+// columns: the model (or endpoint) indented, its share of the stage's requests as the offered
+// load.
+func writeSplitLines(w io.Writer, rows []schemas.Breakdown) {
+	for _, b := range rows {
+		fmt.Fprintf(w, "  %s\t%s\t\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", b.Key, fmtPct(b.Share),
+			fmtRate(orNaN(b.CompletionRate)), fmtRate(orNaN(b.OutputTPS)), p50(b.TTFT), p99(b.TTFT), p50(b.TPOT), p99(b.TPOT),
+			p99(b.E2E), fmtPct(orNaN(b.GoodputShare)), b.Errors)
+	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,5 +35,23 @@ func TestSplitTable(t *testing.T) {
 	r.Stages[0].Split = nil
 	if ps := splits(r); len(ps) != 0 {
 		t.Errorf("splits of a run without a mix = %+v; want none", ps)
+	}
+}
+
+// TestSummarySplitLines: the terminal summary lists a stage's models under its line.
+func TestSummarySplitLines(t *testing.T) {
+	r := &run{Label: "r", Stages: []schemas.Stage{{Stage: 0, Name: "low", Requests: 20}}, Breakdown: []schemas.Breakdown{
+		{Stage: 0, By: schemas.ByModel, Key: "base", Requests: 14, Share: 0.7},
+		{Stage: 0, By: schemas.ByModel, Key: "slow", Requests: 6, Share: 0.3, Errors: 2},
+	}, keyLabels: map[string]string{"slow": "slow (LoRA of base)"}}
+	var b strings.Builder
+	if err := writeSummary(&b, []*run{r}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, `0 "low"`) })
+	if i < 0 || i+2 >= len(lines) || !strings.HasPrefix(lines[i+1], "  base ") || !strings.Contains(lines[i+1], "70.0%") ||
+		!strings.HasPrefix(lines[i+2], "  slow (LoRA of base) ") || !strings.HasSuffix(strings.TrimSpace(lines[i+2]), " 2") {
+		t.Errorf("summary:\n%s\nwant the stage line followed by base (70.0%%) and slow (LoRA of base) with its 2 errors", b.String())
 	}
 }

@@ -54,6 +54,7 @@ func writeSummary(w io.Writer, runs []*run) error {
 				stageTitle(s.Stage, s.Name, names), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),
 				fmtRate(orNaN(s.CompletionRate)), fmtRate(orNaN(s.OutputTPS)), p50(s.TTFT), p99(s.TTFT), p50(s.TPOT), p99(s.TPOT), p99(s.E2E),
 				fmtPct(orNaN(s.GoodputShare)), s.Errors, stageNotes(s))
+			writeSplitLines(tw, r.splitOf(s.Stage))
 		}
 		tw.Flush()
 		cpus := 0

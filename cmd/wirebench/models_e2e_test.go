@@ -28,8 +28,12 @@ const loraOffset = 15 * time.Millisecond
 func TestModelMixEndToEnd(t *testing.T) {
 	url := startSim(t, "--ttft", apiTTFT.String(), "--itl", apiITL.String(), "--model", "base", "--lora", "slow:+"+loraOffset.String())
 	run := filepath.Join(t.TempDir(), "run")
-	if _, stderr, err := wirebench(t, 90*time.Second, "run", modelsExample, "-o", run, "--target", url, "--quiet"); err != nil {
+	stdout, stderr, err := wirebench(t, 90*time.Second, "run", modelsExample, "-o", run, "--target", url, "--quiet")
+	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "\n  slow (LoRA of base) ") {
+		t.Errorf("run's summary lists no stage line of the adapter:\n%s", stdout)
 	}
 
 	sched, err := schemas.ReadFile[schemas.ScheduleRequest](filepath.Join(run, "schedule", "requests.parquet"))
