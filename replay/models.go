@@ -62,7 +62,8 @@ func (p *modelPicker) pick(r *schemas.ScheduleRequest) string {
 	return p.names[len(p.names)-1]
 }
 
-// splitmix64 is the SplitMix64 finaliser: a well-mixed 64-bit hash of x.
+// splitmix64 is the finaliser of the splitmix generator (Steele, Lea and Flood, 2014): a
+// well-mixed 64-bit hash of x.
 func splitmix64(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
