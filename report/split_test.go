@@ -29,7 +29,7 @@ func TestSplitTable(t *testing.T) {
 		t.Errorf("errors column marked bad: row 0 %v, row 1 %v; want only the row with errors", tb.Bad(0, 11), tb.Bad(1, 11))
 	}
 	md := string(markdown(schemas.Profile{Runs: []schemas.ProfileRun{r}}, nil))
-	if !strings.Contains(md, "### By model in") || !strings.Contains(md, "| 0 \"low\" | slow (LoRA of base) | 6 | 30.0% |") {
+	if !strings.Contains(md, "### By model in") || !strings.Contains(md, "| low | slow (LoRA of base) | 6 | 30.0% |") {
 		t.Errorf("summary.md has no by-model table with the adapter's row:\n%s", md)
 	}
 	r.Stages[0].Split = nil
