@@ -49,7 +49,7 @@ func TestSummarySplitLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(b.String(), "\n")
-	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, `0 "low"`) })
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "low ") })
 	if i < 0 || i+2 >= len(lines) || !strings.HasPrefix(lines[i+1], "  base ") || !strings.Contains(lines[i+1], "70.0%") ||
 		!strings.HasPrefix(lines[i+2], "  slow (LoRA of base) ") || !strings.HasSuffix(strings.TrimSpace(lines[i+2]), " 2") {
 		t.Errorf("summary:\n%s\nwant the stage line followed by base (70.0%%) and slow (LoRA of base) with its 2 errors", b.String())
