@@ -32,6 +32,7 @@ type stageAcc struct {
 	startNs int64 // planned stage start: manifest start_ns + the stage's offset_ns
 
 	requests, completed, errors, good int64
+	cancelled                         int64 // cancelled_by_client: neither completed nor errors
 	errKinds                          map[string]int64
 	firstSent, lastSent, endNs        int64
 	firstStart, lastStart             int64 // send_start_ns of the stage's requests
@@ -131,6 +132,10 @@ func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 	a.bucket(s.sentNs).sends++
 	eb := a.bucket(end)
 	eb.ends++
+	if m.ErrorKind == schemas.ErrCancelledByClient {
+		a.cancelled++ // the client ended it as planned: no failure, no latency, no goodput miss
+		return
+	}
 	if !m.OK {
 		a.errors++
 		kind := m.ErrorKind
@@ -240,7 +245,7 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	st := schemas.Stage{
 		Stage: a.info.Index, Name: a.info.Name, Mode: a.info.Mode, TargetRate: a.info.Rate,
 		Concurrency: a.info.Concurrency, StartNs: a.startNs, Requests: a.requests,
-		Completed: a.completed, Errors: a.errors,
+		Completed: a.completed, Errors: a.errors, Cancelled: a.cancelled,
 	}
 	b, _ := json.Marshal(a.errKinds)
 	st.ErrorsByKind = string(b)
@@ -284,8 +289,8 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	if window > 0 {
 		st.InflightMean = ptr(float64(a.busyNs) / float64(st.EndNs-st.StartNs))
 	}
-	if a.requests > 0 {
-		share := float64(a.good) / float64(a.requests)
+	if judged := a.requests - a.cancelled; judged > 0 {
+		share := float64(a.good) / float64(judged)
 		st.GoodputShare = &share
 		if st.CompletionRate != nil {
 			st.GoodputRate = ptr(share * *st.CompletionRate)

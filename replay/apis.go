@@ -29,6 +29,9 @@ func validateAPIWorkload(v *validator, c *schemas.Config) {
 			v.errf("workload.tools.choice", "%q: want auto, required or none", t.Choice)
 		}
 	}
+	if w.Cancel != nil {
+		validateCancel(v, w.Cancel, api)
+	}
 	if w.Batch < 0 {
 		v.errf("workload.batch", "must be > 0")
 	}

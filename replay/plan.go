@@ -127,6 +127,7 @@ type output struct {
 	images   *imagePicker // workload.images: draws the images of each new prompt; nil when none
 	models   *modelPicker // each request's model; nil when there is none (a dry run)
 	perModel map[string]int64
+	traffic  *traffic // sets every row's cancel and endpoint columns; nil: left as they are
 	// keep: a private output (see batched) keeps its prompt rows in kept, indexed by id,
 	// instead of writing them.
 	keep bool
@@ -154,6 +155,7 @@ func (o *output) addRequest(r schemas.ScheduleRequest) error {
 		r.Model = o.models.pick(&r)
 		o.perModel[r.Model]++
 	}
+	o.traffic.apply(&r)
 	st := o.stats[r.Stage]
 	st.requests++
 	st.in.RecordValue(int64(r.InputTokens))

@@ -112,7 +112,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		return fmt.Errorf("tokenizer: %w", err)
 	}
 
-	o := &output{ctx: ctx}
+	o := &output{ctx: ctx, traffic: newTraffic(cfg)}
 	var schedDir string
 	var createdOut bool
 	if !opts.DryRun {

@@ -99,5 +99,8 @@ func stageNotes(s *schemas.Stage) string {
 	if s.ConnectionSpiral {
 		notes = append(notes, "CONNECTION SPIRAL")
 	}
+	if s.Cancelled > 0 {
+		notes = append(notes, fmt.Sprintf("%d cancelled by the client", s.Cancelled))
+	}
 	return strings.Join(notes, " ")
 }

@@ -144,6 +144,9 @@ func stageTable(r schemas.ProfileRun) table {
 		if !s.Quality.LoadDelivered {
 			notes = append(notes, "load not delivered")
 		}
+		if s.Cancelled > 0 {
+			notes = append(notes, fmt.Sprintf("%d cancelled by the client", s.Cancelled))
+		}
 		l := s.Latency
 		t.Rows = append(t.Rows, tableRow{Level: s.Quality.Trust, Note: s.Saturated, Cells: []string{
 			stageTitle(s.Stage, s.Name, names), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),

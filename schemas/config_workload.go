@@ -19,6 +19,8 @@ type Workload struct {
 	// Documents are the documents each request of a ranking API (rerank, score, tei_rerank)
 	// scores against its query, the source's prompt.
 	Documents *Documents `yaml:"documents" json:"documents,omitempty"`
+	// Cancel: a seeded share of requests the client closes mid-stream; nil = none.
+	Cancel *Cancel `yaml:"cancel" json:"cancel,omitempty"`
 }
 
 // Documents shapes the requests of the ranking APIs (target.api rerank, score, tei_rerank): the
@@ -160,4 +162,16 @@ type Trace struct {
 // e.g. to send run A's workload to server B. load must be empty.
 type FromRun struct {
 	Dir string `yaml:"dir" json:"dir"`
+}
+
+// Cancel makes a seeded share of requests end on the client's side mid-stream, as users who
+// abandon an answer: replay picks them (schedule cancel_after_tokens or cancel_after_ns) and
+// capture closes their connection once after_tokens output tokens have arrived, or after the
+// duration after from the request's start. Such a request ends with the error kind
+// cancelled_by_client: counted per stage (stages.parquet cancelled), out of every latency figure
+// and goodput's denominator. Set exactly one of after_tokens and after.
+type Cancel struct {
+	Share       float64  `yaml:"share" json:"share"`                         // (0, 1]
+	AfterTokens int      `yaml:"after_tokens" json:"after_tokens,omitempty"` // > 0
+	After       Duration `yaml:"after" json:"after,omitempty"`               // > 0
 }

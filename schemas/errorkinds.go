@@ -25,6 +25,10 @@ const (
 	ErrMalformedAnswer  = "malformed_answer"
 	ErrMemoryBudget     = "memory_budget"
 	ErrCancelled        = "cancelled"
+	// ErrCancelledByClient is not a failure: the client closed the request as planned
+	// (workload.cancel). Aggregate counts it apart (stages.parquet cancelled), in no latency
+	// figure, no error count and not in goodput's denominator.
+	ErrCancelledByClient = "cancelled_by_client"
 )
 
 // ErrorKindDoc says what one error kind means and what the row keeps.
@@ -49,6 +53,7 @@ var ErrorKinds = []ErrorKindDoc{
 	{ErrMalformedAnswer, "a ranking API's answer (rerank, score, tei_rerank) that is JSON but not the answer asked for: no `results` (rerank), `data` (score) or top-level array (tei_rerank), an entry without an integer `index` or a numeric score (`relevance_score`, `score`), an index outside the documents sent, or another number of entries than expected (documents sent; rerank: min(top_n, documents))"},
 	{ErrMemoryBudget, "the worker's memory budget for responses in flight (`capture.memory_budget`, `--memory-budget`, default 256 MiB per worker) was spent: holding this response's events (256 bytes each) or buffered bytes would have passed it. Reading stops there, the chunks so far are kept and the connection is closed; the other requests go on"},
 	{ErrCancelled, "the run was interrupted (Ctrl-C, SIGTERM) and the request did not end within `--drain-timeout`"},
+	{ErrCancelledByClient, "not a failure: the client closed the connection mid-stream as the schedule planned (`workload.cancel`, schedule `cancel_after_tokens` or `cancel_after_ns`), as a user who abandons an answer; the chunks so far are kept. Counted per stage in `cancelled`, never in `errors`, a latency figure or goodput's denominator, and never blamed on the server or the client"},
 }
 
 // writeErrorKindsMarkdown writes the error kinds as a Markdown section.

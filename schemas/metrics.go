@@ -136,7 +136,8 @@ type Stage struct {
 	EndNs               int64    `parquet:"end_ns" doc:"last completion of the stage"`
 	Requests            int64    `parquet:"requests" doc:"requests sent (warmup excluded)"`
 	Completed           int64    `parquet:"completed" doc:"requests that ended ok"`
-	Errors              int64    `parquet:"errors" doc:"requests that failed"`
+	Errors              int64    `parquet:"errors" doc:"requests that failed (cancelled_by_client not included)"`
+	Cancelled           int64    `parquet:"cancelled" doc:"requests the client closed mid-stream as planned (workload.cancel, error kind cancelled_by_client): neither completed nor errors, in no latency figure, token rate or goodput's denominator"`
 	ErrorsByKind        string   `parquet:"errors_by_kind" doc:"JSON object: error kind -> count"`
 	AchievedRate        *float64 `parquet:"achieved_rate,optional" doc:"sends per second over the send window; null with fewer than two sends"`
 	CompletionRate      *float64 `parquet:"completion_rate,optional" doc:"ok completions per second, of any stage's requests, in the steady part of the stage (the middle 80% of its send window): what the server delivered under this load; null when the stage has no window (no request, or every one at one instant)"`
@@ -146,7 +147,7 @@ type Stage struct {
 	DocumentsPerS       *float64 `parquet:"documents_per_s,optional" doc:"documents per second of ok requests (any stage) completing inside the send window [first S, last S]: the ranking APIs' documents scored, embeddings' inputs embedded; null without a window or when no request carried documents (the generating APIs)"`
 	SteadyOutputTPS     *float64 `parquet:"steady_output_tps,optional" doc:"output tokens per second of ok requests (any stage) completing in the steady part (the middle 80% of the send window); null without a window"`
 	InflightMean        *float64 `parquet:"inflight_mean,optional" doc:"time-weighted mean of requests in flight: sum over requests of (end - S) / (end_ns - start_ns); null without a window"`
-	GoodputShare        *float64 `parquet:"goodput_share,optional" doc:"share of requests meeting every SLO; failures count as misses; null without requests"`
+	GoodputShare        *float64 `parquet:"goodput_share,optional" doc:"share of requests meeting every SLO, of those not cancelled by the client (cancelled_by_client: the client, not the server, ended them); failures count as misses; null without such requests"`
 	GoodputRate         *float64 `parquet:"goodput_rate,optional" doc:"goodput_share × completion_rate: requests per second meeting every SLO; null when goodput_share or completion_rate is"`
 	TTFT                Dist     `parquet:"ttft_ns" doc:"TTFT distribution"`
 	TTFC                Dist     `parquet:"ttfc_ns" doc:"time to the first answer token (reasoning excluded) distribution"`

@@ -58,6 +58,7 @@ type ProfileStage struct {
 	Requests       int64            `json:"requests" doc:"requests recorded"`
 	Completed      int64            `json:"completed" doc:"requests finished without error"`
 	Errors         int64            `json:"errors" doc:"requests that failed"`
+	Cancelled      int64            `json:"cancelled,omitempty" doc:"requests the client closed as planned (workload.cancel): not errors"`
 	ErrorsByKind   map[string]int64 `json:"errors_by_kind" doc:"failed requests by error kind"`
 	AchievedRate   *float64         `json:"achieved_rate" doc:"sends per second between the first and the last send"`
 	IssuedRate     *float64         `json:"issued_rate" doc:"requests begun per second (before any connection wait)"`

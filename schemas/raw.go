@@ -30,7 +30,7 @@ type RawRequest struct {
 	HeadersNs       *int64 `parquet:"headers_ns,optional" doc:"time the response headers arrived; null when none arrived"`
 	DoneNs          *int64 `parquet:"done_ns,optional" doc:"time of the final event ([DONE] or end of body); null when the stream did not end"`
 	Status          int32  `parquet:"status" doc:"HTTP status code; 0 when no response"`
-	ErrorKind       string `parquet:"error_kind,dict" doc:"empty on success, else why the request failed: connect, timeout, ttft_timeout, gap_timeout, http_status, reset, malformed_stream, incomplete_stream, server_error_event, content_encoding, too_large, not_streamed, malformed_answer, memory_budget or cancelled (see Error kinds)"`
+	ErrorKind       string `parquet:"error_kind,dict" doc:"empty on success, else why the request failed: connect, timeout, ttft_timeout, gap_timeout, http_status, reset, malformed_stream, incomplete_stream, server_error_event, content_encoding, too_large, not_streamed, malformed_answer, memory_budget, cancelled or cancelled_by_client (see Error kinds)"`
 	ErrorMessage    string `parquet:"error_message" doc:"error text, the server's error body or event"`
 	Chunks          int32  `parquet:"chunks" doc:"number of SSE events received (including usage, item and block events, [DONE]); 1 for a non-streaming response"`
 	ContentBytes    int64  `parquet:"content_bytes" doc:"bytes of answer text received (reasoning and tool-call arguments not included)"`

@@ -24,6 +24,10 @@ type ScheduleRequest struct {
 	Documents       int32  `parquet:"documents" doc:"documents the request carries: rerank, score, tei_rerank: the documents scored against the query; embeddings: its inputs; 0 for the generating APIs"`
 	Model           string `parquet:"model,dict" doc:"the request's model field: target.model, or the one drawn from target.models (a LoRA entry's adapter name); the turns of a conversation share their first turn's"`
 	Source          string `parquet:"source,dict" doc:"where the request came from: synthetic, shared_prefix, conversations, dataset, trace, run"`
+	// CancelAfterTokens and CancelAfterNs: workload.cancel's seeded choice; capture closes the
+	// connection at that point (error kind cancelled_by_client).
+	CancelAfterTokens int32 `parquet:"cancel_after_tokens" doc:"workload.cancel.after_tokens: the client closes the connection once this many output tokens have arrived (content events; an event's own token count when the server gives one); 0 = not cancelled by tokens"`
+	CancelAfterNs     int64 `parquet:"cancel_after_ns" doc:"workload.cancel.after: the client closes the connection this long after it began the request (the watchdog's 10 ms tick: up to that much later); 0 = not cancelled by time"`
 }
 
 // Prompt is one row of schedule/prompts.parquet: a prompt body, stored once and referenced by

@@ -67,6 +67,7 @@ type metrics struct {
 	promptTokens, genTokens        atomic.Uint64
 	cacheHits, cacheQueries        atomic.Uint64
 	success                        atomic.Uint64
+	cancelled                      atomic.Uint64 // streams the client closed before their end
 	accepted                       atomic.Uint64 // connections Serve accepted
 	ttft, itl, e2e, queue, prefill *histogram
 	decode                         *histogram
@@ -148,6 +149,7 @@ func (m *metrics) appendText(b []byte) []byte {
 	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", m.cacheHits.Load())
 	counter("vllm:request_success_total", "Count of successfully processed requests.", m.success.Load())
 	counter("wirebench_sim:connections_accepted_total", "Connections the server accepted.", m.accepted.Load())
+	counter("wirebench_sim:requests_cancelled_total", "Streams whose client closed the connection before their end; each freed its engine slot.", m.cancelled.Load())
 	for _, h := range []*histogram{m.ttft, m.itl, m.e2e, m.queue, m.prefill, m.decode, m.served.ttft, m.served.e2e} {
 		b = append(b, "# HELP "+h.name+" "+h.help+"\n# TYPE "+h.name+" histogram\n"...)
 		var cum uint64

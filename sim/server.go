@@ -351,7 +351,11 @@ func (s *Server) runJob(w http.ResponseWriter, p peer, j *job, rd *render) {
 		return
 	}
 	if j.stream {
-		s.stream(p, q, rd, j.fault, j.usage)
+		if !s.stream(p, q, rd, j.fault, j.usage) && j.fault == "" && !s.stopping() {
+			// The client closed the connection mid-stream (a cancelled request): the deferred
+			// gone frees its slot at the engine's next step.
+			s.eng.m.cancelled.Add(1)
+		}
 	} else {
 		s.complete(w, p, q, rd, j)
 	}
@@ -450,4 +454,14 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	*bp = s.m.appendText((*bp)[:0])
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write(*bp)
+}
+
+// stopping reports whether the server is ending every handler (Close or a hard shutdown).
+func (s *Server) stopping() bool {
+	select {
+	case <-s.abort:
+		return true
+	default:
+		return false
+	}
 }

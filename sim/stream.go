@@ -13,8 +13,9 @@ import (
 // x-sim comment and the terminal event. With CoalesceTail each write carries every event
 // ready since the previous one, and the write of the last chunk the whole tail. A delta's
 // send stamp is time.Now() taken just before the write that carries it (then StampLead, then
-// the write).
-func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) {
+// the write). It reports whether the whole stream was written (false: the client left, a
+// fault cut it, or the server is stopping).
+func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) (complete bool) {
 	p.startStream(s.eagerHeaders) // eager: the client sees the headers at once, as from vLLM
 	n := q.nChunks
 	mid := -1 // chunk index at which a mid-stream fault strikes (n = before the final chunk)
@@ -40,13 +41,13 @@ func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) {
 				panic(http.ErrAbortHandler) // the connection closes mid-body
 			}
 			if !p.sleep(s.cfg.Stall) {
-				return
+				return false
 			}
 			continue
 		}
 		if avail == written && (w.preluded || !q.admitted.Load()) {
 			if !p.wait(q) {
-				return
+				return false
 			}
 			continue
 		}
@@ -55,11 +56,12 @@ func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) {
 			end = mid
 		}
 		if !w.write(written, end) {
-			return
+			return false
 		}
 		written = end
 	}
 	s.eng.m.served.e2e.observe(s.eng.now() - q.in)
+	return true
 }
 
 // streamWriter writes the events of one stream.

@@ -162,6 +162,12 @@ type Request struct {
 	// expected (rerank: min(top_n, documents)); the answer is checked against them (error kind
 	// malformed_answer). 0: not checked.
 	Documents, Answers int32
+	// CancelAfterTokens and CancelAfter close the request on the client's side, as a user who
+	// abandons an answer (kind cancelled_by_client, the connection closed): once this many
+	// output tokens have arrived (content events, or their own token counts), or this long
+	// after the send began (checked every watchTick). 0 = never.
+	CancelAfterTokens int32
+	CancelAfter       time.Duration
 }
 
 // Result receives everything measured about one request. Do resets it and fills it; Chunks
@@ -202,6 +208,7 @@ type reqState struct {
 	tok    []int32 // per chunk: tokens, -1 = not said
 	srv    []int64 // server send times from x-sim, per content chunk
 	final  bool    // the API's terminal event has arrived
+	tokens int64   // output tokens so far (content events, or their own counts): Request.CancelAfterTokens
 
 	budget   *memBudget // the client's budget this request's state is counted in; nil: none
 	reserved int64      // bytes of it reserved for this request (see Client.reserve)
@@ -263,7 +270,7 @@ func (res *Result) reset() {
 	s.dec.Reset()
 	s.text, s.sim = s.text[:0], s.sim[:0]
 	s.kern, s.aft, s.rxEnd, s.tok, s.srv = s.kern[:0], s.aft[:0], s.rxEnd[:0], s.tok[:0], s.srv[:0]
-	s.conn, s.resp, s.cursor, s.final = nil, 0, 0, false
+	s.conn, s.resp, s.cursor, s.final, s.tokens = nil, 0, 0, false, 0
 	s.p = new(ptrs)
 }
 
@@ -367,6 +374,10 @@ func classify(parent, rctx context.Context, err error) string {
 	return schemas.ErrReset // any other error of a response (a TLS alert or bad record too)
 }
 
+// errCancelledByClient is the message of a request the client closed as planned: one value,
+// so the cancel allocates nothing.
+var errCancelledByClient = errors.New("closed by the client as planned (workload.cancel)")
+
 // kindError is a response error that decides its own kind: too_large, malformed_stream.
 type kindError struct {
 	kind string
@@ -376,8 +387,9 @@ type kindError struct {
 func (e *kindError) Error() string { return e.err.Error() }
 func (e *kindError) Unwrap() error { return e.err }
 
-// cutError is a request ended by TTFTTimeout or GapTimeout: kind is schemas.ErrTTFTTimeout or
-// schemas.ErrGapTimeout.
+// cutError is a request ended by TTFTTimeout or GapTimeout (kind schemas.ErrTTFTTimeout or
+// schemas.ErrGapTimeout), or closed by the client at Request.CancelAfter
+// (schemas.ErrCancelledByClient).
 type cutError struct {
 	kind  string
 	limit time.Duration
@@ -386,6 +398,9 @@ type cutError struct {
 }
 
 func (e *cutError) Error() string {
+	if e.kind == schemas.ErrCancelledByClient {
+		return fmt.Sprintf("closed by the client as planned (workload.cancel) %v after the send began", e.quiet.Round(time.Millisecond))
+	}
 	if e.kind == schemas.ErrGapTimeout {
 		return fmt.Sprintf("no byte for %v since the last (gap_timeout %v)", e.quiet.Round(time.Millisecond), e.limit)
 	}
@@ -474,6 +489,11 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 			lastEnd = ev.End
 			res.Req.DoneNs = s.int64p(slotDone, pick(kernel, user))
 		}
+		if r.CancelAfterTokens > 0 && s.tokens >= int64(r.CancelAfterTokens) && !done {
+			c.fail(ctx, res, schemas.ErrCancelledByClient, errCancelledByClient)
+			res.Req.DoneNs = nil // the stream did not end; the connection is closed (serve)
+			break
+		}
 		if err := bodyBound(&s.dec, lastEnd, len(res.Chunks)); err != nil {
 			c.fail(ctx, res, schemas.ErrTooLarge, err)
 			res.Req.DoneNs = nil // the stream did not end
@@ -543,6 +563,7 @@ func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *
 		c.fail(ctx, res, schemas.ErrServerEvent, fmt.Errorf("error event: %s", clip(pl.Error)))
 	case pl.Content+pl.Reasoning+pl.ToolCalls > 0:
 		ch.Kind = schemas.ChunkContent
+		s.tokens += max(int64(pl.Tokens), 1)
 	case pl.Choices == 0 && pl.HasUsage:
 		ch.Kind = schemas.ChunkUsage
 	case pl.Final:

@@ -44,6 +44,7 @@ type call struct {
 	ttftAt   int64 // unix ns by which the body must have begun (TTFTTimeout); 0 = none
 	ttft     int64 // TTFTTimeout in ns; 0 = none
 	gap      int64 // GapTimeout in ns; 0 = none
+	cancelAt int64 // unix ns at which the client closes it (Request.CancelAfter); 0 = never
 	resp     int64 // the response ordinal on the connection (Conn.begin), set before cur
 
 	// The writer sets sent or werr, then publishes them with wstate.
@@ -284,6 +285,9 @@ func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*R
 		cl.ttft = int64(c.cfg.TTFTTimeout)
 	}
 	cl.gap = int64(c.cfg.GapTimeout)
+	if r.CancelAfter > 0 {
+		cl.cancelAt = res.Req.SendStartNs + int64(r.CancelAfter)
+	}
 	c.sendOrWait(ep, cl)
 }
 
@@ -962,6 +966,9 @@ func (c *Client) watch() {
 // begun and no byte has arrived since) or its TTFTTimeout (no body byte yet, however far the
 // headers have come: headers dripped a byte at a time are cut too), or nil.
 func (cl *call) cut(conn *Conn, now int64) *cutError {
+	if cl.cancelAt != 0 && now >= cl.cancelAt {
+		return &cutError{kind: schemas.ErrCancelledByClient, quiet: time.Duration(now - (cl.cancelAt - int64(cl.req.CancelAfter)))}
+	}
 	if cl.ttftAt == 0 && cl.gap == 0 {
 		return nil
 	}

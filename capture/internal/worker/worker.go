@@ -532,7 +532,8 @@ func (w *worker) dispatch(ctx context.Context, it *item, planned int64) {
 	for p := w.peak.Load(); n > p && !w.peak.CompareAndSwap(p, n); p = w.peak.Load() {
 	}
 	res := w.pool.Get().(*wire.Result)
-	it.req = wire.Request{Seq: it.r.Seq, URL: w.url, Body: it.body, Header: w.header}
+	it.req = wire.Request{Seq: it.r.Seq, URL: w.url, Body: it.body, Header: w.header,
+		CancelAfterTokens: it.r.CancelAfterTokens, CancelAfter: time.Duration(it.r.CancelAfterNs)}
 	if w.api.Ranks() {
 		it.req.Documents, it.req.Answers = it.r.Documents, w.bb.answers(it.r.Documents)
 	}
@@ -779,16 +780,18 @@ func newTally(stages int) *tally {
 	return t
 }
 
-// add counts res and gives its chunks their request's seq.
+// add counts res and gives its chunks their request's seq. A request the client closed as
+// planned (cancelled_by_client) counts as done: the server answered it.
 func (t *tally) add(res *wire.Result, startNs int64) {
 	q := &res.Req
-	if q.ErrorKind != "" {
+	failed := q.ErrorKind != "" && q.ErrorKind != schemas.ErrCancelledByClient
+	if failed {
 		t.errs[q.Stage]++
 	} else {
 		t.done[q.Stage]++
 	}
 	if q.PlannedNs < startNs+int64(time.Second) {
-		if q.ErrorKind == "" {
+		if !failed {
 			t.firstOK++
 		} else if t.firstFail++; t.firstErr == "" {
 			t.firstErr = q.ErrorKind + ": " + q.ErrorMessage
