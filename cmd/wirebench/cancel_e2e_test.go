@@ -156,7 +156,9 @@ func TestCancelledByClient(t *testing.T) {
 
 	var p struct {
 		Runs []struct {
-			Trust  struct{ Level string } `json:"trust"`
+			Trust struct {
+				Sentence string `json:"sentence"`
+			} `json:"trust"`
 			Stages []struct {
 				Cancelled int64 `json:"cancelled"`
 				Errors    int64 `json:"errors"`
@@ -170,8 +172,9 @@ func TestCancelledByClient(t *testing.T) {
 	if s := p.Runs[0].Stages[0]; s.Cancelled != int64(len(plan)) || s.Errors != 0 {
 		t.Errorf("profile.json stage cancelled %d, errors %d; want %d, 0", s.Cancelled, s.Errors, len(plan))
 	}
-	if lv := p.Runs[0].Trust.Level; lv == "red" {
-		t.Errorf("trust %s; cancelled requests are no failure", lv)
+	// The trust verdict may be amber or red on a loaded machine, never for the cancels.
+	if s := p.Runs[0].Trust.Sentence; s == "" || strings.Contains(s, "cancel") || strings.Contains(s, "fail") {
+		t.Errorf("trust sentence %q; want one that names no cancel or failure", s)
 	}
 	md, err := os.ReadFile(filepath.Join(run, "report", "summary.md"))
 	if err != nil || !strings.Contains(string(md), fmt.Sprintf("%d cancelled by the client", len(plan))) {
@@ -179,11 +182,11 @@ func TestCancelledByClient(t *testing.T) {
 	}
 }
 
-// With two engine slots and answers of 300 ms, 8 req/s overload the simulator and requests
+// With two engine slots and answers of 300 ms, 10 req/s overload the simulator (6.7/s at most) and requests
 // queue; when half of them are closed after 3 tokens their slots come free early and the others
 // wait far less (the simulator's own queue time, x-sim truth, of the uncancelled requests).
 func TestCancelFreesSimulatorSlots(t *testing.T) {
-	const rate, dur, out = 8, 3 * time.Second, 30
+	const rate, dur, out = 10, 3 * time.Second, 30
 	queue := func(cancel string) (mean time.Duration, cancelled int) {
 		url := startSim(t, "--ttft", "5ms", "--itl", "10ms", "--max-num-seqs", "2")
 		run := runCancel(t, cancelConfig(t, url, rate, dur, out, cancel))
@@ -215,7 +218,7 @@ func TestCancelFreesSimulatorSlots(t *testing.T) {
 	if c0 != 0 || c1 == 0 {
 		t.Fatalf("cancelled %d without workload.cancel, %d with it; want 0 and some", c0, c1)
 	}
-	if without < 200*time.Millisecond || with > without/2 {
+	if without < 150*time.Millisecond || with > without/2 {
 		t.Errorf("mean queue %v with cancelling, %v without; want the freed slots to halve it at least (and a queue without)", with, without)
 	}
 }
