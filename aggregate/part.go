@@ -105,7 +105,7 @@ type requestColumns struct {
 	seq, conv, planned, sent, done, srvQueue, srvPrefill, srvDecode       *array.Int64
 	sentEnd, sendStart, connect, txEnd, connWait, headers                 *array.Int64
 	stage, worker, shard, turn, inTok, status, uPrompt, uOut, port, synRe *array.Int32
-	uReason, chunks, docs                                                 *array.Int32
+	uReason, chunks, docs, endpoint                                       *array.Int32
 	warmup, capped                                                        *array.Boolean
 	errorKind, text, model                                                func(int) string
 	times                                                                 []timeCol // checked against the run's window
@@ -117,7 +117,7 @@ var requestCols = []string{
 	"usage_completion_tokens", "server_queue_ns", "server_prefill_ns", "server_decode_ns", "output_text",
 	"sent_end_ns", "send_start_ns", "connect_ns", "local_port", "tx_stream_end", "conn_wait_ns", "syn_retrans", "conn_capped",
 	"usage_reasoning_tokens",
-	"headers_ns", "chunks", "documents", "model",
+	"headers_ns", "chunks", "documents", "model", "endpoint",
 }
 
 func takeRequestColumns(b *batch) requestColumns {
@@ -129,7 +129,7 @@ func takeRequestColumns(b *batch) requestColumns {
 		stage: b.i32("stage"), worker: b.i32("worker"), shard: b.i32("shard"), turn: b.i32("turn"), inTok: b.i32("input_tokens"),
 		status: b.i32("status"), uPrompt: b.i32("usage_prompt_tokens"), uOut: b.i32("usage_completion_tokens"),
 		port: b.i32("local_port"), synRe: b.i32("syn_retrans"), uReason: b.i32("usage_reasoning_tokens"), chunks: b.i32("chunks"),
-		docs:   b.i32("documents"),
+		docs: b.i32("documents"), endpoint: b.i32("endpoint"),
 		warmup: b.boolean("warmup"), capped: b.boolean("conn_capped"),
 		errorKind: b.str("error_kind"), text: b.str("output_text"), model: b.str("model"),
 	}
@@ -143,7 +143,7 @@ func takeRequestColumns(b *batch) requestColumns {
 func (pr *partReader) request(c *requestColumns, i int, p *part) reqState {
 	a := pr.agg
 	s := reqState{
-		seq: c.seq.Value(i), stage: c.stage.Value(i), worker: c.worker.Value(i), shard: c.shard.Value(i),
+		seq: c.seq.Value(i), stage: c.stage.Value(i), worker: c.worker.Value(i), shard: c.shard.Value(i), endpoint: c.endpoint.Value(i),
 		warmup: c.warmup.Value(i), conversation: c.conv.Value(i), turn: c.turn.Value(i),
 		inputSched: c.inTok.Value(i), docs: c.docs.Value(i), plannedNs: c.planned.Value(i), sentNs: c.sent.Value(i),
 		status: c.status.Value(i), textTokens: -1, lastIndex: -1, evTokensOK: true,

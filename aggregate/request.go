@@ -44,6 +44,7 @@ type reqState struct {
 	doneNs      int64
 	hasDone     bool
 	headersNs   int64 // when the response headers arrived; 0 when none did
+	endpoint    int32 // index into target.urls
 	status      int32
 	errorKind   string
 	usagePrompt int32
@@ -187,7 +188,7 @@ func (s *reqState) addEvent(sp span, content, answer bool) (gap span, hasGap boo
 // other sources.
 func (s *reqState) metric(slo schemas.SLO) schemas.MetricRequest {
 	m := schemas.MetricRequest{
-		Seq: s.seq, Stage: s.stage, Worker: s.worker, Shard: s.shard, Warmup: s.warmup,
+		Seq: s.seq, Stage: s.stage, Worker: s.worker, Shard: s.shard, Endpoint: s.endpoint, Warmup: s.warmup,
 		Conversation: s.conversation, Turn: s.turn, Model: s.model, PlannedNs: s.plannedNs, SentNs: s.sentNs,
 		Status: s.status, ErrorKind: s.errorKind, OK: s.ok(), Chunks: s.content, Documents: s.docs,
 		SendLagNs:        s.sentNs - s.plannedNs,

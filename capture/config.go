@@ -22,6 +22,7 @@ type Config struct {
 	Shards       int            // number of hosts sharing the schedule; 0 or 1 = one host
 	StartAt      time.Time      // common start time (multi-host runs); zero = a little after every worker is ready
 	Target       string         // base URL overriding target.url
+	Targets      []string       // target.urls' base URLs by schedule endpoint (resolve); nil with one endpoint
 	MaxInflight  int            // per worker; 0 = capture.max_inflight (0 = unlimited)
 	MaxConns     int            // connections per worker; 0 = capture.max_connections (0 = what the open-files limit allows)
 	Connections  int            // warm connections per worker; 0 = capture.connections, else DefaultConnections

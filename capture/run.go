@@ -23,6 +23,7 @@ import (
 	"github.com/wirebench/wirebench/capture/internal/worker"
 	"github.com/wirebench/wirebench/internal/cpuset"
 	"github.com/wirebench/wirebench/internal/hostclock"
+	"github.com/wirebench/wirebench/internal/redact"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -43,6 +44,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	}
 	if s := cfg.Secrets; s != nil {
 		rc.Target.URL, rc.Target.MetricsURL, rc.Target.Headers = s.URL, s.MetricsURL, s.Headers
+		if len(s.URLs) == len(rc.Target.URLs) {
+			rc.Target.URLs = s.URLs // the manifest's, with their user:password
+		}
 	}
 	if cfg.Target != "" {
 		rc.Target.URL = cfg.Target
@@ -158,7 +162,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			cpu = pinned[i]
 		}
 		wc := worker.Config{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
-			GOMAXPROCS: cfg.GOMAXPROCS, PacerNice: pl.pacerNice, Target: cfg.Target, Headers: rc.Target.Headers, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
+			GOMAXPROCS: cfg.GOMAXPROCS, PacerNice: pl.pacerNice, Target: cfg.Target, Targets: cfg.Targets, Headers: rc.Target.Headers, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
 			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: *cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
 			ConnectTimeout: cfg.ConnectTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
 			MemoryBudget:       cfg.MemoryBudget,
@@ -193,6 +197,12 @@ func Check(cfg Config, rc *schemas.Config) error { return resolve(&cfg, rc) }
 // resolve fills cfg from the manifest's config and the defaults.
 func resolve(cfg *Config, rc *schemas.Config) error {
 	co := rc.Capture
+	if eps := rc.Target.URLs; len(eps) > 1 {
+		if cfg.Target != "" && cfg.Target != eps[0].URL {
+			return fmt.Errorf("--target %s: the schedule spreads its requests over the %d endpoints of target.urls; plan the run anew with replay --target to send them all to one", redact.URL(cfg.Target), len(eps))
+		}
+		cfg.Targets = rc.Target.Endpoints()
+	}
 	if cfg.Target == "" {
 		cfg.Target = rc.Target.URL
 	}

@@ -61,6 +61,9 @@ func parseConfig(path string, data []byte, files bool) (*schemas.Config, []error
 	if len(v.errs) > 0 {
 		return nil, nil, errors.Join(v.errs...)
 	}
+	if len(cfg.Target.URLs) > 0 {
+		cfg.Target.URL = cfg.Target.URLs[0].URL // what model discovery and the co-location check use
+	}
 	// Valid: what is left to report is the variables this host lacks.
 	for _, e := range cfg.Target.EnvVars() {
 		if os.Getenv(e.Name) == "" {
@@ -201,6 +204,14 @@ func (v *validator) line(field string) int {
 func setDefaults(c *schemas.Config) {
 	if c.Target.API == "" {
 		c.Target.API = "completions"
+	}
+	if len(c.Target.URLs) > 0 && c.Target.Pick == "" {
+		c.Target.Pick = "round_robin"
+	}
+	for i := range c.Target.URLs {
+		if c.Target.URLs[i].Weight == 0 {
+			c.Target.URLs[i].Weight = 1
+		}
 	}
 	if c.Target.MaxTokens == "" {
 		c.Target.MaxTokens = "workload"
@@ -479,6 +490,7 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 			v.errf("target.url", "%v", err)
 		}
 	}
+	v.endpoints(t)
 	switch t.API {
 	case "completions", "chat", "responses", "messages", "embeddings", "rerank", "score", "tei_rerank":
 	default:

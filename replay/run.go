@@ -74,6 +74,7 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 			return fmt.Errorf("--target: %w", err)
 		}
 		cfg.Target.URL = opts.Target
+		cfg.Target.URLs, cfg.Target.Pick = nil, "" // --target replaces every endpoint
 	}
 	if len(unset) > 0 && !opts.DryRun {
 		if opts.NeedEnv || len(cfg.Target.Mix()) == 0 {

@@ -58,6 +58,32 @@ type Target struct {
 	ExtraBody  map[string]any `yaml:"extra_body" json:"extra_body,omitempty"`
 	MetricsURL string         `yaml:"metrics_url" json:"metrics_url,omitempty"` // Prometheus endpoint to scrape
 	TLS        TargetTLS      `yaml:"tls" json:"tls,omitzero"`                  // https: CAs, server name, client certificate
+	// URLs are several endpoints of one model (replicas without a load balancer in front);
+	// replay picks each request's endpoint (schedule endpoint) by Pick: round_robin (default; by
+	// weight, smooth weighted round robin: exact shares, no seed) or random (a seeded draw by
+	// weight). Every endpoint gets its own connection pool and the same headers and TLS options;
+	// URL is then the first one (model discovery, the co-location check).
+	URLs []Endpoint `yaml:"urls" json:"urls,omitempty"`
+	Pick string     `yaml:"pick" json:"pick,omitempty"`
+}
+
+// Endpoint is one entry of target.urls: a base URL and its share of the requests.
+type Endpoint struct {
+	URL    string  `yaml:"url" json:"url"`
+	Weight float64 `yaml:"weight" json:"weight,omitempty"` // > 0; absent = 1
+}
+
+// Endpoints returns the base URLs requests go to, by schedule endpoint index: target.urls, or
+// target.url alone.
+func (t Target) Endpoints() []string {
+	if len(t.URLs) == 0 {
+		return []string{t.URL}
+	}
+	out := make([]string, len(t.URLs))
+	for i, e := range t.URLs {
+		out[i] = e.URL
+	}
+	return out
 }
 
 // TargetModel is one model of target.models: replay draws each request's model by weight from

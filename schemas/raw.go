@@ -6,6 +6,7 @@ type RawRequest struct {
 	Seq             int64  `parquet:"seq,delta" doc:"request number in the run (schedule seq)"`
 	Stage           int32  `parquet:"stage" doc:"stage index"`
 	Worker          int32  `parquet:"worker" doc:"worker process index on this host"`
+	Endpoint        int32  `parquet:"endpoint" doc:"index into target.urls of the endpoint it went to (schedule endpoint); 0 with target.url alone"`
 	Shard           int32  `parquet:"shard" doc:"host shard index (capture --shard i/n); 0 on one machine"`
 	Warmup          bool   `parquet:"warmup" doc:"warmup request, left out of metrics by default"`
 	Conversation    int64  `parquet:"conversation" doc:"conversation id; -1 when none"`

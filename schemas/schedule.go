@@ -27,6 +27,7 @@ type ScheduleRequest struct {
 	// CancelAfterTokens and CancelAfterNs: workload.cancel's seeded choice; capture closes the
 	// connection at that point (error kind cancelled_by_client).
 	CancelAfterTokens int32 `parquet:"cancel_after_tokens" doc:"workload.cancel.after_tokens: the client closes the connection once this many output tokens have arrived (content events; an event's own token count when the server gives one); 0 = not cancelled by tokens"`
+	Endpoint          int32 `parquet:"endpoint" doc:"index into target.urls of the endpoint the request goes to (target.pick); 0 with target.url alone"`
 	CancelAfterNs     int64 `parquet:"cancel_after_ns" doc:"workload.cancel.after: the client closes the connection this long after it began the request (the watchdog's 10 ms tick: up to that much later); 0 = not cancelled by time"`
 }
 

@@ -54,7 +54,7 @@ func (t Target) EnvVars() []EnvVar {
 // a userinfo, a credential header whose value is not only ${VAR} references.
 func (t Target) SecretFields() []string {
 	var out []string
-	for _, f := range []struct{ name, url string }{{"target.url", t.URL}, {"target.metrics_url", t.MetricsURL}} {
+	for _, f := range t.urlFields() {
 		if redact.URL(f.url) != f.url {
 			out = append(out, f.name)
 		}
@@ -67,10 +67,26 @@ func (t Target) SecretFields() []string {
 	return out
 }
 
+// urlFields returns t's URLs with their config fields: url, metrics_url, urls[i].url.
+func (t Target) urlFields() []struct{ name, url string } {
+	out := []struct{ name, url string }{{"target.url", t.URL}, {"target.metrics_url", t.MetricsURL}}
+	for i, e := range t.URLs {
+		out = append(out, struct{ name, url string }{fmt.Sprintf("target.urls[%d].url", i), e.URL})
+	}
+	return out
+}
+
 // Redacted returns t as the manifest keeps it: each field of SecretFields with its secret
 // replaced by redact.Mark (a URL keeps its scheme and host).
 func (t Target) Redacted() Target {
 	t.URL, t.MetricsURL = redact.URL(t.URL), redact.URL(t.MetricsURL)
+	if t.URLs != nil {
+		eps := slices.Clone(t.URLs)
+		for i := range eps {
+			eps[i].URL = redact.URL(eps[i].URL)
+		}
+		t.URLs = eps
+	}
 	if t.Headers != nil {
 		h := make(map[string]string, len(t.Headers))
 		for k, v := range t.Headers {
@@ -128,11 +144,17 @@ func CheckHeaderTemplate(name, value string) error {
 func (t Target) Resolve() (http.Header, error) {
 	key, err := t.apiKey()
 	errs := []error{err}
-	for _, f := range []struct{ name, url, how string }{{"target.url", t.URL, "give the URL with capture --target"},
-		{"target.metrics_url", t.MetricsURL, "write the config's metrics_url without it"}} {
+	for _, f := range t.urlFields() {
 		redact.AddURL(f.url)
 		if strings.Contains(f.url, redact.Mark) {
-			errs = append(errs, fmt.Errorf("%s: its user:password is not kept in the run directory: %s, or use wirebench run", f.name, f.how))
+			how := "give the URL with capture --target"
+			switch {
+			case f.name == "target.metrics_url":
+				how = "write the config's metrics_url without it"
+			case strings.HasPrefix(f.name, "target.urls"):
+				how = "write the config's urls without it"
+			}
+			errs = append(errs, fmt.Errorf("%s: its user:password is not kept in the run directory: %s, or use wirebench run", f.name, how))
 		}
 	}
 	h := http.Header{}

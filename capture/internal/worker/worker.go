@@ -17,6 +17,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,15 +37,17 @@ const bodyWindow = 2 * time.Second
 // Config is one worker process's share of a capture. The coordinator sends it as the
 // first JSON line of the worker's stdin.
 type Config struct {
-	Run          string        `json:"run"`
-	Worker       int           `json:"worker"`
-	Workers      int           `json:"workers"`
-	Shard        int           `json:"shard"`
-	Shards       int           `json:"shards"`
-	CPU          int           `json:"cpu"` // -1: not pinned
-	GOMAXPROCS   int           `json:"gomaxprocs"`
-	PacerNice    int           `json:"pacer_nice"` // the pacer thread's nice value; never lowered below the process's own
-	Target       string        `json:"target"`     // base URL
+	Run        string `json:"run"`
+	Worker     int    `json:"worker"`
+	Workers    int    `json:"workers"`
+	Shard      int    `json:"shard"`
+	Shards     int    `json:"shards"`
+	CPU        int    `json:"cpu"` // -1: not pinned
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	PacerNice  int    `json:"pacer_nice"` // the pacer thread's nice value; never lowered below the process's own
+	Target     string `json:"target"`     // base URL
+	// Targets are the base URLs of target.urls by schedule endpoint; empty: Target alone.
+	Targets      []string      `json:"targets,omitempty"`
 	MaxInflight  int           `json:"max_inflight"`
 	MaxConns     int           `json:"max_connections"` // 0: only the open-files limit
 	Connections  int           `json:"connections"`
@@ -107,7 +110,8 @@ type worker struct {
 	tgt    schemas.Target
 	tls    *tls.Config // target.tls, loaded
 	stages []schemas.StageInfo
-	url    string
+	bases  []string // base URLs by schedule endpoint
+	urls   []string // request URLs by schedule endpoint
 	bb     *bodyBuilder
 	api    wire.API
 	client *wire.Client
@@ -227,8 +231,9 @@ func (w *worker) newClient() *wire.Client {
 		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
 }
 
-// warm dials the warm connections before "ready"; it returns the problem, if any, for the
-// coordinator (the connections are then dialed on the send path).
+// warm dials the warm connections before "ready", to each endpoint (each has its own pool); it
+// returns the problems, if any, for the coordinator (the connections are then dialed on the
+// send path).
 func (w *worker) warm(ctx context.Context) string {
 	conns := min(w.cfg.Connections, int(w.owned))
 	if conns <= 0 {
@@ -236,11 +241,14 @@ func (w *worker) warm(ctx context.Context) string {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := w.client.Warm(wctx, w.cfg.Target, conns); err != nil {
-		w.log.Warn("warm-up failed; connections will be dialed on the send path", "err", err)
-		return fmt.Sprintf("warm %d connections to %s: %v", conns, w.cfg.Target, err)
+	var warns []string
+	for _, b := range w.bases {
+		if err := w.client.Warm(wctx, b, conns); err != nil {
+			w.log.Warn("warm-up failed; connections will be dialed on the send path", "err", err)
+			warns = append(warns, fmt.Sprintf("warm %d connections to %s: %v", conns, b, err))
+		}
 	}
-	return ""
+	return strings.Join(warns, "; ")
 }
 
 // readControl reads the coordinator's lines on stdin: the start time (sent on the first channel)
@@ -323,7 +331,13 @@ func (w *worker) load() error {
 	if w.tls, err = w.tgt.TLS.ClientConfig(); err != nil {
 		return err
 	}
-	w.url = endpoint(w.cfg.Target, w.tgt.API)
+	w.bases = w.cfg.Targets
+	if len(w.bases) == 0 {
+		w.bases = []string{w.cfg.Target}
+	}
+	for _, b := range w.bases {
+		w.urls = append(w.urls, endpoint(b, w.tgt.API))
+	}
 	maxStage := int32(0)
 	for _, s := range w.stages {
 		maxStage = max(maxStage, s.Index)
@@ -342,6 +356,9 @@ func (w *worker) load() error {
 		}
 		if r.Stage < 0 || r.Stage > maxStage {
 			return fmt.Errorf("schedule/requests.parquet: seq %d: stage %d is not in manifest stages", r.Seq, r.Stage)
+		}
+		if r.Endpoint < 0 || int(r.Endpoint) >= len(w.urls) {
+			return fmt.Errorf("schedule/requests.parquet: seq %d: endpoint %d, but the target has %d (target.urls)", r.Seq, r.Endpoint, len(w.urls))
 		}
 		items = append(items, &item{r: *r})
 		need[r.PromptID] = nil
@@ -532,7 +549,7 @@ func (w *worker) dispatch(ctx context.Context, it *item, planned int64) {
 	for p := w.peak.Load(); n > p && !w.peak.CompareAndSwap(p, n); p = w.peak.Load() {
 	}
 	res := w.pool.Get().(*wire.Result)
-	it.req = wire.Request{Seq: it.r.Seq, URL: w.url, Body: it.body, Header: w.header,
+	it.req = wire.Request{Seq: it.r.Seq, URL: w.urls[it.r.Endpoint], Body: it.body, Header: w.header,
 		CancelAfterTokens: it.r.CancelAfterTokens, CancelAfter: time.Duration(it.r.CancelAfterNs)}
 	if w.api.Ranks() {
 		it.req.Documents, it.req.Answers = it.r.Documents, w.bb.answers(it.r.Documents)
@@ -549,7 +566,7 @@ func (w *worker) finished(ctx context.Context, it *item, planned int64, delayed 
 		<-w.sem
 	}
 	q := &res.Req
-	q.Seq, q.Stage, q.Worker, q.Shard = it.r.Seq, it.r.Stage, int32(w.cfg.Worker), int32(w.cfg.Shard)
+	q.Seq, q.Stage, q.Worker, q.Shard, q.Endpoint = it.r.Seq, it.r.Stage, int32(w.cfg.Worker), int32(w.cfg.Shard), it.r.Endpoint
 	q.Warmup, q.Conversation, q.Turn, q.Model = it.r.Warmup, it.r.Conversation, it.r.Turn, it.r.Model
 	q.InputTokens, q.MaxTokens, q.PlannedNs, q.InflightDelay = it.r.InputTokens, it.r.MaxTokens, planned, delayed
 	q.Documents = it.r.Documents
