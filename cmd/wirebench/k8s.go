@@ -245,18 +245,29 @@ func (c *K8sCmd) checkConfig(cfg *schemas.Config) []error {
 		errs = append(errs, fmt.Errorf("--api-key-secret %s: %s names no target.api_key_env to set from it", c.APIKeySecret, c.Config))
 	}
 	errs = append(errs, c.checkSecrets(cfg.Target)...)
-	target, flag := c.Target, "--target"
-	if target == "" {
-		target, flag = cfg.Target.URL, c.Config+": target.url"
+	if c.Target != "" {
+		return append(errs, checkPodTarget("--target", c.Target)...)
 	}
+	for i, target := range cfg.Target.Endpoints() {
+		flag := c.Config + ": target.url"
+		if len(cfg.Target.URLs) > 0 {
+			flag = fmt.Sprintf("%s: target.urls[%d].url", c.Config, i)
+		}
+		errs = append(errs, checkPodTarget(flag, target)...)
+	}
+	return errs
+}
+
+// checkPodTarget refuses a target URL the pods cannot reach: not a base URL, or loopback.
+func checkPodTarget(flag, target string) []error {
 	u, err := url.Parse(target)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		errs = append(errs, fmt.Errorf("%s %q: want a base URL such as http://vllm.default.svc.cluster.local:8000", flag, target))
+		return []error{fmt.Errorf("%s %q: want a base URL such as http://vllm.default.svc.cluster.local:8000", flag, target)}
 	case u.Hostname() == "localhost" || net.ParseIP(u.Hostname()).IsLoopback():
-		errs = append(errs, fmt.Errorf("%s %q: a loopback address is the pod itself; give --target with the server's address as the pods reach it", flag, target))
+		return []error{fmt.Errorf("%s %q: a loopback address is the pod itself; give --target with the server's address as the pods reach it", flag, target)}
 	}
-	return errs
+	return nil
 }
 
 // checkSecrets refuses secrets other than the API key: written in the config they would be in
