@@ -131,9 +131,11 @@ func TestSeveralTargetURLs(t *testing.T) {
 			if got := p.Runs[0].Stages[0].Endpoints; len(got) != 2 || got[1].Requests != eps[1].Requests || val(got[1].TTFT.P50) != val(eps[1].TTFT.P50) {
 				t.Errorf("profile.json endpoints %+v; want stages.parquet's %+v", got, eps)
 			}
-			md, err := os.ReadFile(filepath.Join(run, "report", "summary.md"))
-			if err != nil || !strings.Contains(string(md), "### Endpoints of") || !strings.Contains(string(md), slow) {
-				t.Errorf("summary.md has no endpoints table naming %s (%v)", slow, err)
+			for _, f := range []struct{ name, heading string }{{"summary.md", "### Endpoints of"}, {"index.html", "<h3>Endpoints of"}} {
+				b, err := os.ReadFile(filepath.Join(run, "report", f.name))
+				if err != nil || !strings.Contains(string(b), f.heading) || !strings.Contains(string(b), slow) {
+					t.Errorf("%s has no endpoints table naming %s (%v)", f.name, slow, err)
+				}
 			}
 		})
 	}
