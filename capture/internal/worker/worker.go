@@ -37,17 +37,16 @@ const bodyWindow = 2 * time.Second
 // Config is one worker process's share of a capture. The coordinator sends it as the
 // first JSON line of the worker's stdin.
 type Config struct {
-	Run        string `json:"run"`
-	Worker     int    `json:"worker"`
-	Workers    int    `json:"workers"`
-	Shard      int    `json:"shard"`
-	Shards     int    `json:"shards"`
-	CPU        int    `json:"cpu"` // -1: not pinned
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	PacerNice  int    `json:"pacer_nice"` // the pacer thread's nice value; never lowered below the process's own
-	Target     string `json:"target"`     // base URL
-	// Targets are the base URLs of target.urls by schedule endpoint; empty: Target alone.
-	Targets      []string      `json:"targets,omitempty"`
+	Run          string        `json:"run"`
+	Worker       int           `json:"worker"`
+	Workers      int           `json:"workers"`
+	Shard        int           `json:"shard"`
+	Shards       int           `json:"shards"`
+	CPU          int           `json:"cpu"` // -1: not pinned
+	GOMAXPROCS   int           `json:"gomaxprocs"`
+	PacerNice    int           `json:"pacer_nice"`        // the pacer thread's nice value; never lowered below the process's own
+	Target       string        `json:"target"`            // base URL
+	Targets      []string      `json:"targets,omitempty"` // target.urls' base URLs by schedule endpoint; empty: Target alone
 	MaxInflight  int           `json:"max_inflight"`
 	MaxConns     int           `json:"max_connections"` // 0: only the open-files limit
 	Connections  int           `json:"connections"`
