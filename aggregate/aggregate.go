@@ -237,7 +237,6 @@ func newAggregator(cfg Config, runs []*runDir, spill string, w *warner, log *slo
 	}
 	for _, si := range m0.Stages {
 		a.stages[si.Index] = newStageAcc(si, m0.StartNs+si.OffsetNs, spill)
-		a.stages[si.Index].eps = newEndpointAccs(runs[0].config.Target.URLs, spill)
 	}
 	a.breakdowns = newBreakdowns(&runs[0].config.Target, spill)
 	return a, nil

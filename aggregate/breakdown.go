@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -31,13 +32,26 @@ type groupKey struct {
 }
 
 // newBreakdowns returns the breakdowns the run's config asks for: by model with more than one
-// entry in target.models.
+// entry in target.models, by endpoint with more than one in target.urls (keyed by its base URL,
+// as the manifest keeps it).
 func newBreakdowns(t *schemas.Target, spill string) []*breakdown {
 	var out []*breakdown
 	if len(t.Models) > 1 {
 		out = append(out, newBreakdown(schemas.ByModel, func(s *reqState) string { return s.model }, spill))
 	}
+	if urls := t.Endpoints(); len(urls) > 1 {
+		out = append(out, newBreakdown(schemas.ByEndpoint, func(s *reqState) string { return endpointKey(urls, s.endpoint) }, spill))
+	}
 	return out
+}
+
+// endpointKey is the breakdown key of endpoint i of urls: its URL, or its index when the
+// schedule names one the config does not have.
+func endpointKey(urls []string, i int32) string {
+	if i >= 0 && int(i) < len(urls) {
+		return urls[i]
+	}
+	return strconv.Itoa(int(i))
 }
 
 func newBreakdown(by string, key func(*reqState) string, spill string) *breakdown {
@@ -96,7 +110,7 @@ func (a *aggregator) breakdownRows(rows []schemas.Stage) ([]schemas.Breakdown, e
 func breakdownRow(by, key string, st *schemas.Stage, stageRequests int64) schemas.Breakdown {
 	r := schemas.Breakdown{
 		Stage: st.Stage, Name: st.Name, By: by, Key: key, Requests: st.Requests, Completed: st.Completed,
-		Errors: st.Errors, ErrorsByKind: st.ErrorsByKind, CompletionRate: st.CompletionRate,
+		Errors: st.Errors, Cancelled: st.Cancelled, ErrorsByKind: st.ErrorsByKind, CompletionRate: st.CompletionRate,
 		OutputTPS: st.OutputTPS, GoodputShare: st.GoodputShare, GoodputRate: st.GoodputRate,
 		TTFT: st.TTFT, TPOT: st.TPOT, ITL: st.ITL, E2E: st.E2E, NTPOT: st.NTPOT,
 		InputTokens: st.InputTokens, OutputTokens: st.OutputTokens,

@@ -56,8 +56,6 @@ type stageAcc struct {
 	connLateNs, capLateNs     int64 // sums of the connection waits within that lateness: not at / at the cap
 	synRetrans, connCapped    int64
 
-	eps []*endpointAcc // by endpoint, with several (target.urls); nil with one
-
 	fit     []fitPoint
 	fitSeen int64
 	rng     *rand.Rand
@@ -104,9 +102,6 @@ func (a *stageAcc) close() {
 	for _, d := range a.dists() {
 		d.close()
 	}
-	for _, e := range a.eps {
-		e.close()
-	}
 }
 
 // bucket returns the timeseries bucket of time t, growing the series as needed.
@@ -126,9 +121,6 @@ func (a *stageAcc) bucket(t int64) *tsBucket {
 func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 	a.requests++
 	a.hasDocs = a.hasDocs || m.Documents > 0
-	if m.Endpoint >= 0 && int(m.Endpoint) < len(a.eps) {
-		a.eps[m.Endpoint].add(m)
-	}
 	if !s.unsent {
 		a.firstSent = min(a.firstSent, s.sentNs)
 		a.lastSent = max(a.lastSent, s.sentNs)
@@ -258,9 +250,6 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	b, _ := json.Marshal(a.errKinds)
 	st.ErrorsByKind = string(b)
 	var err error
-	if st.Endpoints, err = endpointsJSON(a.info.Index, a.eps); err != nil {
-		return st, err
-	}
 	if a.requests > 0 {
 		st.StartNs = min(a.startNs, a.firstSent)
 		st.EndNs = a.endNs

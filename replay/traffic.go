@@ -119,11 +119,16 @@ func (v *validator) endpoints(t *schemas.Target) {
 	if len(t.URLs) > 0 && t.URL != "" {
 		v.errf("target.urls", "set target.url or target.urls, not both")
 	}
+	seen := map[string]int{}
 	for i, e := range t.URLs {
 		f := fmt.Sprintf("target.urls[%d]", i)
 		if err := checkURL(e.URL); err != nil {
 			v.errf(f+".url", "%v", err)
 		}
+		if j, dup := seen[e.URL]; dup {
+			v.errf(f+".url", "the same as target.urls[%d]: give one entry a larger weight instead", j)
+		}
+		seen[e.URL] = i
 		if !(e.Weight > 0) || math.IsInf(e.Weight, 0) {
 			v.errf(f+".weight", "%g: want a weight > 0", e.Weight)
 		}

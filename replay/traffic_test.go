@@ -20,6 +20,7 @@ func TestTrafficConfigErrors(t *testing.T) {
 		{"tokens of embeddings", "target: {url: \"http://x:1\", api: embeddings}\n" + stages + synth + "  cancel: {share: 0.5, after_tokens: 3}\n", []string{"workload.cancel.after_tokens: target.api embeddings streams no tokens"}},
 		{"url and urls", "target: {url: \"http://x:1\", urls: [{url: \"http://y:1\"}]}\n" + stages + synth, []string{"c.yaml:1:", "target.urls: set target.url or target.urls, not both"}},
 		{"bad urls entry", "target:\n  urls: [{url: \"http://y:1\"}, {url: \"y:2\", weight: -1}]\n" + stages + synth, []string{"c.yaml:2:", "target.urls[1].url: invalid URL", "target.urls[1].weight: -1: want a weight > 0"}},
+		{"same url twice", "target:\n  urls: [{url: \"http://y:1\"}, {url: \"http://y:1\"}]\n" + stages + synth, []string{"target.urls[1].url: the same as target.urls[0]"}},
 		{"bad pick", "target:\n  urls: [{url: \"http://y:1\"}, {url: \"http://y:2\"}]\n  pick: least_loaded\n" + stages + synth, []string{"c.yaml:3:", `target.pick: "least_loaded": want round_robin or random`}},
 		{"pick without urls", "target:\n  url: \"http://x:1\"\n  pick: random\n" + stages + synth, []string{"target.pick: only with target.urls"}},
 	} {

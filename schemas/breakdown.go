@@ -24,10 +24,11 @@ type Breakdown struct {
 	Share          float64  `json:"share" parquet:"share" doc:"requests / the stage's requests"`
 	Completed      int64    `json:"completed" parquet:"completed" doc:"ok requests"`
 	Errors         int64    `json:"errors" parquet:"errors" doc:"failed requests"`
+	Cancelled      int64    `json:"cancelled" parquet:"cancelled" doc:"requests the client closed as planned (workload.cancel): not errors, in no latency, not in goodput's denominator"`
 	ErrorsByKind   string   `json:"errors_by_kind" parquet:"errors_by_kind" doc:"JSON object error kind -> count"`
 	CompletionRate *float64 `json:"completion_rate" parquet:"completion_rate,optional" doc:"the group's ok completions per second in the steady part of its send window; null without a window"`
 	OutputTPS      *float64 `json:"output_tps" parquet:"output_tps,optional" doc:"output tokens per second of the group's ok requests completing in its send window; null without a window"`
-	GoodputShare   *float64 `json:"goodput_share" parquet:"goodput_share,optional" doc:"share of the group's requests meeting every SLO; failures count as misses; null without requests"`
+	GoodputShare   *float64 `json:"goodput_share" parquet:"goodput_share,optional" doc:"share of the group's requests meeting every SLO, of those not cancelled by the client; failures count as misses; null without such requests"`
 	GoodputRate    *float64 `json:"goodput_rate" parquet:"goodput_rate,optional" doc:"goodput_share × completion_rate; null when either is"`
 	TTFT           Dist     `json:"ttft_ns" parquet:"ttft_ns" doc:"TTFT distribution"`
 	TPOT           Dist     `json:"tpot_ns" parquet:"tpot_ns" doc:"TPOT distribution"`

@@ -140,7 +140,6 @@ type Stage struct {
 	Errors              int64    `parquet:"errors" doc:"requests that failed (cancelled_by_client not included)"`
 	Cancelled           int64    `parquet:"cancelled" doc:"requests the client closed mid-stream as planned (workload.cancel, error kind cancelled_by_client): neither completed nor errors, in no latency figure, token rate or goodput's denominator"`
 	ErrorsByKind        string   `parquet:"errors_by_kind" doc:"JSON object: error kind -> count"`
-	Endpoints           string   `parquet:"endpoints" doc:"with several endpoints (target.urls): JSON array of each endpoint's figures in the stage, by index: endpoint, url, requests, completed, errors, cancelled, goodput_share, output_tokens and the ttft_ns, tpot_ns and e2e_ns distributions over its ok requests (see EndpointFigures in profile.json); empty with one endpoint"`
 	AchievedRate        *float64 `parquet:"achieved_rate,optional" doc:"sends per second over the send window; null with fewer than two sends"`
 	CompletionRate      *float64 `parquet:"completion_rate,optional" doc:"ok completions per second, of any stage's requests, in the steady part of the stage (the middle 80% of its send window): what the server delivered under this load; null when the stage has no window (no request, or every one at one instant)"`
 	InputTPS            *float64 `parquet:"input_tps,optional" doc:"input tokens per second of ok requests (any stage) completing inside the send window [first S, last S]; null without a window"`
@@ -209,23 +208,6 @@ type Stage struct {
 	ConnectionsPeak       int64   `parquet:"connections_peak" doc:"the sum over workers of the most connections each had open at once in the stage"`
 	ConnectionsWarm       int64   `parquet:"connections_warm" doc:"the workers' warm pools (capture --connections each)"`
 	ConnectionSpiral      bool    `parquet:"connection_spiral" doc:"connections_opened > 2 × inflight_peak + connections_warm: far more connections were opened than the requests in flight needed (Little's law), as when slow answers leave no connection idle and every new dial adds work for the server, or the server closes its connections (trust amber)"`
-}
-
-// EndpointFigures is one endpoint's share of a stage (target.urls): the stage's endpoints
-// column holds them as JSON, and profile.json's stages repeat them. Counts and distributions
-// mean what the stage's do, over that endpoint's requests.
-type EndpointFigures struct {
-	Endpoint     int32    `json:"endpoint" doc:"index into target.urls"`
-	URL          string   `json:"url" doc:"its base URL (user:password redacted)"`
-	Requests     int64    `json:"requests" doc:"requests sent to it (warmup excluded)"`
-	Completed    int64    `json:"completed" doc:"of them, ended ok"`
-	Errors       int64    `json:"errors" doc:"of them, failed"`
-	Cancelled    int64    `json:"cancelled" doc:"of them, closed by the client as planned (workload.cancel)"`
-	GoodputShare *float64 `json:"goodput_share" doc:"share meeting every SLO, of those not cancelled; null without such requests"`
-	OutputTokens int64    `json:"output_tokens" doc:"output tokens of its ok requests"`
-	TTFT         Dist     `json:"ttft_ns" doc:"TTFT distribution of its ok requests"`
-	TPOT         Dist     `json:"tpot_ns" doc:"TPOT distribution"`
-	E2E          Dist     `json:"e2e_ns" doc:"E2E distribution"`
 }
 
 // Timeseries is one row of metrics/timeseries.parquet: one 100 ms bucket of one stage.

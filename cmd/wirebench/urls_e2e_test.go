@@ -41,8 +41,8 @@ workload:
 // target.urls with two simulators, one 100 ms slower to its first token, weights 3:1: replay
 // plans each request's endpoint (round robin by weight: exactly 3 of 4; random: about), capture
 // sends each to its own endpoint over its own connections, the raw and metric rows say which,
-// and stages.parquet, profile.json and summary.md give each endpoint its figures, where the slow
-// one shows its own TTFT.
+// and breakdown.parquet (by endpoint), profile.json, summary.md and index.html give each
+// endpoint its figures, where the slow one shows its own TTFT.
 func TestSeveralTargetURLs(t *testing.T) {
 	fast := startSim(t, "--ttft", "10ms", "--itl", "2ms")
 	slow := startSim(t, "--ttft", "110ms", "--itl", "2ms")
@@ -98,21 +98,26 @@ func TestSeveralTargetURLs(t *testing.T) {
 				}
 			}
 
-			stages, err := schemas.ReadFile[schemas.Stage](filepath.Join(run, "metrics", "stages.parquet"))
-			if err != nil || len(stages) != 1 {
-				t.Fatalf("stages: %v, %d rows", err, len(stages))
+			rows, err := schemas.ReadFile[schemas.Breakdown](filepath.Join(run, "metrics", "breakdown.parquet"))
+			if err != nil {
+				t.Fatal(err)
 			}
-			var eps []schemas.EndpointFigures
-			if err := json.Unmarshal([]byte(stages[0].Endpoints), &eps); err != nil || len(eps) != 2 {
-				t.Fatalf("stage endpoints %q (%v); want two endpoints' figures", stages[0].Endpoints, err)
-			}
-			for i, e := range eps {
-				want := []string{fast, slow}[i]
-				if e.Endpoint != int32(i) || e.URL != want || e.Requests != int64(perEndpoint[i]) || e.Completed != e.Requests || e.TTFT.Count != e.Requests {
-					t.Errorf("endpoint %d: %+v; want %s with its %d requests, all ok", i, e, want, perEndpoint[i])
+			byURL := map[string]schemas.Breakdown{}
+			for _, b := range rows {
+				if b.By == schemas.ByEndpoint {
+					byURL[b.Key] = b
 				}
 			}
-			f, s := time.Duration(val(eps[0].TTFT.P50)), time.Duration(val(eps[1].TTFT.P50))
+			for i, u := range []string{fast, slow} {
+				b, ok := byURL[u]
+				if !ok || b.Requests != int64(perEndpoint[i]) || b.Completed != b.Requests || b.TTFT.Count != b.Requests || b.Stage != 0 {
+					t.Errorf("breakdown by endpoint %s: %+v (found %v); want its %d requests, all ok", u, b, ok, perEndpoint[i])
+				}
+			}
+			if len(byURL) != 2 || len(rows) != 2 {
+				t.Errorf("breakdown rows %d, %d by endpoint; want one per endpoint", len(rows), len(byURL))
+			}
+			f, s := time.Duration(val(byURL[fast].TTFT.P50)), time.Duration(val(byURL[slow].TTFT.P50))
 			if f <= 0 || f > 80*time.Millisecond || s < 100*time.Millisecond {
 				t.Errorf("TTFT p50 %v at the fast endpoint, %v at the slow; want under 80ms and over 100ms", f, s)
 			}
@@ -120,7 +125,7 @@ func TestSeveralTargetURLs(t *testing.T) {
 			var p struct {
 				Runs []struct {
 					Stages []struct {
-						Endpoints []schemas.EndpointFigures `json:"endpoints"`
+						Split []schemas.Breakdown `json:"split"`
 					} `json:"stages"`
 				} `json:"runs"`
 			}
@@ -128,20 +133,20 @@ func TestSeveralTargetURLs(t *testing.T) {
 			if err != nil || json.Unmarshal(b, &p) != nil || len(p.Runs) != 1 || len(p.Runs[0].Stages) != 1 {
 				t.Fatalf("profile.json: %v", err)
 			}
-			if got := p.Runs[0].Stages[0].Endpoints; len(got) != 2 || got[1].Requests != eps[1].Requests || val(got[1].TTFT.P50) != val(eps[1].TTFT.P50) {
-				t.Errorf("profile.json endpoints %+v; want stages.parquet's %+v", got, eps)
+			if got := p.Runs[0].Stages[0].Split; len(got) != 2 || got[1].Key != slow || got[1].Requests != byURL[slow].Requests || val(got[1].TTFT.P50) != val(byURL[slow].TTFT.P50) {
+				t.Errorf("profile.json split %+v; want breakdown.parquet's by endpoint", got)
 			}
-			for _, f := range []struct{ name, heading string }{{"summary.md", "### Endpoints of"}, {"index.html", "<h3>Endpoints of"}} {
+			for _, f := range []struct{ name, heading string }{{"summary.md", "### By endpoint in"}, {"index.html", "By endpoint in"}} {
 				b, err := os.ReadFile(filepath.Join(run, "report", f.name))
 				if err != nil || !strings.Contains(string(b), f.heading) || !strings.Contains(string(b), slow) {
-					t.Errorf("%s has no endpoints table naming %s (%v)", f.name, slow, err)
+					t.Errorf("%s has no by-endpoint table naming %s (%v)", f.name, slow, err)
 				}
 			}
 		})
 	}
 }
 
-// target.url alone keeps its meaning: every row at endpoint 0, no per-endpoint figures.
+// target.url alone keeps its meaning: every row at endpoint 0, no breakdown by endpoint.
 func TestOneTargetURLHasNoEndpointFigures(t *testing.T) {
 	url := startSim(t, "--ttft", "5ms", "--itl", "1ms")
 	run := runCancel(t, cancelConfig(t, url, 20, time.Second, 4, ""))
@@ -151,11 +156,8 @@ func TestOneTargetURLHasNoEndpointFigures(t *testing.T) {
 			t.Errorf("seq %d: endpoint %d, error %q; want 0, ok", r.Seq, r.Endpoint, r.ErrorKind)
 		}
 	}
-	stages, err := schemas.ReadFile[schemas.Stage](filepath.Join(run, "metrics", "stages.parquet"))
-	if err != nil || len(stages) != 1 {
-		t.Fatalf("stages: %v, %d rows", err, len(stages))
-	}
-	if stages[0].Endpoints != "" || len(reqs) != 20 {
-		t.Errorf("stage endpoints %q, %d requests; want no endpoint figures, 20 requests", stages[0].Endpoints, len(reqs))
+	rows, err := schemas.ReadFile[schemas.Breakdown](filepath.Join(run, "metrics", "breakdown.parquet"))
+	if err != nil || len(rows) != 0 || len(reqs) != 20 {
+		t.Errorf("breakdown: %v, %d rows; %d requests; want no breakdown rows, 20 requests", err, len(rows), len(reqs))
 	}
 }
