@@ -249,7 +249,6 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	}
 	b, _ := json.Marshal(a.errKinds)
 	st.ErrorsByKind = string(b)
-	var err error
 	if a.requests > 0 {
 		st.StartNs = min(a.startNs, a.firstSent)
 		st.EndNs = a.endNs
@@ -297,6 +296,7 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 			st.GoodputRate = ptr(share * *st.CompletionRate)
 		}
 	}
+	var err error
 	for _, p := range []struct {
 		d   finisher
 		out *schemas.Dist
