@@ -23,10 +23,14 @@ type traffic struct {
 	cancel *schemas.Cancel
 	crng   *rand.Rand
 	pick   *endpointPicker // nil with one endpoint
+	// the latest conversation's endpoint: its later turns (consecutive rows) go where its first
+	// went, as a user's session to one replica (and its prefix cache)
+	conv         int64
+	convEndpoint int32
 }
 
 func newTraffic(cfg *schemas.Config) *traffic {
-	t := &traffic{cancel: cfg.Workload.Cancel}
+	t := &traffic{cancel: cfg.Workload.Cancel, conv: -1}
 	if t.cancel != nil {
 		t.crng = rand.New(rand.NewPCG(uint64(cfg.Seed), cancelStream))
 	}
@@ -37,7 +41,7 @@ func newTraffic(cfg *schemas.Config) *traffic {
 }
 
 // apply sets r's cancel and endpoint columns (a row copied from an earlier run gets this
-// config's).
+// config's). A conversation's later turns go to its first turn's endpoint.
 func (t *traffic) apply(r *schemas.ScheduleRequest) {
 	if t == nil {
 		return
@@ -46,8 +50,13 @@ func (t *traffic) apply(r *schemas.ScheduleRequest) {
 	if c := t.cancel; c != nil && t.crng.Float64() < c.Share {
 		r.CancelAfterTokens, r.CancelAfterNs = int32(c.AfterTokens), int64(c.After)
 	}
-	if t.pick != nil {
+	switch {
+	case t.pick == nil:
+	case r.Conversation >= 0 && r.Turn > 0 && r.Conversation == t.conv:
+		r.Endpoint = t.convEndpoint
+	default:
 		r.Endpoint = t.pick.next()
+		t.conv, t.convEndpoint = r.Conversation, r.Endpoint
 	}
 }
 

@@ -53,6 +53,24 @@ func TestTargetURLsDefaults(t *testing.T) {
 	}
 }
 
+// The turns of a conversation go to its first turn's endpoint; each conversation and each
+// single request takes the next pick.
+func TestConversationKeepsItsEndpoint(t *testing.T) {
+	tr := &traffic{pick: newEndpointPicker([]schemas.Endpoint{{Weight: 1}, {Weight: 1}}, "round_robin", 1), conv: -1}
+	rows := []schemas.ScheduleRequest{
+		{Conversation: 0, Turn: 0}, {Conversation: 0, Turn: 1}, {Conversation: 0, Turn: 2},
+		{Conversation: 1, Turn: 0}, {Conversation: 1, Turn: 1}, {Conversation: -1}, {Conversation: -1},
+	}
+	var got strings.Builder
+	for i := range rows {
+		tr.apply(&rows[i])
+		got.WriteByte(byte('0' + rows[i].Endpoint))
+	}
+	if got.String() != "0001101" {
+		t.Errorf("endpoints %s; want 0001101 (turns with their conversation, the rest round robin)", got.String())
+	}
+}
+
 func TestEndpointPicker(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
