@@ -26,6 +26,7 @@ var below = map[string][]string{
 	"tokenizer":               {},
 	"sim":                     {},
 	"internal/cpuset":         {},
+	"internal/interval":       {}, // percentile intervals: aggregate and compare use it
 	"internal/colocate":       {"internal/cpuset"},
 	"internal/hostile":        {}, // a scripted broken server for the wire and end-to-end tests
 	"internal/hostclock":      {"schemas"},

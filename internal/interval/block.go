@@ -1,0 +1,107 @@
+package interval
+
+import "math"
+
+// BlockLength returns the block length for a circular block bootstrap of series x by the
+// automatic rule of Politis & White (2004) with the correction of Patton, Politis & White
+// (2009): b = (2·G²/D)^(1/3)·n^(1/3), where, with R(k) the sample autocovariances and λ the
+// flat-top window (1 up to |t| = 1/2, then falling linearly to 0 at |t| = 1),
+//
+//	G = Σ_{|k|≤M} λ(k/M)·|k|·R(k),  D = (4/3)·(Σ_{|k|≤M} λ(k/M)·R(k))²,
+//
+// and M = 2·m̂, m̂ the smallest lag after which K_N = max(5, ⌈√log10 n⌉) autocorrelations in a
+// row are within ±2·√(log10 n / n) (Politis 2003), M at most ⌈√n⌉ + K_N. The result lies in
+// [1, ⌈min(3√n, n/3)⌉]. An uncorrelated series gets 1.
+func BlockLength(x []float64) int {
+	n := len(x)
+	if n < 4 {
+		return 1
+	}
+	var mean float64
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(n)
+	c := make([]float64, n)
+	for i, v := range x {
+		c[i] = v - mean
+	}
+	acov := func(k int) float64 {
+		var s float64
+		for t := 0; t+k < n; t++ {
+			s += c[t] * c[t+k]
+		}
+		return s / float64(n)
+	}
+	r0 := acov(0)
+	if r0 <= 0 {
+		return 1
+	}
+	kn := max(5, int(math.Ceil(math.Sqrt(math.Log10(float64(n))))))
+	mmax := int(math.Ceil(math.Sqrt(float64(n)))) + kn
+	thr := 2 * math.Sqrt(math.Log10(float64(n))/float64(n))
+	r := []float64{r0}
+	mhat, run := mmax, 0
+	for k := 1; k < n && k <= mmax+kn; k++ {
+		r = append(r, acov(k))
+		if math.Abs(r[k]/r0) >= thr {
+			run = 0
+			continue
+		}
+		if run++; run == kn {
+			mhat = k - kn
+			break
+		}
+	}
+	m := min(2*mhat, mmax, len(r)-1)
+	var g, s0 float64 = 0, r0
+	for k := 1; k <= m; k++ {
+		l := flatTop(float64(k) / float64(m))
+		g += 2 * l * float64(k) * r[k]
+		s0 += 2 * l * r[k]
+	}
+	d := 4.0 / 3 * s0 * s0
+	if g == 0 || d == 0 {
+		return 1
+	}
+	b := math.Cbrt(2*g*g/d) * math.Cbrt(float64(n))
+	bmax := math.Ceil(min(3*math.Sqrt(float64(n)), float64(n)/3))
+	return int(max(1, min(math.Ceil(b), bmax)))
+}
+
+func flatTop(t float64) float64 {
+	t = math.Abs(t)
+	switch {
+	case t <= 0.5:
+		return 1
+	case t <= 1:
+		return 2 * (1 - t)
+	}
+	return 0
+}
+
+// autoBlock returns the largest BlockLength of the series, per unit with values, of the share of
+// its values at or below each point: the dependence that matters for a quantile is that of the
+// indicator 1{X ≤ q}, whose mean the resample's count below the quantile is.
+func autoBlock(e *end, units []int, points []int64) int {
+	x := make([]float64, 0, len(units)-1)
+	b := 1
+	for _, p := range points {
+		x = x[:0]
+		for i := range len(units) - 1 {
+			vals := e.vals[units[i]:units[i+1]]
+			if len(vals) == 0 {
+				continue
+			}
+			k := 0
+			for _, v := range vals {
+				if v <= p {
+					k++
+				}
+			}
+			x = append(x, float64(k)/float64(len(vals)))
+		}
+		b = max(b, BlockLength(x))
+	}
+	return b
+}
