@@ -372,6 +372,7 @@ func (s *reqState) addContent(t int64, tok int32, hasTok bool, gap span, hasGap 
 		if acc != nil && s.ok() && hasGap {
 			w := int64(tok)
 			acc.itl.addB(g, gap.lo, gap.hi, 1)
+			s.itlGaps = append(s.itlGaps, g, gap.lo, gap.hi)
 			acc.itlW.addB(g/w, gap.lo/w, gap.hi/w, w)
 			for _, ga := range s.groups {
 				if ga != nil {

@@ -83,6 +83,7 @@ type reqState struct {
 	// and the largest gap ends.
 	first, last, latest, answer span
 	gapLoMax, gapHiMax          int64
+	itlGaps                     []int64 // the gaps counted in ITL: (value, lower end, upper end) triples
 	quality                     [4]int32
 	acc                         *stageAcc // nil when the request is left out of stage metrics (warmup)
 	// groups are its accumulators in each breakdown of the stage (aggregator.breakdowns, same

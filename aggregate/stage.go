@@ -48,6 +48,8 @@ type stageAcc struct {
 	ttft, tpot, itl, itlW, e2e, ntpot, ttftP, e2eP bounded
 	queue, decode, sendLag, ttfc                   bounded
 	prefill, inD, outD, readLag, connect, connWait *dist
+	// The same latencies' values in request order, for their sampling intervals.
+	ttftCI, ttfcCI, tpotCI, itlCI, e2eCI, ntpotCI *ciSample
 	reasonD, answerD                               *dist
 
 	// planned send times, for the schedule's own rate; lateness split by who waited
@@ -84,6 +86,8 @@ func newStageAcc(info schemas.StageInfo, startNs int64, spill string) *stageAcc 
 		ttftP: nb(), e2eP: nb(), queue: nb(), decode: nb(), sendLag: nb(), ttfc: nb(),
 		prefill: nd(), inD: nd(), outD: nd(), readLag: nd(), connect: nd(), connWait: nd(),
 		reasonD: nd(), answerD: nd(),
+		ttftCI: newCISample(), ttfcCI: newCISample(), tpotCI: newCISample(), itlCI: newCISample(),
+		e2eCI: newCISample(), ntpotCI: newCISample(),
 		rng: rand.New(rand.NewPCG(uint64(info.Index), 0x77697265)),
 	}
 }
@@ -173,15 +177,18 @@ func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 	for _, p := range []struct {
 		v, lo, hi *int64
 		d         bounded
+		ci        *ciSample
 	}{
-		{m.TTFTNs, m.TTFTLoNs, m.TTFTHiNs, a.ttft}, {m.TPOTNs, m.TPOTLoNs, m.TPOTHiNs, a.tpot},
-		{m.E2ENs, m.E2ELoNs, m.E2EHiNs, a.e2e}, {m.NTPOTNs, m.NTPOTLoNs, m.NTPOTHiNs, a.ntpot},
-		{m.TTFCNs, m.TTFCLoNs, m.TTFCHiNs, a.ttfc},
+		{m.TTFTNs, m.TTFTLoNs, m.TTFTHiNs, a.ttft, a.ttftCI}, {m.TPOTNs, m.TPOTLoNs, m.TPOTHiNs, a.tpot, a.tpotCI},
+		{m.E2ENs, m.E2ELoNs, m.E2EHiNs, a.e2e, a.e2eCI}, {m.NTPOTNs, m.NTPOTLoNs, m.NTPOTHiNs, a.ntpot, a.ntpotCI},
+		{m.TTFCNs, m.TTFCLoNs, m.TTFCHiNs, a.ttfc, a.ttfcCI},
 	} {
 		if p.v != nil {
 			p.d.addB(*p.v, *p.lo, *p.hi, 1)
+			p.ci.add(*p.v, *p.lo, *p.hi)
 		}
 	}
+	a.itlCI.addUnit(s.itlGaps)
 	if m.ReasoningTokens != nil {
 		a.reasonD.add(int64(*m.ReasoningTokens))
 	}
@@ -309,6 +316,18 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	} {
 		if *p.out, err = p.d.finish(); err != nil {
 			return st, fmt.Errorf("stage %d: %w", a.info.Index, err)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		ci   *ciSample
+		out  *schemas.CI
+	}{
+		{"ttft", a.ttftCI, &st.TTFTCI}, {"ttfc", a.ttfcCI, &st.TTFCCI}, {"tpot", a.tpotCI, &st.TPOTCI},
+		{"itl", a.itlCI, &st.ITLCI}, {"e2e", a.e2eCI, &st.E2ECI}, {"ntpot", a.ntpotCI, &st.NTPOTCI},
+	} {
+		if *p.out, err = p.ci.interval(fmt.Sprintf("%d/%s", a.info.Index, p.name)); err != nil {
+			return st, fmt.Errorf("stage %d: %s intervals: %w", a.info.Index, p.name, err)
 		}
 	}
 	st.DecompositionSource = majority(a.sources)

@@ -125,6 +125,26 @@ type Dist struct {
 	Mean  *int64 `parquet:"mean,optional" json:"mean" doc:"arithmetic mean, rounded"`
 }
 
+// CI holds the 95% intervals of a latency distribution's p50, p90, p99 and p99.9 that cover both
+// the sampling error (how far another run of the same load could land) and the client's own
+// error (the Dist's bounds): a circular block bootstrap over the stage's requests in send order,
+// B = 1,000, the block length by Politis & White's rule, from the 2.5% point of the replicates'
+// percentiles of the values' lower ends to the 97.5% point of those of their upper ends (ITL:
+// a request's gaps go together). Null ("n too small") where fewer than 20 values, or 20
+// effective values under dependence, lie beyond the percentile. See docs/design/intervals.md.
+type CI struct {
+	Values   int64  `parquet:"values" json:"values" doc:"values the bootstrap resampled: all of the stage's, or beyond 131,072 a systematic subsample of its requests (an interval then wider than the full sample's, never narrower)"`
+	BlockLen int32  `parquet:"block_len" json:"block_len" doc:"block length in requests; 0 when there was no interval"`
+	P50Lo    *int64 `parquet:"p50_lo,optional" json:"p50_lo" doc:"lower end of the p50's 95% interval; null when n is too small"`
+	P50Hi    *int64 `parquet:"p50_hi,optional" json:"p50_hi" doc:"upper end of the p50's 95% interval"`
+	P90Lo    *int64 `parquet:"p90_lo,optional" json:"p90_lo" doc:"lower end of the p90's 95% interval (null below 200 values)"`
+	P90Hi    *int64 `parquet:"p90_hi,optional" json:"p90_hi" doc:"upper end of the p90's 95% interval"`
+	P99Lo    *int64 `parquet:"p99_lo,optional" json:"p99_lo" doc:"lower end of the p99's 95% interval (null below 2,000 values)"`
+	P99Hi    *int64 `parquet:"p99_hi,optional" json:"p99_hi" doc:"upper end of the p99's 95% interval"`
+	P999Lo   *int64 `parquet:"p999_lo,optional" json:"p999_lo" doc:"lower end of the p99.9's 95% interval (null below 20,000 values)"`
+	P999Hi   *int64 `parquet:"p999_hi,optional" json:"p999_hi" doc:"upper end of the p99.9's 95% interval"`
+}
+
 // Stage is one row of metrics/stages.parquet: one stage of the load plan with rates,
 // throughputs, latency distributions, goodput and the client-bias checks.
 type Stage struct {
@@ -159,6 +179,12 @@ type Stage struct {
 	ITLWeighted         Dist     `parquet:"itl_token_weighted_ns" doc:"inter-token latency where a chunk carrying k tokens counts k times with gap/k"`
 	E2E                 Dist     `parquet:"e2e_ns" doc:"E2E distribution"`
 	NTPOT               Dist     `parquet:"ntpot_ns" doc:"NTPOT distribution"`
+	TTFTCI              CI       `parquet:"ttft_ci_ns" doc:"95% intervals of the TTFT percentiles, sampling and client error"`
+	TTFCCI              CI       `parquet:"ttfc_ci_ns" doc:"95% intervals of the TTFC percentiles"`
+	TPOTCI              CI       `parquet:"tpot_ci_ns" doc:"95% intervals of the TPOT percentiles"`
+	ITLCI               CI       `parquet:"itl_ci_ns" doc:"95% intervals of the ITL percentiles (requests resampled with all their gaps)"`
+	E2ECI               CI       `parquet:"e2e_ci_ns" doc:"95% intervals of the E2E percentiles"`
+	NTPOTCI             CI       `parquet:"ntpot_ci_ns" doc:"95% intervals of the NTPOT percentiles"`
 	TTFTFromPlanned     Dist     `parquet:"ttft_from_planned_ns" doc:"TTFT measured from the planned time"`
 	E2EFromPlanned      Dist     `parquet:"e2e_from_planned_ns" doc:"E2E measured from the planned time"`
 	Queue               Dist     `parquet:"queue_ns" doc:"T_queue distribution"`

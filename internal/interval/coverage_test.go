@@ -3,12 +3,13 @@ package interval
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 )
 
-// draw returns n values exp(σ·z_t)·1e6 of a stationary AR(1) z (ρ = 0: independent) with a
-// standard normal marginal: a lognormal, right-skewed sample whose q quantile is
-// exp(σ·Φ⁻¹(q))·1e6.
+// draw returns n values exp(σ·z_t)·1e6, σ = 0.5, of a stationary AR(1) series z (ρ = 0:
+// independent) with a standard normal marginal: a lognormal, right-skewed sample whose q
+// quantile is exp(σ·Φ⁻¹(q))·1e6.
 func draw(rng *rand.Rand, n int, rho float64) []int64 {
 	out := make([]int64, n)
 	z := rng.NormFloat64()
@@ -20,40 +21,56 @@ func draw(rng *rand.Rand, n int, rho float64) []int64 {
 	return out
 }
 
-var normQ = map[float64]float64{0.5: 0, 0.99: 2.3263478740408408}
+// trueQuantile is draw's q quantile for the quantiles the coverage test uses.
+func trueQuantile(q float64) int64 {
+	z := map[float64]float64{0.5: 0, 0.99: 2.3263478740408408}[q]
+	return int64(math.Exp(0.5*z) * 1e6)
+}
 
-func coverage(t *testing.T, n, draws, b int, rho float64) map[float64]float64 {
-	qs := []float64{0.5, 0.99}
-	rng := rand.New(rand.NewPCG(uint64(n), uint64(rho*1000)))
-	hits := map[float64]int{}
-	blk := 0
-	for d := range draws {
-		iv, err := Intervals(Sample{Values: draw(rng, n, rho)}, qs, Options{B: b, Seed: uint64(d)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, q := range qs {
-			truth := int64(math.Exp(0.5*normQ[q]) * 1e6)
-			if !iv[i].OK {
-				t.Fatalf("n=%d q=%v: too small", n, q)
+// coverage returns, per quantile, the share of draws whose interval holds the true quantile,
+// and the share of draws that were "n too small" for it; the draws run on two goroutines, each
+// draw seeded by its index.
+func coverage(t *testing.T, n, draws, b int, rho float64, qs []float64) (cover, small []float64) {
+	hits, smalls := make([]int, len(qs)), make([]int, len(qs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			for d := g; d < draws; d += 2 {
+				rng := rand.New(rand.NewPCG(uint64(n), uint64(d)))
+				iv, err := Intervals(Sample{Values: draw(rng, n, rho)}, qs, Options{B: b, Seed: uint64(d)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for i, q := range qs {
+					switch truth := trueQuantile(q); {
+					case !iv[i].OK:
+						smalls[i]++
+					case iv[i].Lo <= truth && truth <= iv[i].Hi:
+						hits[i]++
+					}
+				}
+				mu.Unlock()
 			}
-			if iv[i].Lo <= truth && truth <= iv[i].Hi {
-				hits[q]++
-			}
-		}
-		_ = blk
+		})
 	}
-	out := map[float64]float64{}
-	for _, q := range qs {
-		out[q] = float64(hits[q]) / float64(draws)
+	wg.Wait()
+	for i := range qs {
+		cover = append(cover, float64(hits[i])/float64(draws))
+		small = append(small, float64(smalls[i])/float64(draws))
 	}
-	return out
+	return cover, small
 }
 
 func testCoverageExplore(t *testing.T) {
-	for _, rho := range []float64{0, 0.8} {
-		for _, n := range []int{2000, 5000} {
-			t.Logf("rho=%v n=%d: %v", rho, n, coverage(t, n, 1000, 300, rho))
-		}
+	qs := []float64{0.5, 0.99}
+	for _, c := range []struct {
+		n   int
+		rho float64
+	}{{3000, 0}, {20000, 0.8}, {5000, 0.5}, {8000, 0.6}} {
+		cov, sm := coverage(t, c.n, 1000, 400, c.rho, qs)
+		t.Logf("n=%d rho=%v: cover %v small %v", c.n, c.rho, cov, sm)
 	}
 }

@@ -80,6 +80,10 @@ type Boot struct {
 	Small  []bool
 	// BlockLen is the block length used, in units; Units and N the sample's units and values.
 	BlockLen, Units, N int
+	// Deff[i] is the design effect of the sample around Qs[i]: n/Deff[i] independent values
+	// would carry as much information on it (its effective size, to which the small-sample rule
+	// applies too). 1 for independent values; more with dependence or units of several values.
+	Deff []float64
 }
 
 // Errors of malformed samples.
@@ -100,7 +104,8 @@ func NearestRank(q float64, n int) int {
 }
 
 // TooSmall reports whether n values are too few for quantile q: fewer than MinBeyond values
-// beyond it on either side.
+// beyond it on either side. Replicates applies it to n and to the effective size n/Deff of a
+// dependent sample (Boot.Deff).
 func TooSmall(q float64, n int) bool {
 	return float64(n)*(1-q) < MinBeyond-1e-9 || float64(n)*q < MinBeyond-1e-9
 }
@@ -192,6 +197,7 @@ func Replicates(s Sample, qs []float64, o Options) (*Boot, error) {
 		for i := range qs {
 			b.Small[i] = true
 		}
+		b.Deff = make([]float64, len(qs))
 		return b, nil
 	}
 	val := newEnd(s.Values)
@@ -203,23 +209,26 @@ func Replicates(s Sample, qs []float64, o Options) (*Boot, error) {
 		r := NearestRank(q, n) - 1
 		b.Point[i], b.PointLo[i], b.PointHi[i] = val.sorted[r], lo.sorted[r], hi.sorted[r]
 	}
+	bs, deffs := dependence(val, units, b.Point)
+	b.Deff = deffs
 	b.BlockLen = o.BlockLen
 	if b.BlockLen <= 0 {
-		b.BlockLen = autoBlock(val, units, b.Point)
+		b.BlockLen = slices.Max(bs)
 	}
 	b.BlockLen = min(b.BlockLen, u)
-	nb := orDefault(o.B, DefaultB)
-	boot := newResampler(units, b.BlockLen, nb, o.Seed)
+	boot := newResampler(units, b.BlockLen, orDefault(o.B, DefaultB), o.Seed)
 	for i, q := range qs {
-		b.Small[i] = TooSmall(q, n) || u/b.BlockLen < MinBlocks
+		b.Small[i] = TooSmall(q, n) || TooSmall(q, int(float64(n)/deffs[i])) || u/b.BlockLen < MinBlocks
 		if b.Small[i] {
 			continue
 		}
-		b.Lo[i] = boot.quantile(lo, q)
+		// The spread of a resample's count below the quantile.
+		sd := math.Sqrt(float64(n) * q * (1 - q) * deffs[i])
+		b.Lo[i] = boot.quantile(lo, q, sd)
 		if hi == lo {
 			b.Hi[i] = b.Lo[i]
 		} else {
-			b.Hi[i] = boot.quantile(hi, q)
+			b.Hi[i] = boot.quantile(hi, q, sd)
 		}
 	}
 	return b, nil

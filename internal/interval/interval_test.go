@@ -56,23 +56,23 @@ func TestReplicatesDeterministicAndSmall(t *testing.T) {
 // length of 1 and every unit its own value make the resample easy to rebuild.
 func TestReplicatesExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	vals := draw(rng, 500, 0.3)
+	vals := draw(rng, 6000, 0.3)
 	for i := range vals {
-		vals[i] /= 1e5 // ties
+		vals[i] /= 1e4 // ties
 	}
 	units := []int{0}
-	for len(units) < 100 {
+	for units[len(units)-1] < len(vals)-10 {
 		units = append(units, units[len(units)-1]+rng.IntN(9)+1)
 	}
 	units = append(units, len(vals))
-	if units[len(units)-2] > len(vals) {
-		t.Fatalf("units overrun")
-	}
 	s := Sample{Values: vals, Units: units}
 	qs := []float64{0.1, 0.5, 0.95}
 	got, err := Replicates(s, qs, Options{B: 50, Seed: 9, BlockLen: 3})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got.Small[0] || got.Small[1] || got.Small[2] {
+		t.Fatalf("small %v (deff %v); want intervals for all", got.Small, got.Deff)
 	}
 	r := newResampler(units, 3, 50, 9)
 	prng := rand.New(rand.NewPCG(9, 0x626f6f74))

@@ -1,7 +1,6 @@
 package interval
 
 import (
-	"math"
 	"math/rand/v2"
 )
 
@@ -60,14 +59,13 @@ func newWindow(e *end, a, c int) *window {
 	return w
 }
 
-// quantile returns the nb replicates of quantile q of end e, in resample order.
-func (r *resampler) quantile(e *end, q float64) []int64 {
+// quantile returns the nb replicates of quantile q of end e, in resample order. sd is the
+// expected spread of a resample's count below the quantile: the window of ranks spans 6 of them
+// on either side, and a replicate outside it is counted in full, so the result is exact anyway.
+func (r *resampler) quantile(e *end, q, sd float64) []int64 {
 	n := len(e.vals)
 	r0 := NearestRank(q, n) - 1
-	// The window spans 6 standard deviations of a resample's count below the quantile, taken
-	// as if each block's values were all alike (the widest case): sqrt(n·q(1−q)·block values).
-	perBlock := float64(r.b) * float64(n) / float64(len(r.units)-1)
-	half := int(6*math.Sqrt(float64(n)*q*(1-q)*perBlock)) + 64
+	half := int(6*sd) + 64
 	w := newWindow(e, max(r0-half, 0), min(r0+half+1, n))
 	cnt := make([]int32, w.c-w.a)
 	var full []int32 // counts over every rank, for a replicate outside the window

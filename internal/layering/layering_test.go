@@ -35,7 +35,7 @@ var below = map[string][]string{
 	"capture/wire":            {"schemas"},
 	"capture/internal/worker": {"schemas", "capture/wire", "internal/cpuset", "internal/redact"},
 	"capture":                 {"schemas", "capture/wire", "capture/tap", "capture/internal/worker", "internal/cpuset", "internal/colocate", "internal/hostclock", "internal/redact"},
-	"aggregate":               {"schemas", "tokenizer"},
+	"aggregate":               {"schemas", "tokenizer", "internal/interval"},
 	"report":                  {"schemas"},
 	"internal/simkit":         {"replay", "schemas", "internal/cpuset"},
 	"calibrate":               {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simkit"},
