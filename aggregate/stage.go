@@ -50,7 +50,7 @@ type stageAcc struct {
 	prefill, inD, outD, readLag, connect, connWait *dist
 	// The same latencies' values in request order, for their sampling intervals.
 	ttftCI, ttfcCI, tpotCI, itlCI, e2eCI, ntpotCI *ciSample
-	reasonD, answerD                               *dist
+	reasonD, answerD                              *dist
 
 	// planned send times, for the schedule's own rate; lateness split by who waited
 	firstPlanned, lastPlanned int64
