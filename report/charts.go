@@ -371,7 +371,7 @@ func stageNames(r *run) []string { return StageLabels(r.Stages) }
 func buildCharts(runs []*run) ([]*chart, error) {
 	var cs []*chart
 	for _, l := range profileLatencies {
-		cs = append(cs, latencyChart(chartID(l.Key), l.Title, l.Get, runs))
+		cs = append(cs, latencyChart(chartID(l.Key), l.Title, l.Get, intervalColumns[l.Key], runs))
 	}
 	cs = append(cs,
 		throughputChart("throughput", "Throughput vs offered load", "completions/s", func(s *schemas.Stage) float64 { return orNaN(s.CompletionRate) }, true, runs),

@@ -190,7 +190,7 @@ func TestLogLatencyAxis(t *testing.T) {
 		{wide, "TTFT (log scale)", []string{"10ms", "100ms", "1s", "10s", "50s"}},
 		{narrow, "TTFT", []string{"0", "5ms", "10ms", "15ms", "20ms", "25ms"}},
 	} {
-		c := latencyChart("ttft", "TTFT", func(s *schemas.Stage) schemas.Dist { return s.TTFT }, []*run{tt.r})
+		c := latencyChart("ttft", "TTFT", func(s *schemas.Stage) schemas.Dist { return s.TTFT }, nil, []*run{tt.r})
 		if err := c.render(); err != nil {
 			t.Fatal(err)
 		}

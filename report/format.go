@@ -163,6 +163,12 @@ func fmtBound(v, lo, hi int64) string {
 	return fmtDur(v) + " [" + signed(lo-v) + ", " + signed(hi-v) + "]"
 }
 
+// fmtCI formats a percentile with its 95% interval in absolute values: "40.3ms [38.1ms,
+// 42.9ms]". The interval covers the client's bound too, so it replaces fmtBound's offsets.
+func fmtCI(v, lo, hi int64) string {
+	return fmtDur(v) + " [" + fmtDur(lo) + ", " + fmtDur(hi) + "]"
+}
+
 // lastDigit is the value in nanoseconds of the last digit fmtDur prints for ns: 10µs for
 // 45.2ms, 1ns below 1µs.
 func lastDigit(ns int64) int64 {

@@ -33,10 +33,32 @@ var latencyColumns = []struct {
 // profileLatencies are the five latencies of the profile charts.
 var profileLatencies = latencyColumns[:5]
 
-// p50 and p99 format the percentile with its bound (fmtBound); none for a distribution of no
-// values.
-func p50(d schemas.Dist) string { return fmtBoundOf(d.P50, d.P50Lo, d.P50Hi) }
-func p99(d schemas.Dist) string { return fmtBoundOf(d.P99, d.P99Lo, d.P99Hi) }
+// intervalColumns are the latencies with 95% intervals (stages.parquet *_ci_ns), by the key of
+// their distribution.
+var intervalColumns = map[string]func(*schemas.Stage) schemas.CI{
+	"ttft_ns":  func(s *schemas.Stage) schemas.CI { return s.TTFTCI },
+	"ttfc_ns":  func(s *schemas.Stage) schemas.CI { return s.TTFCCI },
+	"tpot_ns":  func(s *schemas.Stage) schemas.CI { return s.TPOTCI },
+	"itl_ns":   func(s *schemas.Stage) schemas.CI { return s.ITLCI },
+	"e2e_ns":   func(s *schemas.Stage) schemas.CI { return s.E2ECI },
+	"ntpot_ns": func(s *schemas.Stage) schemas.CI { return s.NTPOTCI },
+}
+
+// p50 and p99 format the percentile with its 95% interval where it has one (fmtCI), else with
+// the client's bound (fmtBound); none for a distribution of no values.
+func p50(d schemas.Dist, ci schemas.CI) string {
+	if ci.P50Lo != nil && d.P50 != nil {
+		return fmtCI(*d.P50, *ci.P50Lo, *ci.P50Hi)
+	}
+	return fmtBoundOf(d.P50, d.P50Lo, d.P50Hi)
+}
+
+func p99(d schemas.Dist, ci schemas.CI) string {
+	if ci.P99Lo != nil && d.P99 != nil {
+		return fmtCI(*d.P99, *ci.P99Lo, *ci.P99Hi)
+	}
+	return fmtBoundOf(d.P99, d.P99Lo, d.P99Hi)
+}
 
 // fmtBoundOf is fmtBound of nullable figures: none when the value is null.
 func fmtBoundOf(v, lo, hi *int64) string {
@@ -134,7 +156,7 @@ func stageProfile(s *schemas.Stage, label string, cpus int) schemas.ProfileStage
 		ErrorsByKind: errorKinds(s.ErrorsByKind), AchievedRate: s.AchievedRate, IssuedRate: s.IssuedRate, CompletionRate: s.CompletionRate,
 		InputTPS: s.InputTPS, OutputTPS: s.OutputTPS, TotalTPS: s.TotalTPS, InflightMean: s.InflightMean,
 		GoodputShare: s.GoodputShare, GoodputRate: s.GoodputRate, Saturated: s.Saturated,
-		Latency: map[string]schemas.Dist{},
+		Latency: map[string]schemas.Dist{}, Intervals: map[string]schemas.CI{},
 		Breakdown: schemas.ProfileBreakdown{
 			QueueMeanNs: s.Queue.Mean, PrefillMeanNs: s.Prefill.Mean, DecodeMeanNs: s.Decode.Mean,
 			PrefillPerTokenNs: s.PrefillPerTokenNs, Source: s.DecompositionSource,
@@ -153,6 +175,9 @@ func stageProfile(s *schemas.Stage, label string, cpus int) schemas.ProfileStage
 				InflightPeak: s.InflightPeak, ConnectionsOpened: s.ConnectionsOpened, ConnectionsPeak: s.ConnectionsPeak,
 				ConnectionsWarm: s.ConnectionsWarm, ConnectionSpiral: s.ConnectionSpiral},
 		},
+	}
+	for k, get := range intervalColumns {
+		sp.Intervals[k] = get(s)
 	}
 	for _, c := range latencyColumns {
 		sp.Latency[c.Key] = c.Get(s)

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"image/color"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -21,37 +22,55 @@ const (
 var percentiles = []struct {
 	name string
 	get  func(schemas.Dist) *int64
+	ci   func(schemas.CI) (lo, hi *int64)
 }{
-	{"p50", func(d schemas.Dist) *int64 { return d.P50 }},
-	{"p90", func(d schemas.Dist) *int64 { return d.P90 }},
-	{"p99", func(d schemas.Dist) *int64 { return d.P99 }},
+	{"p50", func(d schemas.Dist) *int64 { return d.P50 }, func(c schemas.CI) (*int64, *int64) { return c.P50Lo, c.P50Hi }},
+	{"p90", func(d schemas.Dist) *int64 { return d.P90 }, func(c schemas.CI) (*int64, *int64) { return c.P90Lo, c.P90Hi }},
+	{"p99", func(d schemas.Dist) *int64 { return d.P99 }, func(c schemas.CI) (*int64, *int64) { return c.P99Lo, c.P99Hi }},
 }
 
 // latencyChart draws one latency's p50/p90/p99 against achieved requests/s, on a log axis when
 // the values span more than a factor of ten (latencyAxis). With one run the percentiles are
 // shades of blue; with several, each run has a colour. The dash pattern tells the percentile.
-func latencyChart(id, title string, get func(*schemas.Stage) schemas.Dist, runs []*run) *chart {
+// ci, when not nil, gives the 95% intervals, drawn as error bars.
+func latencyChart(id, title string, get func(*schemas.Stage) schemas.Dist, ci func(*schemas.Stage) schemas.CI, runs []*run) *chart {
 	hs := &hoverSet{}
 	var lines []series
+	var bars []errorBars
 	var ys []float64
 	multi := len(runs) > 1
 	for ri, r := range runs {
 		for pi, pc := range percentiles {
 			var pts []point
+			eb := errorBars{color: pctColors[pi]}
+			if multi {
+				eb.color = runColor(ri)
+			}
 			for i := range r.Stages {
 				s := &r.Stages[i]
-				if d := get(s); d.Count > 0 {
-					v := *pc.get(d)
-					pts = append(pts, point{X: orNaN(s.AchievedRate), Y: ms(v),
-						Title: pointTitle(r, multi, s, fmtRate(orNaN(s.AchievedRate))+" req/s", title+" "+pc.name+" "+fmtDur(v))})
-					ys = append(ys, ms(v))
+				d := get(s)
+				if d.Count == 0 {
+					continue
 				}
+				v := *pc.get(d)
+				x, label := orNaN(s.AchievedRate), title+" "+pc.name+" "+fmtDur(v)
+				if ci != nil {
+					if lo, hi := pc.ci(ci(s)); lo != nil && hi != nil {
+						eb.add(x, ms(v), ms(*lo), ms(*hi))
+						ys = append(ys, ms(*lo), ms(*hi))
+						label = title + " " + pc.name + " " + fmtCI(v, *lo, *hi)
+					}
+				}
+				pts = append(pts, point{X: x, Y: ms(v),
+					Title: pointTitle(r, multi, s, fmtRate(orNaN(s.AchievedRate))+" req/s", label)})
+				ys = append(ys, ms(v))
 			}
 			sr := series{name: pc.name, pts: pts, color: pctColors[pi], dashes: pctDashes[pi], width: 1.6}
 			if multi {
 				sr.name, sr.color = r.Label+" "+pc.name, runColor(ri)
 			}
 			lines = append(lines, sr)
+			bars = append(bars, eb)
 		}
 	}
 	p := newPlot(title+" vs achieved load", "achieved requests/s", title)
@@ -60,7 +79,14 @@ func latencyChart(id, title string, get func(*schemas.Stage) schemas.Dist, runs 
 		l.pts = finite(sc.points(l.pts))
 		line(p, hs, l)
 	}
+	drawn := false
+	for _, b := range bars {
+		drawn = b.draw(p, sc) || drawn
+	}
 	caption := title + " p50, p90 and p99 per stage against the achieved send rate."
+	if drawn {
+		caption += " Error bars: 95% intervals, sampling and the client's own error together; a percentile without one had too few values beyond it."
+	}
 	if sc.log {
 		caption += " Log scale: equal steps up the axis are equal factors (20ms to 200ms as far as 200ms to 2s), so the low-load plateau and the saturated tail both read."
 	}
@@ -184,3 +210,47 @@ func goodputChart(runs []*run) *chart {
 	return &chart{ID: "goodput", Section: "throughput", Title: "Goodput", W: chartW, H: chartH, draw: single(p, hs), hover: hs,
 		Caption: "Requests per second that ended ok and met every SLO of the config; failures count as misses."}
 }
+
+// errorBars are the 95% intervals of one percentile line, in milliseconds.
+type errorBars struct {
+	x, y, lo, hi []float64
+	color        color.Color
+}
+
+func (e *errorBars) add(x, y, lo, hi float64) {
+	e.x, e.y, e.lo, e.hi = append(e.x, x), append(e.y, y), append(e.lo, lo), append(e.hi, hi)
+}
+
+// draw adds the bars to p on scale sc (a log axis leaves out a bar reaching 0 or below) and
+// reports whether it drew any.
+func (e *errorBars) draw(p *plot.Plot, sc latencyScale) bool {
+	var pts yErrors
+	for i := range e.x {
+		if math.IsNaN(e.x[i]) || sc.log && !(e.lo[i] > 0) {
+			continue
+		}
+		y := sc.y(e.y[i])
+		pts.xys = append(pts.xys, plotter.XY{X: e.x[i], Y: y})
+		pts.errs = append(pts.errs, [2]float64{y - sc.y(e.lo[i]), sc.y(e.hi[i]) - y})
+	}
+	if len(pts.xys) == 0 {
+		return false
+	}
+	b, err := plotter.NewYErrorBars(pts)
+	if err != nil {
+		return false
+	}
+	b.LineStyle.Color, b.LineStyle.Width, b.CapWidth = e.color, vg.Points(1), vg.Points(5)
+	p.Add(b)
+	return true
+}
+
+// yErrors are points with their error offsets below and above, for plotter.NewYErrorBars.
+type yErrors struct {
+	xys  plotter.XYs
+	errs [][2]float64
+}
+
+func (e yErrors) Len() int                        { return len(e.xys) }
+func (e yErrors) XY(i int) (float64, float64)     { return e.xys[i].X, e.xys[i].Y }
+func (e yErrors) YError(i int) (float64, float64) { return e.errs[i][0], e.errs[i][1] }

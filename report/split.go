@@ -70,7 +70,7 @@ func splitTable(r schemas.ProfileRun, by, column string) (t table, ok bool) {
 			errs = append(errs, b.Errors)
 			t.Rows = append(t.Rows, tableRow{Cells: []string{
 				stageTitle(s.Stage, s.Name, names), b.Key, strconv.FormatInt(b.Requests, 10), fmtPct(b.Share),
-				fmtRate(orNaN(b.CompletionRate)), p50(b.TTFT), p99(b.TTFT), p99(b.ITL), p50(b.E2E), p99(b.E2E),
+				fmtRate(orNaN(b.CompletionRate)), p50(b.TTFT, schemas.CI{}), p99(b.TTFT, schemas.CI{}), p99(b.ITL, schemas.CI{}), p50(b.E2E, schemas.CI{}), p99(b.E2E, schemas.CI{}),
 				fmtPct(orNaN(b.GoodputShare)), strconv.FormatInt(b.Errors, 10),
 			}})
 		}
@@ -103,7 +103,7 @@ func splits(r schemas.ProfileRun) []pageSplit {
 func writeSplitLines(w io.Writer, rows []schemas.Breakdown) {
 	for _, b := range rows {
 		fmt.Fprintf(w, "  %s\t%s\t\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", b.Key, fmtPct(b.Share),
-			fmtRate(orNaN(b.CompletionRate)), fmtRate(orNaN(b.OutputTPS)), p50(b.TTFT), p99(b.TTFT), p50(b.TPOT), p99(b.TPOT),
-			p99(b.E2E), fmtPct(orNaN(b.GoodputShare)), b.Errors)
+			fmtRate(orNaN(b.CompletionRate)), fmtRate(orNaN(b.OutputTPS)), p50(b.TTFT, schemas.CI{}), p99(b.TTFT, schemas.CI{}), p50(b.TPOT, schemas.CI{}), p99(b.TPOT, schemas.CI{}),
+			p99(b.E2E, schemas.CI{}), fmtPct(orNaN(b.GoodputShare)), b.Errors)
 	}
 }

@@ -52,11 +52,14 @@ func writeSummary(w io.Writer, runs []*run) error {
 			s := &r.Stages[j]
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n",
 				stageTitle(s.Stage, s.Name, names), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),
-				fmtRate(orNaN(s.CompletionRate)), fmtRate(orNaN(s.OutputTPS)), p50(s.TTFT), p99(s.TTFT), p50(s.TPOT), p99(s.TPOT), p99(s.E2E),
+				fmtRate(orNaN(s.CompletionRate)), fmtRate(orNaN(s.OutputTPS)), p50(s.TTFT, s.TTFTCI), p99(s.TTFT, s.TTFTCI), p50(s.TPOT, s.TPOTCI), p99(s.TPOT, s.TPOTCI), p99(s.E2E, s.E2ECI),
 				fmtPct(orNaN(s.GoodputShare)), s.Errors, stageNotes(s))
 			writeSplitLines(tw, r.splitOf(s.Stage))
 		}
 		tw.Flush()
+		if hasLatency(r.Stages) {
+			b.WriteString(intervalNote + "\n")
+		}
 		cpus := 0
 		if r.Manifest != nil {
 			cpus = r.Manifest.CPUs
@@ -103,4 +106,18 @@ func stageNotes(s *schemas.Stage) string {
 		notes = append(notes, fmt.Sprintf("%d cancelled by the client", s.Cancelled))
 	}
 	return strings.Join(notes, " ")
+}
+
+// intervalNote reads the brackets of the terminal summary.
+const intervalNote = "[lo, hi]: the percentile's 95% interval, sampling and client error together; " +
+	"[-a, +b]: the client's bound alone, where too few values lie beyond the percentile for an interval (n too small)"
+
+// hasLatency reports whether some stage has a latency to show.
+func hasLatency(stages []schemas.Stage) bool {
+	for i := range stages {
+		if stages[i].TTFT.Count > 0 {
+			return true
+		}
+	}
+	return false
 }

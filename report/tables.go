@@ -28,6 +28,14 @@ func stagesCSV(p schemas.Profile) ([]byte, error) {
 		"client_bound_reason", "load_delivered", "load_reason", "late_share_client", "exact_share", "worker_rho_max",
 		"workers", "gc_pause_ns", "workers_for_rho_half", "target_local", "client_cpus", "machine_cpus", "machine_busy",
 		"server_disturbed", "inflight_peak", "connections_opened", "connections_peak", "connection_spiral")
+	for _, l := range latencyColumns {
+		if _, ok := intervalColumns[l.Key]; ok {
+			base := strings.TrimSuffix(l.Key, "_ns")
+			for _, q := range []string{"p50", "p90", "p99", "p999"} {
+				head = append(head, base+"_ci_"+q+"_lo_ns", base+"_ci_"+q+"_hi_ns")
+			}
+		}
+	}
 	if err := w.Write(head); err != nil {
 		return nil, fmt.Errorf("write stages.csv: %w", err)
 	}
@@ -55,6 +63,12 @@ func stagesCSV(p schemas.Profile) ([]byte, error) {
 			row = append(row, strconv.FormatBool(fp.TargetLocal), f(fp.ClientCPUs), i64(int64(fp.MachineCPUs)), f(fp.MachineBusy),
 				strconv.FormatBool(fp.ServerDisturbed), i64(fp.InflightPeak), i64(fp.ConnectionsOpened), i64(fp.ConnectionsPeak),
 				strconv.FormatBool(fp.ConnectionSpiral))
+			for _, l := range latencyColumns {
+				if _, ok := intervalColumns[l.Key]; ok {
+					c := s.Intervals[l.Key]
+					row = append(row, ni(c.P50Lo), ni(c.P50Hi), ni(c.P90Lo), ni(c.P90Hi), ni(c.P99Lo), ni(c.P99Hi), ni(c.P999Lo), ni(c.P999Hi))
+				}
+			}
 			if err := w.Write(row); err != nil {
 				return nil, fmt.Errorf("write stages.csv: %w", err)
 			}
@@ -147,11 +161,12 @@ func stageTable(r schemas.ProfileRun) table {
 		if s.Cancelled > 0 {
 			notes = append(notes, fmt.Sprintf("%d cancelled by the client", s.Cancelled))
 		}
-		l := s.Latency
+		l, ci := s.Latency, s.Intervals
 		t.Rows = append(t.Rows, tableRow{Level: s.Quality.Trust, Note: s.Saturated, Cells: []string{
 			stageTitle(s.Stage, s.Name, names), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),
-			fmtRate(orNaN(s.CompletionRate)), fmtRate(orNaN(s.OutputTPS)), fmtRate(orNaN(s.InflightMean)), p50(l["ttft_ns"]), p99(l["ttft_ns"]),
-			p50(l["tpot_ns"]), p99(l["tpot_ns"]), p99(l["itl_ns"]), p99(l["ntpot_ns"]), p50(l["e2e_ns"]), p99(l["e2e_ns"]),
+			fmtRate(orNaN(s.CompletionRate)), fmtRate(orNaN(s.OutputTPS)), fmtRate(orNaN(s.InflightMean)), p50(l["ttft_ns"], ci["ttft_ns"]), p99(l["ttft_ns"], ci["ttft_ns"]),
+			p50(l["tpot_ns"], ci["tpot_ns"]), p99(l["tpot_ns"], ci["tpot_ns"]), p99(l["itl_ns"], ci["itl_ns"]), p99(l["ntpot_ns"], ci["ntpot_ns"]),
+			p50(l["e2e_ns"], ci["e2e_ns"]), p99(l["e2e_ns"], ci["e2e_ns"]),
 			fmtPct(orNaN(s.GoodputShare)), strconv.FormatInt(s.Errors, 10), strings.Join(notes, ", "),
 		}})
 	}
@@ -196,7 +211,7 @@ func qualityTable(r schemas.ProfileRun) table {
 		}
 		t.Rows = append(t.Rows, tableRow{Level: q.Trust, Cells: []string{
 			stageTitle(s.Stage, s.Name, names), yesNo(q.ClientBound, "YES", "no"), unc, yesNo(!q.LoadDelivered, "NO", "yes"),
-			p99(s.Latency["send_lag_ns"]), rate,
+			p99(s.Latency["send_lag_ns"], schemas.CI{}), rate,
 			fmtPct(orNaN(q.LateShareClient)), fmtPct(orNaN(q.ExactShare)), fmt.Sprintf("%d (%s)", q.Workers, shown(orNaN(q.WorkerRhoMax), show2)),
 			fmtDur(q.GCPauseNs), footprintCell(fp), strings.Join(why, "; "),
 		}})

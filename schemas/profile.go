@@ -3,7 +3,8 @@ package schemas
 // ProfileVersion is the version of profile.json's layout; it changes when a field is renamed,
 // removed or changes meaning (added fields keep it). Version 2: a figure over nothing (a
 // distribution of no values, a rate without a window, a share of nothing) is null, never 0.
-const ProfileVersion = 2
+// Version 3: stages carry intervals, the 95% intervals of their latency percentiles.
+const ProfileVersion = 3
 
 // Profile is RUN/report/profile.json, written by `wirebench report`: the machine-readable
 // latency profile of one or more runs. The first run is the baseline A of every comparison.
@@ -71,6 +72,7 @@ type ProfileStage struct {
 	GoodputRate    *float64         `json:"goodput_rate" doc:"requests per second meeting every SLO"`
 	Saturated      bool             `json:"saturated" doc:"the saturation stage"`
 	Latency        map[string]Dist  `json:"latency" doc:"distributions by stages.parquet column name: ttft_ns, tpot_ns, itl_ns, ntpot_ns, e2e_ns, ttfc_ns, queue_ns, ..."`
+	Intervals      map[string]CI    `json:"intervals" doc:"95% intervals of the percentiles (sampling and client error) by the latency's column name: ttft_ns, ttfc_ns, tpot_ns, itl_ns, e2e_ns, ntpot_ns (stages.parquet ttft_ci_ns, ...); an end is null where n is too small"`
 	Breakdown      ProfileBreakdown `json:"breakdown" doc:"mean decomposition of a request"`
 	Quality        ProfileQuality   `json:"quality" doc:"the stage's verdicts and their diagnostics"`
 	Split          []Breakdown      `json:"split,omitempty" doc:"the stage's figures by model (target.models) or endpoint: its metrics/breakdown.parquet rows, same names; absent for a single model"`
