@@ -12,10 +12,10 @@
 // The reasoning, with its references, is in docs/design/intervals.md.
 //
 // Cost: sorting each end once (O(n log n)), the block length (O(n) per lag examined), then per
-// replicate and quantile O(n/b + w): the sum of precomputed prefix counts over the n/b blocks
-// drawn, plus a counting select among the values of a window of ranks around the quantile (w,
-// a few bootstrap standard deviations wide); a replicate whose quantile falls outside the window
-// (rare) is counted in full, O(n). Memory: O(n) words for one quantile at a time.
+// replicate and quantile O(k + w): the sum of precomputed prefix counts over the k blocks drawn
+// (at most MaxBlocks), plus a counting select among the values of a window of ranks around the
+// quantile (w, 12 bootstrap standard deviations of the count below it, O(√n)); a replicate whose
+// quantile falls outside the window (rare) is counted in full, O(n). Memory: O(n) words.
 package interval
 
 import (
@@ -36,6 +36,11 @@ const (
 // percentiles, n·q for the lower ones): with fewer, the tail the percentile sits in is a handful
 // of values and no resampling can say how far off it is. p99 needs 2,000 values, p99.9 20,000.
 const MinBeyond = 20
+
+// MaxBlocks bounds the blocks of a resample, hence its cost: a sample of more than MaxBlocks·b
+// units gets blocks of ⌈units/MaxBlocks⌉. A block longer than the dependence needs costs some
+// precision of the variance estimate (about √(2/MaxBlocks), 4%), not its consistency.
+const MaxBlocks = 1024
 
 // MinBlocks is the fewest blocks a resample may be made of: with fewer, the sample is too short
 // for its own dependence and every percentile is "n too small".
@@ -215,7 +220,7 @@ func Replicates(s Sample, qs []float64, o Options) (*Boot, error) {
 	if b.BlockLen <= 0 {
 		b.BlockLen = slices.Max(bs)
 	}
-	b.BlockLen = min(b.BlockLen, u)
+	b.BlockLen = min(max(b.BlockLen, (u+MaxBlocks-1)/MaxBlocks), u)
 	boot := newResampler(units, b.BlockLen, orDefault(o.B, DefaultB), o.Seed)
 	for i, q := range qs {
 		b.Small[i] = TooSmall(q, n) || TooSmall(q, int(float64(n)/deffs[i])) || u/b.BlockLen < MinBlocks
