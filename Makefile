@@ -6,7 +6,7 @@ BIN      := bin/wirebench
 RACE_PKGS := $(shell $(GO) list ./... | grep -v '/cmd/' | grep -v '/examples' | grep -v '/sim$$')
 E2E_PKGS  := $(shell $(GO) list ./cmd/... ./examples/... 2>/dev/null)
 
-.PHONY: build install test test-duckdb bench bench-vegeta bench-scale demo lint clean
+.PHONY: build install test test-duckdb bench bench-vegeta bench-scale bench-intervals demo lint clean
 
 # CGO_ENABLED=0: a static binary, the one the container image holds (Dockerfile); wirebench's
 # only cgo is the standard library's optional DNS and user lookups, which have pure-Go versions.
@@ -67,6 +67,14 @@ bench-vegeta: build
 SCALE_DIR ?= /tmp/wirebench-scale
 bench-scale: build
 	$(GO) run ./bench/scale -wirebench $(BIN) -hosts 5,10,20 -dir $(SCALE_DIR)
+
+# The percentile intervals proved: the same config run 20 times (seeds 1-20) against a fresh
+# `wirebench sim` (examples/sim-demo.yaml, 128 output tokens) at 20 and 55 requests/s (light, near
+# its saturation), 150 s each; for p50 and p99 of TTFT and ITL, the share of runs whose 95%
+# interval holds the pooled percentile and the median width, as a Markdown table (figures in
+# docs/measurements.md). About 110 minutes; a cut-down check: go run ./bench/intervals -runs 3 -duration 5s.
+bench-intervals: build
+	$(GO) run ./bench/intervals -wirebench $(BIN)
 
 # The main job on the built-in simulator: a sweep across its saturation knee, with a report.
 demo: build

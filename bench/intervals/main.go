@@ -1,0 +1,215 @@
+// Command intervals proves the percentile intervals of `wirebench aggregate`: it runs one config
+// many times (different seeds) against a fresh `wirebench sim`, at a light and a near-saturation
+// load, and prints, for p50 and p99 of TTFT and ITL, the share of runs whose 95% interval holds
+// the pooled percentile (all runs' values together) and the median interval width, as a
+// Markdown table on stdout (progress on stderr). `make bench-intervals` runs it; figures in
+// docs/measurements.md.
+package main
+
+import (
+	"cmp"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+func main() {
+	bin := flag.String("wirebench", "bin/wirebench", "the wirebench binary")
+	simCfg := flag.String("sim", "examples/sim-demo.yaml", "simulator config (saturates near 60 requests/s)")
+	runs := flag.Int("runs", 20, "runs per load")
+	loads := flag.String("loads", "20,55", "Poisson rates in requests/s, comma-separated: light and near saturation")
+	duration := flag.Duration("duration", 150*time.Second, "length of each run")
+	output := flag.Int("output", 128, "output tokens per request (128: about 1 s of decode, the workload sim-demo.yaml saturates near 60 requests/s with)")
+	dir := flag.String("dir", filepath.Join(os.TempDir(), "wirebench-intervals"), "where the runs are written (removed unless -keep)")
+	keep := flag.Bool("keep", false, "keep the runs")
+	flag.Parse()
+	log.SetFlags(0)
+	var rates []float64
+	for f := range strings.SplitSeq(*loads, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || r <= 0 {
+			log.Fatalf("-loads %q: want positive rates separated by commas", *loads)
+		}
+		rates = append(rates, r)
+	}
+	fmt.Printf("Machine: %d CPUs, %s, %s; %d runs of %v per load, %d output tokens, simulator %s\n\n",
+		runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *duration, *output, *simCfg)
+	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, rate := range rates {
+		var res []result
+		for i := range *runs {
+			rd := filepath.Join(*dir, fmt.Sprintf("r%g-%02d", rate, i))
+			r, err := oneRun(*bin, *simCfg, rd, rate, *duration, *output, uint64(i+1))
+			if !*keep {
+				os.RemoveAll(rd)
+			}
+			if err != nil {
+				log.Fatal(err)
+			}
+			res = append(res, r)
+			log.Printf("rate %g run %d: %d requests, %d gaps", rate, i, len(r.ttft), len(r.itl))
+		}
+		for _, f := range figures {
+			row(rate, f, res)
+		}
+	}
+}
+
+// figure is one percentile of one latency: its point estimate's interval in a run and the
+// run's values.
+type figure struct {
+	name   string
+	q      float64
+	ci     func(*schemas.Stage) (lo, hi *int64)
+	values func(*result) []int64
+}
+
+var figures = []figure{
+	{"TTFT p50", 0.5, func(s *schemas.Stage) (*int64, *int64) { return s.TTFTCI.P50Lo, s.TTFTCI.P50Hi }, func(r *result) []int64 { return r.ttft }},
+	{"TTFT p99", 0.99, func(s *schemas.Stage) (*int64, *int64) { return s.TTFTCI.P99Lo, s.TTFTCI.P99Hi }, func(r *result) []int64 { return r.ttft }},
+	{"ITL p50", 0.5, func(s *schemas.Stage) (*int64, *int64) { return s.ITLCI.P50Lo, s.ITLCI.P50Hi }, func(r *result) []int64 { return r.itl }},
+	{"ITL p99", 0.99, func(s *schemas.Stage) (*int64, *int64) { return s.ITLCI.P99Lo, s.ITLCI.P99Hi }, func(r *result) []int64 { return r.itl }},
+}
+
+// result is one run's stage row and its values.
+type result struct {
+	stage     schemas.Stage
+	ttft, itl []int64
+}
+
+// row prints the coverage of figure f over the runs res against the pooled percentile.
+func row(rate float64, f figure, res []result) {
+	var pooled []int64
+	for i := range res {
+		pooled = append(pooled, f.values(&res[i])...)
+	}
+	if len(pooled) == 0 {
+		fmt.Printf("| %g/s | %s | 0 of %d | — | — | — | — |\n", rate, f.name, len(res))
+		return
+	}
+	slices.Sort(pooled)
+	truth := pooled[nearestRank(f.q, len(pooled))-1]
+	with, hold := 0, 0
+	var widths []int64
+	for i := range res {
+		lo, hi := f.ci(&res[i].stage)
+		if lo == nil || hi == nil {
+			continue
+		}
+		with++
+		if *lo <= truth && truth <= *hi {
+			hold++
+		}
+		widths = append(widths, *hi-*lo)
+	}
+	if with == 0 {
+		fmt.Printf("| %g/s | %s | 0 of %d (n too small) | %s | — | — | — |\n", rate, f.name, len(res), ms(truth))
+		return
+	}
+	slices.Sort(widths)
+	w := widths[len(widths)/2]
+	fmt.Printf("| %g/s | %s | %d of %d | %s | %d/%d = %.0f%% | %s | %.1f%% |\n", rate, f.name, with, len(res), ms(truth),
+		hold, with, 100*float64(hold)/float64(with), ms(w), 100*float64(w)/float64(truth))
+}
+
+func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }
+
+// nearestRank is aggregate.NearestRank for an int count.
+func nearestRank(q float64, n int) int {
+	r := int(math.Ceil(q * float64(n)))
+	if f := q * float64(n); r > 1 && float64(r-1) >= f-1e-9 {
+		r--
+	}
+	return max(r, 1)
+}
+
+// oneRun runs one seeded Poisson stage at rate against a fresh simulator and reads its figures.
+func oneRun(bin, simCfg, dir string, rate float64, d time.Duration, output int, seed uint64) (result, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return result{}, err
+	}
+	os.RemoveAll(dir)
+	url, stop, err := simkit.StartSim(bin, []string{"sim", "--listen", "127.0.0.1:0", "--config", simCfg}, -1, io.Discard, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return result{}, fmt.Errorf("start the simulator: %w", err)
+	}
+	defer stop()
+	cfg := dir + ".yaml"
+	defer os.Remove(cfg)
+	text := fmt.Sprintf(`name: intervals
+seed: %d
+target: {url: %s, api: completions, model: sim, ignore_eos: true, timeout: 60s}
+load:
+  stages:
+    - {rate: %g, duration: %s, arrival: poisson}
+workload:
+  synthetic:
+    input: {kind: fixed, value: 64}
+    output: {kind: fixed, value: %d}
+tokenizer: whitespace
+`, seed, url, rate, d, output)
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		return result{}, err
+	}
+	if out, err := exec.Command(bin, "run", cfg, "-o", dir, "--quiet").CombinedOutput(); err != nil {
+		return result{}, fmt.Errorf("wirebench run %s: %w\n%s", cfg, err, out)
+	}
+	return readRun(dir)
+}
+
+// readRun reads the stage row, the TTFT of each ok request and the ITL gaps of each: the gaps
+// between consecutive content events' arrival times (kernel time, else user time), as aggregate
+// takes them without a packet tap.
+func readRun(dir string) (result, error) {
+	st, err := schemas.ReadFile[schemas.Stage](filepath.Join(dir, "metrics", "stages.parquet"))
+	if err != nil || len(st) == 0 {
+		return result{}, fmt.Errorf("%s: stages: %v", dir, cmp.Or(err, fmt.Errorf("no stage")))
+	}
+	reqs, err := schemas.ReadFile[schemas.MetricRequest](filepath.Join(dir, "metrics", "requests.parquet"))
+	if err != nil {
+		return result{}, err
+	}
+	res := result{stage: st[0]}
+	ok := map[int64]bool{}
+	for _, m := range reqs {
+		if m.OK && !m.Warmup && m.TTFTNs != nil {
+			res.ttft = append(res.ttft, *m.TTFTNs)
+			ok[m.Seq] = true
+		}
+	}
+	paths, _ := filepath.Glob(filepath.Join(dir, "raw", "chunks-*.parquet"))
+	bySeq := map[int64][]schemas.RawChunk{}
+	for _, p := range paths {
+		rows, err := schemas.ReadFile[schemas.RawChunk](p)
+		if err != nil {
+			return result{}, err
+		}
+		for _, c := range rows {
+			if ok[c.Seq] && c.Kind == schemas.ChunkContent {
+				bySeq[c.Seq] = append(bySeq[c.Seq], c)
+			}
+		}
+	}
+	for _, cs := range bySeq {
+		slices.SortFunc(cs, func(a, b schemas.RawChunk) int { return cmp.Compare(a.Index, b.Index) })
+		for i := 1; i < len(cs); i++ {
+			res.itl = append(res.itl, cs[i].Time()-cs[i-1].Time())
+		}
+	}
+	return res, nil
+}
