@@ -53,7 +53,7 @@ func TestReplicatesDeterministicAndSmall(t *testing.T) {
 }
 
 // TestReplicatesExact checks the windowed select against a plain sort of each resample: a block
-// length of 1 and every unit its own value make the resample easy to rebuild.
+// resample is rebuilt from the same draws and sorted.
 func TestReplicatesExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	vals := draw(rng, 6000, 0.3)
@@ -74,7 +74,7 @@ func TestReplicatesExact(t *testing.T) {
 	if got.Small[0] || got.Small[1] || got.Small[2] {
 		t.Fatalf("small %v (deff %v); want intervals for all", got.Small, got.Deff)
 	}
-	r := newResampler(units, 3, 50, 9)
+	r := newResampler(units, got.BlockLen, 50, 9)
 	prng := rand.New(rand.NewPCG(9, 0x626f6f74))
 	for j := range 50 {
 		r.draw(prng)

@@ -59,49 +59,84 @@ func newWindow(e *end, a, c int) *window {
 	return w
 }
 
-// quantile returns the nb replicates of quantile q of end e, in resample order. sd is the
-// expected spread of a resample's count below the quantile: the window of ranks spans 6 of them
-// on either side, and a replicate outside it is counted in full, so the result is exact anyway.
-func (r *resampler) quantile(e *end, q, sd float64) []int64 {
+// target is one quantile of one end to replicate: the window of ranks around it and its
+// replicates.
+type target struct {
+	e   *end
+	q   float64
+	w   *window
+	cnt []int32 // counts of the window's ranks in the current resample
+	out []int64
+}
+
+// newTarget prepares quantile q of end e. sd is the expected spread of a resample's count below
+// the quantile: the window of ranks spans 6 of them on either side, and a replicate outside it
+// is counted in full, so the result is exact anyway.
+func newTarget(e *end, q, sd float64, nb int) *target {
 	n := len(e.vals)
 	r0 := NearestRank(q, n) - 1
 	half := int(6*sd) + 64
 	w := newWindow(e, max(r0-half, 0), min(r0+half+1, n))
-	cnt := make([]int32, w.c-w.a)
-	var full []int32 // counts over every rank, for a replicate outside the window
+	return &target{e: e, q: q, w: w, cnt: make([]int32, w.c-w.a), out: make([]int64, 0, nb)}
+}
+
+// run draws the nb resamples, each once, and appends each target's replicate of each.
+func (r *resampler) run(ts []*target) {
+	var full []int32 // counts over every rank, for a replicate outside a window
 	rng := rand.New(rand.NewPCG(r.seed, 0x626f6f74))
-	out := make([]int64, r.nb)
-	for j := range out {
+	for range r.nb {
 		r.draw(rng)
-		total, below, in := 0, 0, 0
+		total := 0
 		for _, s := range r.segs {
 			total += s[1] - s[0]
-			below += int(w.below[s[1]] - w.below[s[0]])
-			in += int(w.in[s[1]] - w.in[s[0]])
 		}
-		rank := NearestRank(q, total) // 1-based, within the resample
-		if rank > below && rank <= below+in {
-			for _, s := range r.segs {
-				for _, p := range w.pos[w.in[s[0]]:w.in[s[1]]] {
-					cnt[int(e.rank[p])-w.a]++
+		for _, t := range ts {
+			v, ok := t.replicate(r.segs, total)
+			if !ok {
+				if full == nil {
+					full = make([]int32, len(t.e.vals))
 				}
+				v = t.counted(r.segs, total, full)
 			}
-			out[j] = e.sorted[w.a+kth(cnt, rank-below)]
-			clear(cnt)
-			continue
+			t.out = append(t.out, v)
 		}
-		if full == nil {
-			full = make([]int32, n)
-		}
-		for _, s := range r.segs {
-			for _, rk := range e.rank[s[0]:s[1]] {
-				full[rk]++
-			}
-		}
-		out[j] = e.sorted[kth(full, rank)]
-		clear(full)
 	}
-	return out
+}
+
+// replicate returns the target's quantile of the resample segs (total values) from its window;
+// false when the quantile lies outside the window.
+func (t *target) replicate(segs [][2]int, total int) (int64, bool) {
+	w := t.w
+	below, in := 0, 0
+	for _, s := range segs {
+		below += int(w.below[s[1]] - w.below[s[0]])
+		in += int(w.in[s[1]] - w.in[s[0]])
+	}
+	rank := NearestRank(t.q, total) // 1-based, within the resample
+	if rank <= below || rank > below+in {
+		return 0, false
+	}
+	for _, s := range segs {
+		for _, p := range w.pos[w.in[s[0]]:w.in[s[1]]] {
+			t.cnt[int(t.e.rank[p])-w.a]++
+		}
+	}
+	v := t.e.sorted[w.a+kth(t.cnt, rank-below)]
+	clear(t.cnt)
+	return v, true
+}
+
+// counted returns the target's quantile of the resample by counting every rank (full: a zeroed
+// scratch of one count per value, left zeroed).
+func (t *target) counted(segs [][2]int, total int, full []int32) int64 {
+	for _, s := range segs {
+		for _, rk := range t.e.rank[s[0]:s[1]] {
+			full[rk]++
+		}
+	}
+	v := t.e.sorted[kth(full, NearestRank(t.q, total))]
+	clear(full)
+	return v
 }
 
 // kth returns the index at which the running sum of cnt reaches k (1-based).
