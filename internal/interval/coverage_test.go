@@ -80,9 +80,9 @@ func TestCoverage(t *testing.T) {
 		{"AR(1) 0.5", 5000, 0.5},
 	} {
 		cover, small := coverage(t, c.n, 1000, 250, c.rho, qs)
+		t.Logf("%s, n = %d: p50 and p99 covered in %v of draws", c.name, c.n, cover)
 		for i, q := range qs {
 			if cover[i] < 0.93 || cover[i] > 0.97 || small[i] > 0 {
-				t.Logf("%s: %v %v", c.name, cover, small)
 				t.Errorf("%s, n = %d: q%v covered in %.3f of draws (n too small in %.3f); want 0.93-0.97 (and never too small)",
 					c.name, c.n, q, cover[i], small[i])
 			}

@@ -45,7 +45,7 @@ var below = map[string][]string{
 	"internal/s3server":       {},
 	"bench/scale":             {"internal/synthrun"}, // a benchmark command
 	"bench/intervals":         {"internal/simkit", "schemas"},
-	"cmd/wirebench":           nil,                   // the command may import every package
+	"cmd/wirebench":           nil, // the command may import every package
 	"internal/layering":       {},
 	"internal/doclinks":       {},
 }
