@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"gonum.org/v1/plot"
 	"image/color"
 	"io"
 	"math"
@@ -388,5 +389,40 @@ func TestQualityLimitsAgreeWithVerdicts(t *testing.T) {
 		if q := chartByID(t, cs, "quality-1"); !strings.Contains(q.Caption, "blames no one (grey bar)") {
 			t.Errorf("%s: quality caption %q; want it to say what a grey bar is", fx.name, q.Caption)
 		}
+	}
+}
+
+// TestLatencyChartErrorBars: stages with 95% intervals get error bars and the caption says what
+// they are; the hover title quotes the interval; a log axis leaves out a bar reaching 0.
+func TestLatencyChartErrorBars(t *testing.T) {
+	st := func(i int32, p50 int64) schemas.Stage {
+		return schemas.Stage{Stage: i, Name: "s", AchievedRate: ptr(float64(i + 1)),
+			TTFT:   schemas.Dist{Count: 3000, P50: &p50, P90: &p50, P99: &p50},
+			TTFTCI: schemas.CI{P50Lo: ptr(p50 * 9 / 10), P50Hi: ptr(p50 * 11 / 10), P99Lo: ptr(p50 * 8 / 10), P99Hi: ptr(p50 * 13 / 10)}}
+	}
+	r := &run{Label: "r", Stages: []schemas.Stage{st(0, 20e6), st(1, 30e6)}}
+	get := func(s *schemas.Stage) schemas.Dist { return s.TTFT }
+	with := latencyChart("ttft", "TTFT", get, intervalColumns["ttft_ns"], []*run{r})
+	without := latencyChart("ttft", "TTFT", get, nil, []*run{r})
+	for _, c := range []*chart{with, without} {
+		if err := c.render(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(with.Caption, "Error bars: 95% intervals") || strings.Contains(without.Caption, "Error bars") {
+		t.Errorf("captions %q / %q; want error bars explained only where drawn", with.Caption, without.Caption)
+	}
+	if !strings.Contains(string(with.SVG), "TTFT p50 20.0ms [18.0ms, 22.0ms]") {
+		t.Errorf("chart with intervals: no hover title quoting the p50 interval")
+	}
+	var eb errorBars
+	eb.add(1, 20, 18, 22)
+	if !eb.draw(plot.New(), latencyScale{}) || !eb.draw(plot.New(), latencyScale{log: true}) {
+		t.Errorf("a bar from 18 to 22 ms was not drawn")
+	}
+	eb = errorBars{}
+	eb.add(1, 20, 0, 22)
+	if eb.draw(plot.New(), latencyScale{log: true}) {
+		t.Errorf("a bar from 0 was drawn on a log axis")
 	}
 }

@@ -182,3 +182,21 @@ func TestHostsInQualityTable(t *testing.T) {
 		t.Errorf("stage 0 profile clock_uncertainty_ns %d; want 1500000", q.ClockUncertaintyNs)
 	}
 }
+
+// TestPercentileCell: a percentile with its 95% interval shows the interval in absolute values
+// (it covers the client's bound); without one (n too small) the client's bound as offsets.
+func TestPercentileCell(t *testing.T) {
+	d := schemas.Dist{Count: 500, P50: ptr(int64(40_300_000)), P50Lo: ptr(int64(37_700_000)), P50Hi: ptr(int64(42_100_000)),
+		P99: ptr(int64(90_000_000)), P99Lo: ptr(int64(87_000_000)), P99Hi: ptr(int64(90_000_000))}
+	ci := schemas.CI{P50Lo: ptr(int64(36_100_000)), P50Hi: ptr(int64(44_000_000))}
+	for _, tt := range []struct{ got, want string }{
+		{p50(d, ci), "40.3ms [36.1ms, 44.0ms]"},
+		{p99(d, ci), "90.0ms [-3.00ms, +0]"},                // p99 of 500: n too small, the bound alone
+		{p50(d, schemas.CI{}), "40.3ms [-2.60ms, +1.80ms]"}, // no intervals at all (an older run)
+		{p50(schemas.Dist{}, ci), "–"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("cell %q; want %q", tt.got, tt.want)
+		}
+	}
+}
