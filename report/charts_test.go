@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
-	"gonum.org/v1/plot"
 	"image/color"
 	"io"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/wirebench/wirebench/schemas"
