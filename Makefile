@@ -30,6 +30,8 @@ test: lint build
 	$(GO) test -race -count=1 ./sim
 	# The wire client's load tests (500 streams, starved client) skip under -race: run them plain.
 	$(GO) test -count=1 ./capture/wire
+	# The intervals' coverage over 1,000 draws skips under -race: run it plain.
+	$(GO) test -count=1 -run TestCoverage ./internal/interval
 	# Static like bin/wirebench, so that the end-to-end tests reuse its build (TestImageFromScratch
 	# puts the binary they build in an image).
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m $(E2E_PKGS)

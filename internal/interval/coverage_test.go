@@ -70,6 +70,9 @@ func coverage(t *testing.T, n, draws, b int, rho float64, qs []float64) (cover, 
 // small". B = 250 keeps it to a few seconds; docs/design/intervals.md has the figures at
 // B = 1,000 and for ρ = 0.8.
 func TestCoverage(t *testing.T) {
+	if raceEnabled {
+		t.Skip("3.5 M resamples under the race detector take minutes; make test runs this test plain")
+	}
 	qs := []float64{0.5, 0.99}
 	for _, c := range []struct {
 		name string
