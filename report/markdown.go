@@ -96,7 +96,7 @@ func markdown(p schemas.Profile, charts []*chart) []byte {
 		fmt.Fprintf(&b, "\n### Measurement quality of `%s`\n\n", r.Label)
 		mdTable(&b, qualityTable(r))
 	}
-	b.WriteString("\nDurations are exact nearest-rank percentiles over each stage's requests. A bracket of two durations after one is its 95% interval, sampling and the client's own error together: 40.3ms [37.9ms, 42.8ms] means another run of the same load would measure it between 37.9ms and 42.8ms 95 times in 100. Where too few values lie beyond a percentile for an interval, a bracket of offsets is the client's measurement bound alone: 40.3ms [-2.60ms, +1.80ms] means the true percentile lies between 37.7ms and 42.1ms; a bound too small to change the digits shown is left out (the measurement-quality table gives every stage's widest). Full figures: `profile.json`, `stages.csv`; interactive page: `index.html`.\n")
+	b.WriteString("\nDurations are exact nearest-rank percentiles over each stage's requests. A bracket of two durations after one is its 95% interval, sampling and the client's own error together: in 40.3ms [37.9ms, 42.8ms], the interval is built so that 95 times in 100 it holds the stage's true percentile (what many runs of the same load would give). Where too few values lie beyond a percentile for an interval, a bracket of offsets is the client's measurement bound alone: 40.3ms [-2.60ms, +1.80ms] means the true percentile lies between 37.7ms and 42.1ms; a bound too small to change the digits shown is left out (the measurement-quality table gives every stage's widest). Full figures: `profile.json`, `stages.csv`; interactive page: `index.html`.\n")
 	return []byte(b.String())
 }
 
