@@ -30,6 +30,7 @@ type CLI struct {
 	Sim       SimCmd       `cmd:"" help:"Serve a built-in OpenAI-compatible streaming server (continuous-batching model)."`
 	Calibrate CalibrateCmd `cmd:"" help:"Measure this machine's own client overhead and the highest rate it measures faithfully."`
 	Search    SearchCmd    `cmd:"" help:"Find the highest rate at which the config's SLOs hold (capacity under SLO), one run per step."`
+	Compare   CompareCmd   `cmd:"" help:"Compare run NEW with run BASE: every percentile's change with its interval; --fail-on gates CI on it."`
 	K8s       K8sCmd       `cmd:"" name:"k8s" help:"Write the Kubernetes manifests of a multi-host run: volume, replay Job, Indexed capture Job, aggregate and report Job."`
 	Schema    SchemaCmd    `cmd:"" help:"Print the schema of every file kind (column, type, unit, meaning)."`
 	Version   VersionCmd   `cmd:"" help:"Print the version."`

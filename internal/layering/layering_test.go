@@ -36,7 +36,8 @@ var below = map[string][]string{
 	"capture/internal/worker": {"schemas", "capture/wire", "internal/cpuset", "internal/redact"},
 	"capture":                 {"schemas", "capture/wire", "capture/tap", "capture/internal/worker", "internal/cpuset", "internal/colocate", "internal/hostclock", "internal/redact"},
 	"aggregate":               {"schemas", "tokenizer", "internal/interval"},
-	"report":                  {"schemas"},
+	"compare":                 {"schemas", "internal/interval"}, // the comparison of two runs: wirebench compare and the report's A/B tables
+	"report":                  {"schemas", "compare"},
 	"internal/simkit":         {"replay", "schemas", "internal/cpuset"},
 	"calibrate":               {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simkit"},
 	"search":                  {"replay", "capture", "aggregate", "schemas"},

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/wirebench/wirebench/compare"
+	"github.com/wirebench/wirebench/report"
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// CompareCmd is `wirebench compare BASE NEW`: every percentile's change with its interval, and
+// the --fail-on gate for CI.
+type CompareCmd struct {
+	Base   string   `arg:"" type:"existingdir" help:"Baseline run directory (with metrics/ from aggregate)."`
+	New    string   `arg:"" type:"existingdir" help:"Run directory compared with it."`
+	Format string   `short:"f" default:"text" enum:"text,markdown,json" help:"Output on stdout: text, markdown (a pull-request comment) or json (schemas/SCHEMAS.md#comparejson)."`
+	FailOn []string `name:"fail-on" placeholder:"RULE" help:"Exit 3 when a significant change passes this threshold (repeatable): METRIC.PERCENTILE>+N% or <-N%, METRIC ttft, ttfc, tpot, e2e or ntpot, PERCENTILE p50, p90, p99 or p99.9; e.g. ttft.p99>+5%. A run whose trust is red, or a gated percentile without an interval, exits 4."`
+}
+
+// Help is shown under `wirebench compare --help`.
+func (c *CompareCmd) Help() string {
+	return `Pairs each stage of NEW with the stage of BASE of the same name, else of the same mode and
+rate (unmatched stages are listed), and gives every latency percentile's change NEW / BASE - 1
+with a 95% interval from a block bootstrap of each run's requests in time order, widened by
+the client's own error bounds. A change is significant when its interval excludes 0 and it
+survives Holm's correction over the pair's changes. With --fail-on the gate checks each rule on
+each stage pair at 5% divided by the number of checks (Bonferroni). Exit codes: 0 pass (or no
+gate), 1 error, 2 bad flag, 3 gate failed, 4 gate untrusted. See docs/design/compare.md.`
+}
+
+func (c *CompareCmd) Run() error {
+	rules, err := compare.ParseRules(c.FailOn)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	var runs [2]*compare.Run
+	for i, dir := range []string{c.Base, c.New} {
+		if runs[i], err = compare.Load(dir); err != nil {
+			return err
+		}
+		runs[i].Dir = dir
+		runs[i].Trust, runs[i].TrustSentence = report.Trust(runs[i].Stages)
+	}
+	res := compare.Compare(runs[0], runs[1], compare.Options{Rules: rules})
+	switch c.Format {
+	case "json":
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(os.Stdout, "%s\n", b)
+		if err != nil {
+			return err
+		}
+	case "markdown":
+		err = compare.Markdown(os.Stdout, res)
+	default:
+		err = compare.Text(os.Stdout, res)
+	}
+	if err != nil {
+		return err
+	}
+	return gateExit(res.Gate)
+}
+
+// gateExit turns the gate's verdict into the exit code: 3 for a significant regression past
+// a threshold, 4 when the gate could not pass on what it was given (red trust, no interval).
+func gateExit(g *schemas.CompareGate) error {
+	if g == nil || g.Verdict == "pass" {
+		return nil
+	}
+	first := g.Failures[0]
+	for _, f := range g.Failures {
+		if f.Verdict == g.Verdict {
+			first = f
+			break
+		}
+	}
+	if g.Verdict == "untrusted" {
+		return &exitError{code: schemas.ExitGateUntrusted, err: fmt.Errorf("gate untrusted: %s", first.Reason)}
+	}
+	return &exitError{code: schemas.ExitGateFailed, err: fmt.Errorf("gate failed: %s", first.Reason)}
+}
