@@ -28,7 +28,7 @@ var Metrics = [metricCount]Metric{
 	{"tpot", "TPOT", func(s *schemas.Stage) schemas.Dist { return s.TPOT },
 		func(m *schemas.MetricRequest) (v, lo, hi *int64) { return m.TPOTNs, m.TPOTLoNs, m.TPOTHiNs }, ""},
 	{"itl", "ITL", func(s *schemas.Stage) schemas.Dist { return s.ITL }, nil,
-		"no interval: ITL has one value per gap, and metrics/requests.parquet holds none of them"},
+		"no interval: ITL's values are per gap, not in requests.parquet"},
 	{"e2e", "E2E", func(s *schemas.Stage) schemas.Dist { return s.E2E },
 		func(m *schemas.MetricRequest) (v, lo, hi *int64) { return m.E2ENs, m.E2ELoNs, m.E2EHiNs }, ""},
 	{"ntpot", "NTPOT", func(s *schemas.Stage) schemas.Dist { return s.NTPOT },

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+// compareConfig is a short run against the simulator at url: Poisson arrivals at 20 req/s for
+// 6 s (about 120 requests: p50 and p90 have intervals, p99 needs 500), output lengths 2 to 10
+// so that E2E, TPOT and NTPOT vary. A loaded machine's reads are late by milliseconds: the
+// bias tolerance is wide so the latency verdict stays green or amber (the gate refuses red).
+func compareConfig(url, bias string) string {
+	return `name: compare-e2e
+target: {url: "` + url + `", api: completions, model: sim, ignore_eos: true}
+load:
+  warmup: {rate: 10, duration: 1s, arrival: constant}
+  stages: [{rate: 20, duration: 6s, arrival: poisson}]
+workload: {synthetic: {input: {kind: fixed, value: 8}, output: {kind: uniform, min: 2, max: 10}}}
+bias: ` + bias + `
+`
+}
+
+const wideBias = "{tolerance: 200ms, tolerance_share: 0.5}"
+
+// compareRun runs the config against url into a new run directory.
+func compareRun(t *testing.T, url, bias string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "run.yaml")
+	writeFile(t, cfg, compareConfig(url, bias))
+	run := filepath.Join(dir, "run")
+	if stdout, stderr, err := wirebench(t, 2*time.Minute, "run", cfg, "-o", run, "--workers", "1", "--tap", "off", "--quiet"); err != nil {
+		t.Fatalf("wirebench run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	return run
+}
+
+// compareJSON runs `wirebench compare --format json` and returns the comparison and the exit code.
+func compareJSON(t *testing.T, args ...string) (schemas.Comparison, int, string) {
+	t.Helper()
+	stdout, stderr, err := wirebench(t, time.Minute, append([]string{"compare", "--format", "json"}, args...)...)
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var c schemas.Comparison
+	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
+		t.Fatalf("compare --format json: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	return c, code, stderr
+}
+
+func significant(c schemas.Comparison) []string {
+	var out []string
+	for _, p := range c.Pairs {
+		for _, ch := range p.Changes {
+			if ch.Significant {
+				out = append(out, ch.Metric+" "+ch.Percentile)
+			}
+		}
+	}
+	return out
+}
+
+func findChange(c schemas.Comparison, metric, pct string) *schemas.CompareChange {
+	for _, p := range c.Pairs {
+		for i := range p.Changes {
+			if ch := &p.Changes[i]; ch.Metric == metric && ch.Percentile == pct {
+				return ch
+			}
+		}
+	}
+	return nil
+}
+
+// TestCompareSameConfigPasses: two runs of one config against one simulator (fixed mode: TTFT
+// 100 ms, then a token each 20 ms) are paired by stage name, show no significant change, and
+// pass a gate on TTFT p90.
+func TestCompareSameConfigPasses(t *testing.T) {
+	url := startSim(t, "--ttft", "100ms", "--itl", "20ms", "--max-num-seqs", "0")
+	base, again := compareRun(t, url, wideBias), compareRun(t, url, wideBias)
+	c, code, stderr := compareJSON(t, base, again, "--fail-on", "ttft.p90>+5%", "--fail-on", "e2e.p50>+5%")
+	if code != 0 || c.Gate == nil || c.Gate.Verdict != "pass" {
+		t.Fatalf("compare of two runs of one config: exit %d, gate %+v; want 0 and pass\nstderr:\n%s", code, c.Gate, stderr)
+	}
+	if len(c.Pairs) != 1 || c.Pairs[0].PairedBy != schemas.PairedByName || len(c.Unmatched) != 0 {
+		t.Fatalf("pairs %+v, unmatched %+v; want the one stage paired by name", c.Pairs, c.Unmatched)
+	}
+	if s := significant(c); len(s) > 0 {
+		t.Errorf("significant changes between two runs of one config: %v", s)
+	}
+	ch := findChange(c, "ttft", "p50")
+	if ch == nil || ch.Lo == nil || ch.Hi == nil || *ch.Lo > 0 || *ch.Hi < 0 {
+		t.Errorf("TTFT p50 change %+v; want an interval holding 0", ch)
+	}
+	if ch := findChange(c, "ttft", "p99"); ch == nil || ch.Note != "n too small" || ch.Lo != nil {
+		t.Errorf("TTFT p99 over about 120 requests: %+v; want no interval, n too small", ch)
+	}
+}
+
+// TestCompareSlowerSimulatorFailsGate: NEW ran against a simulator 20% slower (--ttft 120ms
+// --itl 24ms): TTFT p50 and p90 are reported up about 20%, significant, and the gate exits 3
+// naming the regression; text and Markdown say the same.
+func TestCompareSlowerSimulatorFailsGate(t *testing.T) {
+	url := startSim(t, "--ttft", "100ms", "--itl", "20ms", "--max-num-seqs", "0")
+	slow := startSim(t, "--ttft", "120ms", "--itl", "24ms", "--max-num-seqs", "0")
+	base, worse := compareRun(t, url, wideBias), compareRun(t, slow, wideBias)
+	c, code, stderr := compareJSON(t, base, worse, "--fail-on", "ttft.p90>+5%")
+	if code != schemas.ExitGateFailed || c.Gate == nil || c.Gate.Verdict != "fail" {
+		t.Fatalf("compare against a 20%% slower simulator: exit %d, gate %+v; want %d and fail\nstderr:\n%s", code, c.Gate, schemas.ExitGateFailed, stderr)
+	}
+	if !strings.Contains(stderr, "gate failed: TTFT p90") {
+		t.Errorf("stderr does not name the regression:\n%s", stderr)
+	}
+	for _, pct := range []string{"p50", "p90"} {
+		ch := findChange(c, "ttft", pct)
+		if ch == nil || ch.Change == nil || *ch.Change < 0.15 || *ch.Change > 0.25 || !ch.Significant {
+			t.Errorf("TTFT %s change %+v; want about +20%%, significant", pct, ch)
+		}
+	}
+	for _, format := range []string{"text", "markdown"} {
+		out, _, err := wirebench(t, time.Minute, "compare", "--format", format, base, worse, "--fail-on", "ttft.p90>+5%")
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != schemas.ExitGateFailed {
+			t.Errorf("--format %s: %v; want exit %d", format, err, schemas.ExitGateFailed)
+		}
+		if !strings.Contains(out, "TTFT p90") || !strings.Contains(out, "significant") || !strings.Contains(out, "fail") {
+			t.Errorf("--format %s does not show the significant TTFT p90 change and the failed gate:\n%s", format, out)
+		}
+	}
+}
+
+// TestCompareRedTrustCannotPass: a run whose latency verdict is red (a bias tolerance of 1 µs
+// that no client meets) cannot pass a gate, as BASE or as NEW, even with nothing regressed: exit
+// 4 naming the red run. Without --fail-on the comparison is shown, with a note, and exits 0.
+func TestCompareRedTrustCannotPass(t *testing.T) {
+	url := startSim(t, "--ttft", "100ms", "--itl", "20ms", "--max-num-seqs", "0")
+	good, red := compareRun(t, url, wideBias), compareRun(t, url, "{tolerance: 1us, tolerance_share: 0.00001}")
+	for _, args := range [][]string{{good, red}, {red, good}} {
+		c, code, stderr := compareJSON(t, append(args, "--fail-on", "ttft.p90>+50%")...)
+		if code != schemas.ExitGateUntrusted || c.Gate == nil || c.Gate.Verdict != "untrusted" {
+			t.Errorf("compare %v with a red run: exit %d, gate %+v; want %d and untrusted\nstderr:\n%s", args, code, c.Gate, schemas.ExitGateUntrusted, stderr)
+		}
+		if !strings.Contains(stderr, "trust is red") {
+			t.Errorf("stderr does not say a run's trust is red:\n%s", stderr)
+		}
+	}
+	c, code, _ := compareJSON(t, good, red)
+	if code != 0 || c.Gate != nil || c.New.Trust != "red" || len(c.Notes) == 0 {
+		t.Errorf("compare without --fail-on: exit %d, gate %+v, NEW trust %q, notes %v; want 0, no gate, red, a note", code, c.Gate, c.New.Trust, c.Notes)
+	}
+}
