@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/wirebench/wirebench/compare"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -18,8 +19,9 @@ type run struct {
 	Manifest   *schemas.Manifest // nil when the run has no readable manifest
 	Stages     []schemas.Stage   // sorted by stage index
 	Timeseries []schemas.Timeseries
-	Server     []serverSample      // the server's scraped gauges while stages ran; nil: none
-	Breakdown  []schemas.Breakdown // metrics/breakdown.parquet: stages by model; nil when absent
+	Server     []serverSample             // the server's scraped gauges while stages ran; nil: none
+	Breakdown  []schemas.Breakdown        // metrics/breakdown.parquet: stages by model; nil when absent
+	Samples    map[int32]*compare.Samples // latencies per stage for the A/B intervals; nil for one run, or without requests.parquet
 	// keyLabels names breakdown keys for people: a LoRA adapter with its base model
 	keyLabels map[string]string
 }
@@ -101,6 +103,11 @@ func loadRuns(dirs []string, log *slog.Logger) ([]*run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("run %s: %w", d, err)
 		}
+		if len(dirs) > 1 {
+			if r.Samples, err = loadSamples(d, log); err != nil {
+				return nil, fmt.Errorf("run %s: %w", d, err)
+			}
+		}
 		seen[r.Label]++
 		if n := seen[r.Label]; n > 1 {
 			r.Label = fmt.Sprintf("%s (%d)", r.Label, n)
@@ -108,4 +115,19 @@ func loadRuns(dirs []string, log *slog.Logger) ([]*run, error) {
 		runs = append(runs, r)
 	}
 	return runs, nil
+}
+
+// loadSamples reads RUN/metrics/requests.parquet for the A/B comparison's intervals; without it
+// the comparison has ratios only.
+func loadSamples(dir string, log *slog.Logger) (map[int32]*compare.Samples, error) {
+	path := metricsPath(dir, schemas.KindOf[schemas.MetricRequest]())
+	reqs, err := schemas.ReadFile[schemas.MetricRequest](path)
+	if errors.Is(err, fs.ErrNotExist) {
+		log.Warn("run has no requests.parquet; the comparison's changes have no interval", "file", path)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read requests: %w", err)
+	}
+	return compare.SamplesOf(reqs), nil
 }

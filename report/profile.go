@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/wirebench/wirebench/compare"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -75,7 +76,7 @@ func buildProfile(runs []*run, outDir string) schemas.Profile {
 		p.Runs = append(p.Runs, runProfile(r, outDir))
 	}
 	for i := 1; i < len(p.Runs); i++ {
-		p.Comparisons = append(p.Comparisons, compare(p.Runs[0], p.Runs[i], i))
+		p.Comparisons = append(p.Comparisons, compareRuns(runs[0], runs[i], p.Runs[0], p.Runs[i], i))
 	}
 	return p
 }
@@ -196,55 +197,72 @@ func saturationIndex(stages []schemas.Stage) int {
 	return -1
 }
 
-// ratio returns b/a, or nil when a is 0 or either is not finite.
-func ratio(b, a float64) *float64 {
-	if a == 0 || math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
-		return nil
-	}
-	v := math.Round(b/a*10000) / 10000
-	return &v
-}
+// ratio returns b/a, or nil when a is 0 or either is not finite (compare.Ratio).
+func ratio(b, a float64) *float64 { return compare.Ratio(b, a) }
 
-// comparedFigures are the per-stage figures whose B/A ratios the comparison shows.
+// comparedFigures are the per-stage figures whose B/A ratios the comparison shows: a
+// throughput figure (compare.Throughputs' key) or a latency percentile (metric and percentile
+// of compare.Metrics and compare.Percentiles).
 var comparedFigures = []struct {
-	Key, Title string
-	Get        func(*schemas.ProfileStage) float64
+	Key, Title, Metric, Percentile string
 }{
-	{"achieved_rate", "sent/s", func(s *schemas.ProfileStage) float64 { return orNaN(s.AchievedRate) }},
-	{"completion_rate", "done/s", func(s *schemas.ProfileStage) float64 { return orNaN(s.CompletionRate) }},
-	{"output_tps", "out tok/s", func(s *schemas.ProfileStage) float64 { return orNaN(s.OutputTPS) }},
-	{"goodput_rate", "goodput/s", func(s *schemas.ProfileStage) float64 { return orNaN(s.GoodputRate) }},
-	{"ttft_p50", "TTFT p50", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["ttft_ns"].P50) }},
-	{"ttft_p99", "TTFT p99", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["ttft_ns"].P99) }},
-	{"tpot_p50", "TPOT p50", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["tpot_ns"].P50) }},
-	{"tpot_p99", "TPOT p99", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["tpot_ns"].P99) }},
-	{"itl_p99", "ITL p99", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["itl_ns"].P99) }},
-	{"ntpot_p99", "NTPOT p99", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["ntpot_ns"].P99) }},
-	{"e2e_p99", "E2E p99", func(s *schemas.ProfileStage) float64 { return orNaN(s.Latency["e2e_ns"].P99) }},
+	{"achieved_rate", "sent/s", "", ""},
+	{"completion_rate", "done/s", "", ""},
+	{"output_tps", "out tok/s", "", ""},
+	{"goodput_rate", "goodput/s", "", ""},
+	{"ttft_p50", "TTFT p50", "ttft", "p50"},
+	{"ttft_p99", "TTFT p99", "ttft", "p99"},
+	{"tpot_p50", "TPOT p50", "tpot", "p50"},
+	{"tpot_p99", "TPOT p99", "tpot", "p99"},
+	{"itl_p99", "ITL p99", "itl", "p99"},
+	{"ntpot_p99", "NTPOT p99", "ntpot", "p99"},
+	{"e2e_p99", "E2E p99", "e2e", "p99"},
 }
 
-func compare(a, b schemas.ProfileRun, idx int) schemas.ProfileComparison {
+// compareRuns is run b against the baseline a (profile runs pa and pb), stage pairs and
+// percentile changes as `wirebench compare` computes them (package compare): one comparison
+// for the command and the report.
+func compareRuns(a, b *run, pa, pb schemas.ProfileRun, idx int) schemas.ProfileComparison {
 	c := schemas.ProfileComparison{Run: idx, Label: b.Label + " vs " + a.Label, Headline: map[string]*float64{
-		"max_completion_rate": ratio(orNaN(b.Headline.MaxCompletionRate), orNaN(a.Headline.MaxCompletionRate)),
-		"max_output_tps":      ratio(orNaN(b.Headline.MaxOutputTPS), orNaN(a.Headline.MaxOutputTPS)),
-		"max_goodput_rate":    ratio(orNaN(b.Headline.MaxGoodputRate), orNaN(a.Headline.MaxGoodputRate)),
-		"saturation_rate":     ratio(orNaN(b.Headline.SaturationRate), orNaN(a.Headline.SaturationRate)),
+		"max_completion_rate": ratio(orNaN(pb.Headline.MaxCompletionRate), orNaN(pa.Headline.MaxCompletionRate)),
+		"max_output_tps":      ratio(orNaN(pb.Headline.MaxOutputTPS), orNaN(pa.Headline.MaxOutputTPS)),
+		"max_goodput_rate":    ratio(orNaN(pb.Headline.MaxGoodputRate), orNaN(pa.Headline.MaxGoodputRate)),
+		"saturation_rate":     ratio(orNaN(pb.Headline.SaturationRate), orNaN(pa.Headline.SaturationRate)),
 	}}
-	byIndex := map[int32]*schemas.ProfileStage{}
-	for i := range a.Stages {
-		byIndex[a.Stages[i].Stage] = &a.Stages[i]
-	}
-	for i := range b.Stages {
-		sb := &b.Stages[i]
-		sa, ok := byIndex[sb.Stage]
-		if !ok {
-			continue
-		}
-		sc := schemas.ProfileStageComparison{Stage: sb.Stage, Name: sb.Name, Ratios: map[string]*float64{}}
+	res := compare.Compare(&compare.Run{Label: a.Label, Stages: a.Stages, Samples: a.Samples},
+		&compare.Run{Label: b.Label, Stages: b.Stages, Samples: b.Samples}, compare.Options{})
+	for _, p := range res.Pairs {
+		sc := schemas.ProfileStageComparison{Stage: p.New.Stage, Name: p.New.Name, BaseStage: p.Base.Stage,
+			PairedBy: p.PairedBy, Ratios: map[string]*float64{}, Changes: p.Changes}
 		for _, f := range comparedFigures {
-			sc.Ratios[f.Key] = ratio(f.Get(sb), f.Get(sa))
+			sc.Ratios[f.Key] = figureRatio(p, f.Key, f.Metric, f.Percentile)
 		}
 		c.Stages = append(c.Stages, sc)
 	}
 	return c
+}
+
+// figureRatio is B / A of one compared figure of a pair: a throughput ratio, or 1 + a
+// percentile's change.
+func figureRatio(p schemas.ComparePair, key, metric, pct string) *float64 {
+	if metric == "" {
+		return p.Ratios[key]
+	}
+	for _, ch := range p.Changes {
+		if ch.Metric == metric && ch.Percentile == pct && ch.Change != nil {
+			v := math.Round((1+*ch.Change)*10000) / 10000
+			return &v
+		}
+	}
+	return nil
+}
+
+// significantFigure reports whether a compared latency figure's change is significant.
+func significantFigure(s schemas.ProfileStageComparison, metric, pct string) bool {
+	for _, ch := range s.Changes {
+		if ch.Metric == metric && ch.Percentile == pct {
+			return ch.Significant
+		}
+	}
+	return false
 }

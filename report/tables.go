@@ -253,7 +253,8 @@ func yesNo(failed bool, bad, ok string) string {
 	return ok
 }
 
-// comparisonTable is the side-by-side table of run B against run A: B/A ratios per stage.
+// comparisonTable is the side-by-side table of run B against run A: B/A ratios per stage pair,
+// a latency ratio marked * when its change is significant (compare).
 func comparisonTable(c schemas.ProfileComparison) table {
 	t := table{Head: []string{"stage"}}
 	for _, f := range comparedFigures {
@@ -264,9 +265,17 @@ func comparisonTable(c schemas.ProfileComparison) table {
 		names[i] = s.Name
 	}
 	for _, s := range c.Stages {
-		row := []string{stageTitle(s.Stage, s.Name, names)}
+		title := stageTitle(s.Stage, s.Name, names)
+		if s.BaseStage != s.Stage {
+			title += fmt.Sprintf(" (A: %d)", s.BaseStage)
+		}
+		row := []string{title}
 		for _, f := range comparedFigures {
-			row = append(row, fmtRatio(s.Ratios[f.Key]))
+			cell := fmtRatio(s.Ratios[f.Key])
+			if f.Metric != "" && significantFigure(s, f.Metric, f.Percentile) {
+				cell += "*"
+			}
+			row = append(row, cell)
 		}
 		t.Rows = append(t.Rows, tableRow{Cells: row})
 	}

@@ -35,7 +35,7 @@ var JSONFiles = []JSONFile{
 	{Name: "search.json", Path: "DIR/search.json", Type: reflect.TypeFor[SearchRecord](),
 		Doc:     "the record of `wirebench search CONFIG -o DIR`: every step (each an ordinary run directory DIR/step-NN), its verdict and why its rate was chosen; rewritten after every step; times in ns, rates per second.",
 		Version: fmt.Sprintf("`search_version` (now %d), changed when a field is renamed or removed", SearchVersion)},
-	{Name: "compare.json", Path: "stdout of `wirebench compare --format json BASE NEW`", Type: reflect.TypeFor[Comparison](),
+	{Name: "compare.json", Path: "stdout of wirebench compare --format json BASE NEW", Type: reflect.TypeFor[Comparison](),
 		Doc:     "run NEW against the baseline BASE: stage pairs, every latency percentile's change NEW / BASE − 1 with its 95% interval and significance, and the --fail-on gate (docs/design/compare.md); times in ns, changes as shares (+0.05 = 5% higher).",
 		Version: fmt.Sprintf("`compare_version` (now %d), changed when a field is renamed or removed", CompareVersion)},
 }

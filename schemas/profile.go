@@ -131,7 +131,8 @@ type ProfileFootprint struct {
 }
 
 // ProfileComparison is run B (Runs[Run]) against the baseline A (Runs[0]), stage by stage
-// (stages matched by index). Ratios are B / A; null where A is 0.
+// (stages paired as `wirebench compare` pairs them: by name, else by rate). Ratios are B / A;
+// null where A is 0.
 type ProfileComparison struct {
 	Run      int                      `json:"run" doc:"index of run B in runs"`
 	Label    string                   `json:"label" doc:"B vs A, with the run labels"`
@@ -141,7 +142,10 @@ type ProfileComparison struct {
 
 // ProfileStageComparison holds the ratios of one stage.
 type ProfileStageComparison struct {
-	Stage  int32               `json:"stage" doc:"stage index"`
-	Name   string              `json:"name" doc:"stage name"`
-	Ratios map[string]*float64 `json:"ratios" doc:"B / A of the stage's figures; null where A is 0"`
+	Stage     int32               `json:"stage" doc:"stage index in run B"`
+	Name      string              `json:"name" doc:"stage name"`
+	BaseStage int32               `json:"base_stage" doc:"index of its partner in run A"`
+	PairedBy  string              `json:"paired_by" doc:"name (same stage name) or rate (same mode and rate or concurrency)"`
+	Ratios    map[string]*float64 `json:"ratios" doc:"B / A of the stage's figures; null where A is 0"`
+	Changes   []CompareChange     `json:"changes" doc:"every latency percentile's change B / A − 1 with its 95% interval and significance, as wirebench compare gives them (compare.json pairs[].changes); without requests.parquet no intervals"`
 }
