@@ -1,0 +1,188 @@
+package compare
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wirebench/wirebench/schemas"
+)
+
+func TestParseRule(t *testing.T) {
+	tests := []struct {
+		in       string
+		metric   string
+		pct      string
+		above    bool
+		thresh   float64
+		errToken string // a token the error must name; empty: valid
+	}{
+		{"ttft.p99>+5%", "ttft", "p99", true, 0.05, ""},
+		{"ttft.p99>5%", "ttft", "p99", true, 0.05, ""},           // the sign is optional
+		{" e2e.p50 < -10% ", "e2e", "p50", false, -0.10, ""},     // spaces are ignored
+		{"NTPOT.P99.9>+2.5%", "ntpot", "p99.9", true, 0.025, ""}, // case-insensitive
+		{"tpot.p999>+1%", "tpot", "p99.9", true, 0.01, ""},       // p999 is p99.9
+		{"ttft.p99=+5%", "", "", false, 0, "no comparison"},
+		{"ttft>+5%", "", "", false, 0, `"ttft" is not METRIC.PERCENTILE`},
+		{"ttfx.p99>+5%", "", "", false, 0, `unknown metric "ttfx"`},
+		{"itl.p99>+5%", "", "", false, 0, "itl cannot be gated"},
+		{"ttft.p98>+5%", "", "", false, 0, `unknown percentile "p98"`},
+		{"ttft.p99>+5", "", "", false, 0, `threshold "+5"`},
+		{"ttft.p99>+five%", "", "", false, 0, `threshold "+five%"`},
+		{"ttft.p99>-5%", "", "", false, 0, "points the other way"},
+	}
+	for _, tt := range tests {
+		r, err := ParseRule(tt.in)
+		if tt.errToken != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.errToken) {
+				t.Errorf("ParseRule(%q) = %v; want an error naming %s", tt.in, err, tt.errToken)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseRule(%q) = %v; want nil", tt.in, err)
+			continue
+		}
+		if Metrics[r.Metric].Key != tt.metric || Percentiles[r.Percentile].Name != tt.pct || r.Above != tt.above || math.Abs(r.Threshold-tt.thresh) > 1e-12 {
+			t.Errorf("ParseRule(%q) = %s %s above %v %g; want %s %s above %v %g", tt.in, Metrics[r.Metric].Key,
+				Percentiles[r.Percentile].Name, r.Above, r.Threshold, tt.metric, tt.pct, tt.above, tt.thresh)
+		}
+	}
+}
+
+func stage(i int32, name, mode string, rate float64, users int32) schemas.Stage {
+	return schemas.Stage{Stage: i, Name: name, Mode: mode, TargetRate: rate, Concurrency: users}
+}
+
+func TestPair(t *testing.T) {
+	base := []schemas.Stage{stage(0, "warm", "open", 5, 0), stage(1, "a", "open", 10, 0), stage(2, "b", "open", 20, 0), stage(3, "c", "closed", 0, 8)}
+	new := []schemas.Stage{
+		stage(0, "b", "open", 30, 0),   // by name, whatever its rate
+		stage(1, "x", "open", 10, 0),   // by rate: a
+		stage(2, "y", "closed", 0, 8),  // by concurrency: c
+		stage(3, "z", "open", 99, 0),   // no partner
+		stage(4, "y2", "closed", 0, 8), // c is taken: no partner
+	}
+	pairs, ub, un := Pair(base, new)
+	want := []StagePair{{2, 0, "name"}, {1, 1, "rate"}, {3, 2, "rate"}}
+	if len(pairs) != len(want) {
+		t.Fatalf("Pair = %v; want %v", pairs, want)
+	}
+	for i := range want {
+		if pairs[i] != want[i] {
+			t.Errorf("pair %d = %v; want %v", i, pairs[i], want[i])
+		}
+	}
+	if len(ub) != 1 || ub[0] != 0 || len(un) != 2 || un[0] != 3 || un[1] != 4 {
+		t.Errorf("unmatched base %v, new %v; want [0] and [3 4]", ub, un)
+	}
+}
+
+func TestBlockBootstrap(t *testing.T) {
+	qs := []float64{0.5, 0.9, 0.99}
+	// 100 values: p50 and p90 have replicates, p99 (one value beyond it) does not.
+	lo, hi := make([]int64, 100), make([]int64, 100)
+	for i := range lo {
+		lo[i], hi[i] = int64(i), int64(i)+10
+	}
+	l, h := BlockBootstrap(lo, hi, qs, 200, 1)
+	if l[0] == nil || l[1] == nil || l[2] != nil || h[2] != nil {
+		t.Fatalf("replicates present for p50, p90, p99: %v %v %v; want true true false", l[0] != nil, l[1] != nil, l[2] != nil)
+	}
+	for k := range 200 {
+		// The upper ends are the lower ones + 10, so every replicate's quantiles are too.
+		if h[0][k] != l[0][k]+10 || l[0][k] < 15 || l[0][k] > 85 {
+			t.Fatalf("replicate %d: p50 lo %g hi %g; want hi = lo + 10, lo in [15, 85]", k, l[0][k], h[0][k])
+		}
+	}
+	l2, _ := BlockBootstrap(lo, hi, qs, 200, 1)
+	for k := range 200 {
+		if l2[1][k] != l[1][k] {
+			t.Fatalf("replicate %d differs with the same seed: %g, %g", k, l2[1][k], l[1][k])
+		}
+	}
+}
+
+// drawRun is a run of one stage whose TTFT values are drawn from a lognormal (median med ns),
+// each known within ±1% (the client's error); its stage percentiles are the point values'.
+func drawRun(label string, n int, med float64, seed uint64, trust string) *Run {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	s := &Samples{}
+	vals := make([]int64, n)
+	for i := range n {
+		v := med * math.Exp(0.3*rng.NormFloat64())
+		vals[i] = int64(v)
+		s.Lo[0] = append(s.Lo[0], int64(v*0.99))
+		s.Hi[0] = append(s.Hi[0], int64(v*1.01))
+	}
+	sorted := append([]int64(nil), vals...)
+	slicesSort(sorted)
+	at := func(q float64) *int64 { v := sorted[nearestRank(q, int64(n))-1]; return &v }
+	st := stage(0, "s", "open", 10, 0)
+	st.TTFT = schemas.Dist{Count: int64(n), P50: at(0.5), P90: at(0.9), P99: at(0.99), P999: at(0.999)}
+	return &Run{Label: label, Trust: trust, Stages: []schemas.Stage{st}, Samples: map[int32]*Samples{0: s}}
+}
+
+func TestCompareDetectsShiftOnly(t *testing.T) {
+	rule, _ := ParseRule("ttft.p90>+5%")
+	opt := Options{Rules: []Rule{rule}, Replicates: 500}
+	// Same distribution, independent draws: no significant change, gate passes; in 20 seeded
+	// pairs the 95% interval of the p50 change holds 0 at least 17 times.
+	holds := 0
+	for seed := range uint64(20) {
+		c := Compare(drawRun("a", 1000, 100e6, seed*2, "green"), drawRun("b", 1000, 100e6, seed*2+1, "green"), opt)
+		ch := c.Pairs[0].Changes[0]
+		if *ch.Lo <= 0 && *ch.Hi >= 0 {
+			holds++
+		}
+		if c.Gate.Verdict != "pass" {
+			t.Errorf("seed %d: gate %s %+v on one distribution; want pass", seed, c.Gate.Verdict, c.Gate.Failures)
+		}
+	}
+	if holds < 17 {
+		t.Errorf("the p50 change's interval held 0 in %d of 20 same-distribution pairs; want ≥ 17", holds)
+	}
+	// 20% slower: TTFT p50 and p90 significant, about +20%, and the gate fails.
+	c := Compare(drawRun("a", 1000, 100e6, 1, "green"), drawRun("b", 1000, 120e6, 2, "green"), opt)
+	for _, ch := range c.Pairs[0].Changes[:2] {
+		if !ch.Significant || *ch.Lo < 0.05 || *ch.Hi > 0.40 {
+			t.Errorf("TTFT %s change %v [%v, %v] significant %v; want significant, about +20%%", ch.Percentile, *ch.Change, *ch.Lo, *ch.Hi, ch.Significant)
+		}
+	}
+	if c.Gate.Verdict != "fail" || len(c.Gate.Failures) != 1 || !strings.Contains(c.Gate.Failures[0].Reason, "TTFT p90 of stage 0 (s)") {
+		t.Errorf("gate %s %+v; want one failure naming TTFT p90 of stage 0 (s)", c.Gate.Verdict, c.Gate.Failures)
+	}
+	// p99.9 of 1,000 values has no interval: n too small, never significant.
+	if ch := c.Pairs[0].Changes[3]; ch.Note != "n too small" || ch.Significant {
+		t.Errorf("p99.9 change %+v; want n too small", ch)
+	}
+	// A red run cannot pass, with or without a regression.
+	for _, trust := range [][2]string{{"red", "green"}, {"green", "red"}} {
+		c := Compare(drawRun("a", 1000, 100e6, 1, trust[0]), drawRun("b", 1000, 100e6, 2, trust[1]), opt)
+		if c.Gate.Verdict != "untrusted" || !strings.Contains(c.Gate.Failures[0].Reason, "trust is red") {
+			t.Errorf("trust %v: gate %s %+v; want untrusted, trust is red", trust, c.Gate.Verdict, c.Gate.Failures)
+		}
+	}
+}
+
+func TestHolm(t *testing.T) {
+	mk := func(p, lo float64) schemas.CompareChange {
+		return schemas.CompareChange{P: &p, Lo: &lo, Hi: ptr(lo + 0.1)}
+	}
+	// m = 4: the smallest needs p ≤ 0.0125, the next 0.0167, then 0.025, 0.05.
+	ch := []schemas.CompareChange{mk(0.012, 0.01), mk(0.06, 0.01), mk(0.016, 0.01), mk(0.001, -0.2)}
+	holm(ch, 0.05)
+	got := []bool{ch[0].Significant, ch[1].Significant, ch[2].Significant, ch[3].Significant}
+	// 0.001 (its interval [−0.2, −0.1] excludes 0), 0.012, 0.016 pass; 0.06 > 0.05 does not.
+	want := []bool{true, false, true, true}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("holm: significant %v; want %v", got, want)
+			break
+		}
+	}
+}
+
+func slicesSort(v []int64) { slices.Sort(v) }
