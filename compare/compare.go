@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/wirebench/wirebench/internal/interval"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -31,10 +32,10 @@ type Run struct {
 	Samples       map[int32]*Samples // by stage index; nil: no intervals (requests.parquet absent)
 }
 
-// Samples are one stage's values of each metric, in the order the requests were sent, each
+// Samples are one stage's values V of each metric, in the order the requests were sent, each
 // with the interval [Lo[i], Hi[i]] that holds its true value (the client's own error).
 type Samples struct {
-	Lo, Hi [metricCount][]int64
+	V, Lo, Hi [metricCount][]int64
 }
 
 // Options tune a comparison; zero fields take the defaults.
@@ -198,15 +199,22 @@ func pairReplicates(base, new *Run, p StagePair, opt Options) [][]replicates {
 		case xb == nil || xn == nil:
 			note = "no interval: a run has no metrics/requests.parquet"
 		}
-		if note != "" {
-			for pi := range out[mi] {
-				out[mi][pi].note = note
+		var bl, bh, nl, nh [][]float64
+		var err error
+		if note == "" {
+			bl, bh, err = opt.Replicator(*xb, qs, opt.Replicates, seed(base.Label, sb, m.Key))
+			if err == nil {
+				nl, nh, err = opt.Replicator(*xn, qs, opt.Replicates, seed(new.Label+"\x00new", sn, m.Key))
 			}
-			continue
+			if err != nil {
+				note = "no interval: " + err.Error()
+			}
 		}
-		bl, bh := opt.Replicator(xb.lo, xb.hi, qs, opt.Replicates, seed(base.Label, sb, m.Key))
-		nl, nh := opt.Replicator(xn.lo, xn.hi, qs, opt.Replicates, seed(new.Label+"\x00new", sn, m.Key))
 		for pi := range qs {
+			if note != "" {
+				out[mi][pi].note = note
+				continue
+			}
 			out[mi][pi] = changeReplicates(bl[pi], bh[pi], nl[pi], nh[pi])
 		}
 	}
@@ -240,17 +248,16 @@ func rel(x, y float64) float64 {
 	return x/y - 1
 }
 
-type xy struct{ lo, hi []int64 }
-
-func (r *Run) sample(stage int32, metric int) *xy {
+// sample is a stage's sample of one metric; nil without requests.parquet.
+func (r *Run) sample(stage int32, metric int) *interval.Sample {
 	if r.Samples == nil {
 		return nil
 	}
 	s := r.Samples[stage]
 	if s == nil {
-		return &xy{}
+		return &interval.Sample{}
 	}
-	return &xy{s.Lo[metric], s.Hi[metric]}
+	return &interval.Sample{Values: s.V[metric], Lo: s.Lo[metric], Hi: s.Hi[metric]}
 }
 
 // seed makes a run's draws reproducible and different from the other run's.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wirebench/wirebench/internal/interval"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -82,22 +83,27 @@ func TestPair(t *testing.T) {
 
 func TestBlockBootstrap(t *testing.T) {
 	qs := []float64{0.5, 0.9, 0.99}
-	// 100 values: p50 and p90 have replicates, p99 (one value beyond it) does not.
-	lo, hi := make([]int64, 100), make([]int64, 100)
-	for i := range lo {
-		lo[i], hi[i] = int64(i), int64(i)+10
+	// 1,000 independent values: p50 and p90 have replicates, p99 (10 values beyond it) does not.
+	rng := rand.New(rand.NewPCG(7, 7))
+	s := interval.Sample{Values: make([]int64, 1000), Lo: make([]int64, 1000), Hi: make([]int64, 1000)}
+	for i := range s.Values {
+		v := rng.Int64N(1000)
+		s.Values[i], s.Lo[i], s.Hi[i] = v, v, v+10
 	}
-	l, h := BlockBootstrap(lo, hi, qs, 200, 1)
+	l, h, err := BlockBootstrap(s, qs, 200, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if l[0] == nil || l[1] == nil || l[2] != nil || h[2] != nil {
 		t.Fatalf("replicates present for p50, p90, p99: %v %v %v; want true true false", l[0] != nil, l[1] != nil, l[2] != nil)
 	}
 	for k := range 200 {
 		// The upper ends are the lower ones + 10, so every replicate's quantiles are too.
-		if h[0][k] != l[0][k]+10 || l[0][k] < 15 || l[0][k] > 85 {
-			t.Fatalf("replicate %d: p50 lo %g hi %g; want hi = lo + 10, lo in [15, 85]", k, l[0][k], h[0][k])
+		if h[0][k] != l[0][k]+10 || l[0][k] < 400 || l[0][k] > 600 {
+			t.Fatalf("replicate %d: p50 lo %g hi %g; want hi = lo + 10, lo in [400, 600]", k, l[0][k], h[0][k])
 		}
 	}
-	l2, _ := BlockBootstrap(lo, hi, qs, 200, 1)
+	l2, _, _ := BlockBootstrap(s, qs, 200, 1)
 	for k := range 200 {
 		if l2[1][k] != l[1][k] {
 			t.Fatalf("replicate %d differs with the same seed: %g, %g", k, l2[1][k], l[1][k])
@@ -114,12 +120,13 @@ func drawRun(label string, n int, med float64, seed uint64, trust string) *Run {
 	for i := range n {
 		v := med * math.Exp(0.3*rng.NormFloat64())
 		vals[i] = int64(v)
+		s.V[0] = append(s.V[0], int64(v))
 		s.Lo[0] = append(s.Lo[0], int64(v*0.99))
 		s.Hi[0] = append(s.Hi[0], int64(v*1.01))
 	}
 	sorted := append([]int64(nil), vals...)
 	slicesSort(sorted)
-	at := func(q float64) *int64 { v := sorted[nearestRank(q, int64(n))-1]; return &v }
+	at := func(q float64) *int64 { v := sorted[interval.NearestRank(q, n)-1]; return &v }
 	st := stage(0, "s", "open", 10, 0)
 	st.TTFT = schemas.Dist{Count: int64(n), P50: at(0.5), P90: at(0.9), P99: at(0.99), P999: at(0.999)}
 	return &Run{Label: label, Trust: trust, Stages: []schemas.Stage{st}, Samples: map[int32]*Samples{0: s}}
@@ -127,7 +134,7 @@ func drawRun(label string, n int, med float64, seed uint64, trust string) *Run {
 
 func TestCompareDetectsShiftOnly(t *testing.T) {
 	rule, _ := ParseRule("ttft.p90>+5%")
-	opt := Options{Rules: []Rule{rule}, Replicates: 500}
+	opt := Options{Rules: []Rule{rule}, Replicates: 200}
 	// Same distribution, independent draws: no significant change, gate passes; in 20 seeded
 	// pairs the 95% interval of the p50 change holds 0 at least 17 times.
 	holds := 0
@@ -154,9 +161,11 @@ func TestCompareDetectsShiftOnly(t *testing.T) {
 	if c.Gate.Verdict != "fail" || len(c.Gate.Failures) != 1 || !strings.Contains(c.Gate.Failures[0].Reason, "TTFT p90 of stage 0 (s)") {
 		t.Errorf("gate %s %+v; want one failure naming TTFT p90 of stage 0 (s)", c.Gate.Verdict, c.Gate.Failures)
 	}
-	// p99.9 of 1,000 values has no interval: n too small, never significant.
-	if ch := c.Pairs[0].Changes[3]; ch.Note != "n too small" || ch.Significant {
-		t.Errorf("p99.9 change %+v; want n too small", ch)
+	// p99 and p99.9 of 1,000 values have no interval: n too small, never significant.
+	for _, ch := range c.Pairs[0].Changes[2:4] {
+		if ch.Note != "n too small" || ch.Significant || ch.Lo != nil {
+			t.Errorf("%s change %+v; want n too small", ch.Percentile, ch)
+		}
 	}
 	// A red run cannot pass, with or without a regression.
 	for _, trust := range [][2]string{{"red", "green"}, {"green", "red"}} {

@@ -42,8 +42,8 @@ type Percentile struct {
 	Get  func(schemas.Dist) *int64
 }
 
-// Percentiles are the compared percentiles; p99.9 has an interval only where the sample
-// allows (BlockBootstrap's MinTail).
+// Percentiles are the compared percentiles; each has an interval only where the sample allows
+// (interval.TooSmall: p99 needs 2,000 requests, p99.9 20,000).
 var Percentiles = []Percentile{
 	{"p50", 0.50, func(d schemas.Dist) *int64 { return d.P50 }},
 	{"p90", 0.90, func(d schemas.Dist) *int64 { return d.P90 }},
@@ -95,6 +95,7 @@ func SamplesOf(reqs []schemas.MetricRequest) map[int32]*Samples {
 				continue
 			}
 			if v, lo, hi := met.Value(m); v != nil && lo != nil && hi != nil {
+				s.V[mi] = append(s.V[mi], *v)
 				s.Lo[mi] = append(s.Lo[mi], *lo)
 				s.Hi[mi] = append(s.Hi[mi], *hi)
 			}
