@@ -93,9 +93,9 @@ func percentileIndex(name string) int {
 }
 
 // gate checks every rule on every stage pair. A check fails when the change is past the
-// rule's threshold and significant on the rule's side at the gate's level: alpha divided by
-// the number of checks (Bonferroni), so that a gate on two runs of one config fails by chance
-// at most alpha of the time however many rules and stages it checks. A run whose trust is red,
+// rule's threshold and its interval at level 1 − alpha / checks (Bonferroni) lies wholly on the
+// rule's side of 0, so that a gate on two runs of one config fails by chance at most alpha of
+// the time however many rules and stages it checks. A run whose trust is red,
 // or a check without an interval, makes the gate untrusted: it cannot pass.
 func gate(base, new *Run, pairs []StagePair, reps [][][]replicates, opt Options) *schemas.CompareGate {
 	g := &schemas.CompareGate{Tests: len(opt.Rules) * len(pairs), Verdict: "pass", Failures: []schemas.GateFailure{}}
@@ -158,12 +158,7 @@ func check(base, new *Run, p StagePair, r Rule, rep replicates, alpha float64) (
 	return f, false
 }
 
-func stageName(s *schemas.Stage) string {
-	if s.Name == "" {
-		return strconv.Itoa(int(s.Stage))
-	}
-	return fmt.Sprintf("%d (%s)", s.Stage, s.Name)
-}
+func stageName(s *schemas.Stage) string { return StageTitle(stageOf(s, "")) }
 
 func orStr(s, def string) string {
 	if s == "" {
