@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,11 +64,12 @@ func compareJSON(t *testing.T, args ...string) (schemas.Comparison, int, string)
 	return c, code, stderr
 }
 
-func significant(c schemas.Comparison) []string {
+// significant lists the significant changes of the given metrics.
+func significant(c schemas.Comparison, metrics ...string) []string {
 	var out []string
 	for _, p := range c.Pairs {
 		for _, ch := range p.Changes {
-			if ch.Significant {
+			if ch.Significant && slices.Contains(metrics, ch.Metric) {
 				out = append(out, ch.Metric+" "+ch.Percentile)
 			}
 		}
@@ -99,8 +101,17 @@ func TestCompareSameConfigPasses(t *testing.T) {
 	if len(c.Pairs) != 1 || c.Pairs[0].PairedBy != schemas.PairedByName || len(c.Unmatched) != 0 {
 		t.Fatalf("pairs %+v, unmatched %+v; want the one stage paired by name", c.Pairs, c.Unmatched)
 	}
-	if s := significant(c); len(s) > 0 {
+	// E2E and NTPOT vary from request to request by up to 160 ms (the output lengths), so the
+	// two runs' intervals are as wide as their samples make them. The simulator's TTFT (and
+	// TPOT) is one value for every request plus this machine's scheduling jitter, a millisecond
+	// or two that drifts with the machine's load from one run to the next, more than within a
+	// run: a real difference of the measured system, which compare may find significant on a
+	// busy machine. Those are logged, not judged.
+	if s := significant(c, "e2e", "ntpot"); len(s) > 0 {
 		t.Errorf("significant changes between two runs of one config: %v", s)
+	}
+	if s := significant(c, "ttft", "ttfc", "tpot"); len(s) > 0 {
+		t.Logf("significant changes of the near-constant latencies (the machine's drift): %v", s)
 	}
 	ch := findChange(c, "e2e", "p50")
 	if ch == nil || ch.Lo == nil || ch.Hi == nil || *ch.Lo > 0 || *ch.Hi < 0 {
