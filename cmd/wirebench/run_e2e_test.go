@@ -59,8 +59,8 @@ func TestRunSmokeEndToEnd(t *testing.T) {
 			t.Errorf("stage %d: TPOT p50 %v; want about 5 ms", i, p50)
 		}
 	}
-	// The terminal summary: one line per stage.
-	for _, name := range []string{"\n0 ", "\n1 "} {
+	// The terminal summary: one line per stage, labelled by its name.
+	for _, name := range []string{"\nconstant-20rps ", "\nconstant-50rps "} {
 		if !strings.Contains(out, name) {
 			t.Errorf("summary lacks a line for stage %q:\n%s", strings.TrimSpace(name), out)
 		}
