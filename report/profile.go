@@ -155,7 +155,7 @@ func stageProfile(s *schemas.Stage, label string, cpus int) schemas.ProfileStage
 		Stage: s.Stage, Name: s.Name, Mode: s.Mode, TargetRate: s.TargetRate, Concurrency: s.Concurrency,
 		DurationNs: s.EndNs - s.StartNs, Requests: s.Requests, Completed: s.Completed, Errors: s.Errors, Cancelled: s.Cancelled,
 		ErrorsByKind: errorKinds(s.ErrorsByKind), AchievedRate: s.AchievedRate, IssuedRate: s.IssuedRate, CompletionRate: s.CompletionRate,
-		InputTPS: s.InputTPS, OutputTPS: s.OutputTPS, TotalTPS: s.TotalTPS, InflightMean: s.InflightMean,
+		InputTPS: s.InputTPS, OutputTPS: s.OutputTPS, DocumentsPerS: s.DocumentsPerS, TotalTPS: s.TotalTPS, InflightMean: s.InflightMean,
 		GoodputShare: s.GoodputShare, GoodputRate: s.GoodputRate, Saturated: s.Saturated,
 		Latency: map[string]schemas.Dist{}, Intervals: map[string]schemas.CI{},
 		Breakdown: schemas.ProfileBreakdown{

@@ -105,6 +105,9 @@ func stageNotes(s *schemas.Stage) string {
 	if s.Cancelled > 0 {
 		notes = append(notes, fmt.Sprintf("%d cancelled by the client", s.Cancelled))
 	}
+	if s.DocumentsPerS != nil {
+		notes = append(notes, documentsNote(*s.DocumentsPerS))
+	}
 	return strings.Join(notes, " ")
 }
 
@@ -121,3 +124,7 @@ func hasLatency(stages []schemas.Stage) bool {
 	}
 	return false
 }
+
+// documentsNote is a stage note of the ranking and embedding APIs, which generate no tokens: the
+// documents they scored or embedded per second.
+func documentsNote(perS float64) string { return fmtRate(perS) + " documents/s" }

@@ -161,6 +161,9 @@ func stageTable(r schemas.ProfileRun) table {
 		if s.Cancelled > 0 {
 			notes = append(notes, fmt.Sprintf("%d cancelled by the client", s.Cancelled))
 		}
+		if s.DocumentsPerS != nil {
+			notes = append(notes, documentsNote(*s.DocumentsPerS))
+		}
 		l, ci := s.Latency, s.Intervals
 		t.Rows = append(t.Rows, tableRow{Level: s.Quality.Trust, Note: s.Saturated, Cells: []string{
 			stageTitle(s.Stage, s.Name, names), offered(s.Mode, s.TargetRate, s.Concurrency), fmtRate(orNaN(s.AchievedRate)),

@@ -66,6 +66,7 @@ type ProfileStage struct {
 	CompletionRate *float64         `json:"completion_rate" doc:"ok completions per second while the stage's load was offered"`
 	InputTPS       *float64         `json:"input_tps" doc:"input tokens per second"`
 	OutputTPS      *float64         `json:"output_tps" doc:"output tokens per second"`
+	DocumentsPerS  *float64         `json:"documents_per_s,omitempty" doc:"documents per second (ranking APIs' documents scored, embeddings' inputs); absent for the generating APIs"`
 	TotalTPS       *float64         `json:"total_tps" doc:"input + output tokens per second"`
 	InflightMean   *float64         `json:"inflight_mean" doc:"mean requests in flight"`
 	GoodputShare   *float64         `json:"goodput_share" doc:"share of requests meeting every SLO"`

@@ -87,7 +87,7 @@ func TestServerDisturbedVerdict(t *testing.T) {
 	if !strings.Contains(out, "SERVER DISTURBED (wirebench used") || strings.Contains(out, "trust green") {
 		t.Errorf("aggregate output lacks the verdict:\n%s", out)
 	}
-	for file, want := range map[string]string{"summary.md": "server disturbed in stage 0", "index.html": "server disturbed in stage 0",
+	for file, want := range map[string]string{"summary.md": "server disturbed in stage " + s.Name, "index.html": "server disturbed in stage " + s.Name,
 		"profile.json": `"server_disturbed": true`} {
 		if !strings.Contains(rep[file], want) {
 			t.Errorf("report %s lacks %q", file, want)

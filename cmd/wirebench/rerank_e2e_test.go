@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,6 +44,10 @@ func TestRankAPIsEndToEnd(t *testing.T) {
 				t.Fatalf("run: %v\n%s", err, stderr)
 			}
 			checkRankRun(t, tc, run)
+			// The report shows what a ranking stage did instead of output tokens.
+			if md, err := os.ReadFile(filepath.Join(run, "report", "summary.md")); err != nil || !strings.Contains(string(md), " documents/s") {
+				t.Errorf("summary.md (%v) shows no documents/s for the stage", err)
+			}
 		})
 	}
 }
