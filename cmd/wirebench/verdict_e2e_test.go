@@ -103,6 +103,12 @@ func allowedMisses(st schemas.Stage, requests int) int {
 	if othersHeldCPUs(st) {
 		return (requests*5 + 999) / 1000
 	}
+	// The simulator stamps its send before its write: one descheduled between the two (seen twice
+	// in 100 requests on a quiet machine, 250 µs past the allowance) puts its stamp below the
+	// interval. In a small sample allow 2 such misses; in a large one 0.1%.
+	if requests <= 200 {
+		return 2
+	}
 	return requests / 1000
 }
 
