@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,6 +61,30 @@ func startSim(ctx context.Context, wb string, args []string) (*simProc, error) {
 		return nil, fmt.Errorf("sim printed no base URL (%q); stderr: %s", s.url, lastLines(s.stderr.String(), 5))
 	}
 	return s, nil
+}
+
+// cpuNs is the simulator's CPU so far: the sum of its threads' on-CPU time (the first field of
+// /proc/PID/task/TID/schedstat, in ns; the Go runtime's threads do not exit). 0 where the
+// kernel has no schedstat.
+func (s *simProc) cpuNs() int64 {
+	dir := fmt.Sprintf("/proc/%d/task", s.cmd.Process.Pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var sum int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) > 0 {
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += n
+		}
+	}
+	return sum
 }
 
 // stop sends SIGINT (the simulator drains for its --shutdown-grace, 3 s by default), waits, and

@@ -26,6 +26,8 @@
 //     wirebench is `wirebench capture`, its coordinator and worker processes from the stage's
 //     start to the end of the capture (its manifest's stage_usage client_cpu_ns); start-up,
 //     planning and aggregating are not counted for either;
+//   - server CPU per request: the simulator's own CPU (the sum of its threads' on-CPU time,
+//     /proc/PID/task/*/schedstat) over the same window as its metrics, per request it completed;
 //   - connections: accepted by the simulator during the run (wirebench's warm-up included).
 package main
 
@@ -69,6 +71,7 @@ type caseKey struct {
 type result struct {
 	served      serverDelta
 	cpuNs       int64  // user + system CPU of the client's processes
+	serverCPUNs int64  // the simulator's CPU over the same window (its threads' schedstat)
 	trust, note string // wirebench's trust level; what went wrong or stands out
 	failed      error
 }
@@ -100,6 +103,7 @@ func main() {
 					} else {
 						fmt.Fprintf(os.Stderr, "  served %d, E2E p50 %s p99 %s, %s CPU per request, %d connections %s\n", r.served.ok,
 							fmtDur(r.served.e2e.quantile(0.5)), fmtDur(r.served.e2e.quantile(0.99)), fmtDur(r.cpuPerRequest()), r.served.conns, r.note)
+						fmt.Fprintf(os.Stderr, "  server CPU per request %s\n", fmtDur(r.serverCPUPerRequest()))
 					}
 					results[k][client] = r
 				}
@@ -178,9 +182,11 @@ func runOne(parent context.Context, o options, k caseKey, client string) (r resu
 	}
 	defer sim.stop()
 	var before serverMetrics
+	var cpu0 int64
 	scrapeBefore := func() error {
 		var err error
 		before, err = scrape(sim.url)
+		cpu0 = sim.cpuNs()
 		return err
 	}
 	switch client {
@@ -194,6 +200,7 @@ func runOne(parent context.Context, o options, k caseKey, client string) (r resu
 	}
 	if err == nil {
 		var after serverMetrics
+		r.serverCPUNs = sim.cpuNs() - cpu0
 		if after, err = scrape(sim.url); err == nil {
 			r.served = after.since(before)
 		}
@@ -203,11 +210,18 @@ func runOne(parent context.Context, o options, k caseKey, client string) (r resu
 }
 
 // cpuPerRequest is the client's CPU per request the server completed.
-func (r result) cpuPerRequest() time.Duration {
+func (r result) cpuPerRequest() time.Duration { return r.perRequest(r.cpuNs) }
+
+// serverCPUPerRequest is the simulator's CPU per request it completed: its own work and the
+// kernel's done in its threads (this kernel charges softirq time to the task it interrupts),
+// so a client that makes the server's sends or receives dearer (a packet tap) shows here.
+func (r result) serverCPUPerRequest() time.Duration { return r.perRequest(r.serverCPUNs) }
+
+func (r result) perRequest(ns int64) time.Duration {
 	if r.served.ok == 0 {
 		return 0
 	}
-	return time.Duration(r.cpuNs / r.served.ok)
+	return time.Duration(ns / r.served.ok)
 }
 
 func simName(args []string) string {

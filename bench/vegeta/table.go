@@ -23,15 +23,15 @@ const (
 func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[string]result) {
 	fmt.Fprintln(w, "Server-side latencies are the simulator's own (from reading a request to writing its first token / last event), vegeta / wirebench (wirebench ÷ vegeta).")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| simulator | rate/s | tokens | server TTFT p50 | server TTFT p99 | server E2E p50 | server E2E p99 | served | client CPU per request | connections | wirebench trust, notes |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| simulator | rate/s | tokens | server TTFT p50 | server TTFT p99 | server E2E p50 | server E2E p99 | served | client CPU per request | server CPU per request | connections | wirebench trust, notes |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|---|")
 	var judged, fair, cheaper int
 	var unfair []string
 	for _, k := range keys {
 		v, wb := results[k]["vegeta"], results[k]["wirebench"]
 		row := []string{simName(o.sims[k.sim]), fmtInt(int64(k.rate)), strconv.Itoa(k.tokens)}
 		if v.failed != nil || wb.failed != nil {
-			row = append(row, "–", "–", "–", "–", "–", "–", "–", mdEscape(fmt.Sprintf("failed: vegeta %v; wirebench %v", v.failed, wb.failed)))
+			row = append(row, "–", "–", "–", "–", "–", "–", "–", "–", mdEscape(fmt.Sprintf("failed: vegeta %v; wirebench %v", v.failed, wb.failed)))
 			fmt.Fprintln(w, "| "+strings.Join(row, " | ")+" |")
 			continue
 		}
@@ -46,6 +46,7 @@ func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[
 		}
 		row = append(row, fmt.Sprintf("%s / %s", fmtInt(v.served.ok), fmtInt(wb.served.ok)),
 			fmt.Sprintf("%s / %s", fmtDur(v.cpuPerRequest()), fmtDur(wb.cpuPerRequest())),
+			fmt.Sprintf("%s / %s (%s)", fmtDur(v.serverCPUPerRequest()), fmtDur(wb.serverCPUPerRequest()), ratio(wb.serverCPUPerRequest(), v.serverCPUPerRequest())),
 			fmt.Sprintf("%s / %s", fmtInt(v.served.conns), fmtInt(wb.served.conns)),
 			mdEscape(joinNonEmpty("; ", wb.trust, wb.note, vegetaNote(v))))
 		fmt.Fprintln(w, "| "+strings.Join(row, " | ")+" |")

@@ -149,8 +149,40 @@ func TestTapBoundToLoopback(t *testing.T) {
 	if err := tp.BindInterface("lo"); err != nil {
 		t.Fatalf("BindInterface(lo): %v", err)
 	}
+	loopbackConversation(t, ln, tp)
+}
+
+// TestTapLoopbackOnly records a conversation with the tap bound to loopback and blind to
+// outgoing copies (what capture does for a co-located target): each direction is still seen
+// once, from its incoming copy, and the client's send is told from the answer by its address.
+func TestTapLoopbackOnly(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tp, err := Open(netip.MustParseAddrPort(ln.Addr().String()))
+	if errors.Is(err, ErrUnsupported) {
+		t.Skipf("no packet tap here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	if err := tp.BindLoopback("lo"); err != nil {
+		t.Fatalf("BindLoopback(lo): %v", err)
+	}
+	loopbackConversation(t, ln, tp)
+}
+
+// loopbackConversation sends "hello" to ln and reads "answer": the tap must see 5 bytes sent
+// and 6 received on the client's port, each once, the send before the answer.
+func loopbackConversation(t *testing.T, ln net.Listener, tp *Tap) {
+	t.Helper()
 	go func() {
 		if c, err := ln.Accept(); err == nil {
+			b := make([]byte, 5)
+			io.ReadFull(c, b)
 			c.Write([]byte("answer"))
 			c.Close()
 		}
@@ -160,6 +192,7 @@ func TestTapBoundToLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := uint16(c.LocalAddr().(*net.TCPAddr).Port)
+	c.Write([]byte("hello"))
 	io.ReadAll(c)
 	c.Close()
 	var segs []Segment
@@ -168,7 +201,19 @@ func TestTapBoundToLoopback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := rx(segs, local); n != 6 {
-		t.Errorf("bound to lo: %d payload bytes received on port %d; want 6", n, local)
+	if n, m := tx(segs, local), rx(segs, local); n != 5 || m != 6 {
+		t.Errorf("%d payload bytes sent and %d received on port %d; want 5 and 6, each once", n, m, local)
+	}
+	var sent, answered int64
+	for _, s := range segs {
+		if s.LocalPort == local && s.Len > 0 && s.Dir == Tx {
+			sent = s.TsNs
+		}
+		if s.LocalPort == local && s.Len > 0 && s.Dir == Rx && answered == 0 {
+			answered = s.TsNs
+		}
+	}
+	if sent == 0 || answered < sent {
+		t.Errorf("send at %d, answer at %d: want the send first", sent, answered)
 	}
 }
