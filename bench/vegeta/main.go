@@ -26,6 +26,11 @@
 //     wirebench is `wirebench capture`, its coordinator and worker processes from the stage's
 //     start to the end of the capture (its manifest's stage_usage client_cpu_ns); start-up,
 //     planning and aggregating are not counted for either;
+//
+// Each case runs -repeat times per client (3 by default), vegeta and wirebench alternating, each
+// run against a fresh simulator; the table shows each figure's median over the runs, since single
+// runs on a shared machine vary by more than the 1.2× the comparison judges.
+//
 //   - server CPU per request: the simulator's own CPU (the sum of its threads' on-CPU time,
 //     /proc/PID/task/*/schedstat) over the same window as its metrics, per request it completed;
 //   - connections: accepted by the simulator during the run (wirebench's warm-up included).
@@ -39,6 +44,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,6 +64,7 @@ type options struct {
 	duration  time.Duration
 	keep      bool
 	grace     time.Duration
+	repeat    int // runs of each case per client, alternating; the table shows their medians
 }
 
 // caseKey is one offered load against one simulator.
@@ -85,27 +92,17 @@ func main() {
 	start := time.Now()
 	loadBefore := loadavg()
 	var keys []caseKey
-	results := map[caseKey]map[string]result{}
+	results := map[caseKey]map[string][]result{}
 	for si := range o.sims {
 		for _, tok := range o.tokens {
 			for _, rate := range o.rates {
 				k := caseKey{si, rate, tok}
 				keys = append(keys, k)
-				results[k] = map[string]result{}
-				for _, client := range []string{"vegeta", "wirebench"} {
-					if ctx.Err() != nil {
-						break
+				results[k] = map[string][]result{}
+				for i := 0; i < o.repeat && ctx.Err() == nil; i++ {
+					for _, client := range []string{"vegeta", "wirebench"} {
+						results[k][client] = append(results[k][client], runLogged(ctx, o, k, client, i))
 					}
-					fmt.Fprintf(os.Stderr, "%s  %s, %d req/s, %d tokens: %s ...\n", time.Now().Format("15:04:05"), simName(o.sims[si]), rate, tok, client)
-					r := runOne(ctx, o, k, client)
-					if r.failed != nil {
-						fmt.Fprintf(os.Stderr, "  failed: %v\n", r.failed)
-					} else {
-						fmt.Fprintf(os.Stderr, "  served %d, E2E p50 %s p99 %s, %s CPU per request, %d connections %s\n", r.served.ok,
-							fmtDur(r.served.e2e.quantile(0.5)), fmtDur(r.served.e2e.quantile(0.99)), fmtDur(r.cpuPerRequest()), r.served.conns, r.note)
-						fmt.Fprintf(os.Stderr, "  server CPU per request %s\n", fmtDur(r.serverCPUPerRequest()))
-					}
-					results[k][client] = r
 				}
 			}
 		}
@@ -120,6 +117,20 @@ func main() {
 	}
 }
 
+// runLogged runs one client's i-th run of case k and logs its figures to stderr.
+func runLogged(ctx context.Context, o options, k caseKey, client string, i int) result {
+	fmt.Fprintf(os.Stderr, "%s  %s, %d req/s, %d tokens: %s, run %d of %d ...\n", time.Now().Format("15:04:05"), simName(o.sims[k.sim]), k.rate, k.tokens, client, i+1, o.repeat)
+	r := runOne(ctx, o, k, client)
+	if r.failed != nil {
+		fmt.Fprintf(os.Stderr, "  failed: %v\n", r.failed)
+		return r
+	}
+	f := r.figures()
+	fmt.Fprintf(os.Stderr, "  served %d, E2E p50 %s p99 %s, client CPU %s and server CPU %s per request, %d connections %s\n", f.ok,
+		fmtDur(f.e2e50), fmtDur(f.e2e99), fmtDur(f.cpu), fmtDur(f.serverCPU), f.conns, r.note)
+	return r
+}
+
 func parseFlags() options {
 	var o options
 	var rates, tokens, sims, wbArgs string
@@ -131,6 +142,7 @@ func parseFlags() options {
 	flag.StringVar(&wbArgs, "capture-args", "", "extra flags of `wirebench capture` (default: none, its defaults)")
 	flag.DurationVar(&o.duration, "duration", 6*time.Second, "length of each constant-rate run")
 	flag.BoolVar(&o.keep, "keep", false, "keep the wirebench run directories (their paths are printed)")
+	flag.IntVar(&o.repeat, "repeat", 3, "runs of each case per client, alternating (the table shows each figure's median)")
 	flag.DurationVar(&o.grace, "grace", 90*time.Second, "time allowed per run beyond -duration before it is stopped")
 	flag.Parse()
 	var err error
@@ -139,6 +151,9 @@ func parseFlags() options {
 	}
 	if o.tokens, err = positiveInts(tokens); err != nil {
 		fatalf("-tokens: %v", err)
+	}
+	if o.repeat < 1 {
+		fatalf("-repeat %d: want at least 1", o.repeat)
 	}
 	o.wbArgs = strings.Fields(wbArgs)
 	for _, s := range strings.Split(sims, "|") {
@@ -209,19 +224,48 @@ func runOne(parent context.Context, o options, k caseKey, client string) (r resu
 	return r
 }
 
-// cpuPerRequest is the client's CPU per request the server completed.
-func (r result) cpuPerRequest() time.Duration { return r.perRequest(r.cpuNs) }
+// figures are what the table shows of one run: the server's latencies, what it served and
+// accepted, and each side's CPU per request the server completed. The simulator's CPU is its own
+// work and the kernel's done in its threads (this kernel charges softirq time to the task it
+// interrupts), so a client that makes the server's sends or receives dearer shows there.
+type figures struct {
+	ttft50, ttft99, e2e50, e2e99 time.Duration
+	cpu, serverCPU               time.Duration
+	ok, conns                    int64
+}
 
-// serverCPUPerRequest is the simulator's CPU per request it completed: its own work and the
-// kernel's done in its threads (this kernel charges softirq time to the task it interrupts),
-// so a client that makes the server's sends or receives dearer (a packet tap) shows here.
-func (r result) serverCPUPerRequest() time.Duration { return r.perRequest(r.serverCPUNs) }
-
-func (r result) perRequest(ns int64) time.Duration {
-	if r.served.ok == 0 {
-		return 0
+func (r result) figures() figures {
+	f := figures{ttft50: r.served.ttft.quantile(0.5), ttft99: r.served.ttft.quantile(0.99),
+		e2e50: r.served.e2e.quantile(0.5), e2e99: r.served.e2e.quantile(0.99), ok: r.served.ok, conns: r.served.conns}
+	if r.served.ok > 0 {
+		f.cpu, f.serverCPU = time.Duration(r.cpuNs/r.served.ok), time.Duration(r.serverCPUNs/r.served.ok)
 	}
-	return time.Duration(ns / r.served.ok)
+	return f
+}
+
+// medianFigures is each figure's median over the runs (the upper one of an even count).
+func medianFigures(rs []result) figures {
+	fs := make([]figures, len(rs))
+	for i, r := range rs {
+		fs[i] = r.figures()
+	}
+	med := func(get func(figures) int64) int64 {
+		v := make([]int64, len(fs))
+		for i, f := range fs {
+			v[i] = get(f)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	d := func(get func(figures) time.Duration) time.Duration {
+		return time.Duration(med(func(f figures) int64 { return int64(get(f)) }))
+	}
+	return figures{
+		ttft50: d(func(f figures) time.Duration { return f.ttft50 }), ttft99: d(func(f figures) time.Duration { return f.ttft99 }),
+		e2e50: d(func(f figures) time.Duration { return f.e2e50 }), e2e99: d(func(f figures) time.Duration { return f.e2e99 }),
+		cpu: d(func(f figures) time.Duration { return f.cpu }), serverCPU: d(func(f figures) time.Duration { return f.serverCPU }),
+		ok: med(func(f figures) int64 { return f.ok }), conns: med(func(f figures) int64 { return f.conns }),
+	}
 }
 
 func simName(args []string) string {

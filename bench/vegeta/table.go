@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,44 +21,40 @@ const (
 // writeTable prints one Markdown row per case: the server's latencies under each client and
 // their ratio, what it served, each client's CPU per request and the connections it accepted;
 // then how wirebench compares where the server was not saturated.
-func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[string]result) {
-	fmt.Fprintln(w, "Server-side latencies are the simulator's own (from reading a request to writing its first token / last event), vegeta / wirebench (wirebench ÷ vegeta).")
-	fmt.Fprintln(w)
+func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[string][]result) {
+	fmt.Fprintf(w, "Server-side latencies are the simulator's own (from reading a request to writing its first token / last event), vegeta / wirebench (wirebench ÷ vegeta); every figure is the median of %d runs per client.\n\n", o.repeat)
 	fmt.Fprintln(w, "| simulator | rate/s | tokens | server TTFT p50 | server TTFT p99 | server E2E p50 | server E2E p99 | served | client CPU per request | server CPU per request | connections | wirebench trust, notes |")
 	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|---|")
 	var judged, fair, cheaper int
 	var unfair []string
 	for _, k := range keys {
-		v, wb := results[k]["vegeta"], results[k]["wirebench"]
 		row := []string{simName(o.sims[k.sim]), fmtInt(int64(k.rate)), strconv.Itoa(k.tokens)}
-		if v.failed != nil || wb.failed != nil {
-			row = append(row, "–", "–", "–", "–", "–", "–", "–", "–", mdEscape(fmt.Sprintf("failed: vegeta %v; wirebench %v", v.failed, wb.failed)))
+		vs, wbs := results[k]["vegeta"], results[k]["wirebench"]
+		if err := firstFailure(vs, wbs); err != "" {
+			row = append(row, "–", "–", "–", "–", "–", "–", "–", "–", mdEscape(err))
 			fmt.Fprintln(w, "| "+strings.Join(row, " | ")+" |")
 			continue
 		}
+		v, wb := medianFigures(vs), medianFigures(wbs)
 		ok := true
-		for _, c := range []struct {
-			a, b hist
-			p    float64
-		}{{v.served.ttft, wb.served.ttft, 0.5}, {v.served.ttft, wb.served.ttft, 0.99}, {v.served.e2e, wb.served.e2e, 0.5}, {v.served.e2e, wb.served.e2e, 0.99}} {
-			a, b := c.a.quantile(c.p), c.b.quantile(c.p)
-			row = append(row, fmt.Sprintf("%s / %s (%s)", fmtDur(a), fmtDur(b), ratio(b, a)))
-			ok = ok && float64(b) <= fairRatio*float64(a)
+		for _, c := range [][2]time.Duration{{v.ttft50, wb.ttft50}, {v.ttft99, wb.ttft99}, {v.e2e50, wb.e2e50}, {v.e2e99, wb.e2e99}} {
+			row = append(row, fmt.Sprintf("%s / %s (%s)", fmtDur(c[0]), fmtDur(c[1]), ratio(c[1], c[0])))
+			ok = ok && float64(c[1]) <= fairRatio*float64(c[0])
 		}
-		row = append(row, fmt.Sprintf("%s / %s", fmtInt(v.served.ok), fmtInt(wb.served.ok)),
-			fmt.Sprintf("%s / %s", fmtDur(v.cpuPerRequest()), fmtDur(wb.cpuPerRequest())),
-			fmt.Sprintf("%s / %s (%s)", fmtDur(v.serverCPUPerRequest()), fmtDur(wb.serverCPUPerRequest()), ratio(wb.serverCPUPerRequest(), v.serverCPUPerRequest())),
-			fmt.Sprintf("%s / %s", fmtInt(v.served.conns), fmtInt(wb.served.conns)),
-			mdEscape(joinNonEmpty("; ", wb.trust, wb.note, vegetaNote(v))))
+		row = append(row, fmt.Sprintf("%s / %s", fmtInt(v.ok), fmtInt(wb.ok)),
+			fmt.Sprintf("%s / %s", fmtDur(v.cpu), fmtDur(wb.cpu)),
+			fmt.Sprintf("%s / %s (%s)", fmtDur(v.serverCPU), fmtDur(wb.serverCPU), ratio(wb.serverCPU, v.serverCPU)),
+			fmt.Sprintf("%s / %s", fmtInt(v.conns), fmtInt(wb.conns)),
+			mdEscape(notes(vs, wbs)))
 		fmt.Fprintln(w, "| "+strings.Join(row, " | ")+" |")
-		if v.served.e2e.quantile(0.99) < fairP99 {
+		if v.e2e99 < fairP99 {
 			judged++
 			if ok {
 				fair++
 			} else {
 				unfair = append(unfair, fmt.Sprintf("%s %d/s ×%d", simName(o.sims[k.sim]), k.rate, k.tokens))
 			}
-			if wb.cpuPerRequest() <= v.cpuPerRequest() {
+			if wb.cpu <= v.cpu {
 				cheaper++
 			}
 		}
@@ -68,6 +65,43 @@ func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[
 		fmt.Fprintf(w, " (not: %s)", strings.Join(unfair, "; "))
 	}
 	fmt.Fprintf(w, "; wirebench's client CPU per request at most vegeta's in %d.\n", cheaper)
+}
+
+// firstFailure describes the first failed run of a case, or returns "".
+func firstFailure(vs, wbs []result) string {
+	for _, r := range vs {
+		if r.failed != nil {
+			return fmt.Sprintf("failed: vegeta %v", r.failed)
+		}
+	}
+	for _, r := range wbs {
+		if r.failed != nil {
+			return fmt.Sprintf("failed: wirebench %v", r.failed)
+		}
+	}
+	if len(vs) == 0 || len(wbs) == 0 {
+		return "not run (interrupted)"
+	}
+	return ""
+}
+
+// notes lists wirebench's trust per run (green/green/amber) and every distinct note of either
+// client.
+func notes(vs, wbs []result) string {
+	var trust, seen []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(seen, n) {
+			seen = append(seen, n)
+		}
+	}
+	for _, r := range wbs {
+		trust = append(trust, r.trust)
+		add(r.note)
+	}
+	for _, r := range vs {
+		add(vegetaNote(r))
+	}
+	return joinNonEmpty("; ", append([]string{strings.Join(trust, "/")}, seen...)...)
 }
 
 func joinNonEmpty(sep string, parts ...string) string {
