@@ -134,7 +134,7 @@ func (a *stageAcc) judgeLoad(st *schemas.Stage) {
 		if *st.RateFidelity < 1 {
 			over = "; overloaded: the requests it could not send on time queued in the client and went out late, at the rate it kept"
 		}
-		why = append(why, fmt.Sprintf("sent at %.4g/s against %.4g/s planned (fidelity %.3f%s)", *st.AchievedRate, *st.PlannedRate, *st.RateFidelity, over))
+		why = append(why, fmt.Sprintf("sent at %s/s against %s/s planned (fidelity %.3f%s)", rateText(*st.AchievedRate), rateText(*st.PlannedRate), *st.RateFidelity, over))
 	}
 	if limit := lateLimit(st); st.SendLag.Count > 0 && *st.SendLag.P99 > limit {
 		lag, lim := fmtMsPair(*st.SendLag.P99, limit)
@@ -217,4 +217,12 @@ func sigDecimals(ns int64) int {
 
 func msDigits(ns int64, decimals int) string {
 	return strconv.FormatFloat(float64(ns)/1e6, 'f', decimals, 64) + " ms"
+}
+
+// rateText formats a request rate: 16000, 4067, 12.5 (never 1.6e+04).
+func rateText(v float64) string {
+	if math.Abs(v) >= 100 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }

@@ -26,9 +26,9 @@ const (
 type Tap struct {
 	fd     int
 	target netip.AddrPort
-	ring  []byte
-	block int // next block to read
-	stats Stats
+	ring   []byte
+	block  int // next block to read
+	stats  Stats
 }
 
 // Open starts recording the TCP segments to and from target. It needs CAP_NET_RAW; without it,

@@ -66,6 +66,30 @@ func TestMemoryBudget(t *testing.T) {
 	}
 }
 
+// Many short responses held at once fit a budget their bytes fit: 200 responses of 4 events
+// (about 1 KiB each) hold about 200 KiB against 1 MiB. A request reserves whole blocks, so each
+// reserves at most one block more than it holds.
+func TestMemoryBudgetManyShortResponses(t *testing.T) {
+	const n, events, budget = 200, 4, 1 << 20
+	srv := httptest.NewServer(eventsHandler(events))
+	defer srv.Close()
+	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true, MemoryBudget: budget})
+	defer c.Close()
+	res := make([]Result, n)
+	for i := range res {
+		c.Do(context.Background(), &Request{Seq: int64(i), URL: srv.URL, Body: []byte(`{}`)}, &res[i])
+		if q := res[i].Req; q.ErrorKind != "" {
+			t.Fatalf("response %d of %d held (%d KiB reserved): %q (%s); want ok", i+1, n, c.InFlightBytes()>>10, q.ErrorKind, q.ErrorMessage)
+		}
+	}
+	if got, most := c.InFlightBytes(), int64(n*(budgetBlock+(events+1)*EventBytes)); got > most {
+		t.Errorf("%d responses of %d events reserve %d bytes; want at most %d (a block each beyond what they hold)", n, events, got, most)
+	}
+	for i := range res {
+		res[i].Release()
+	}
+}
+
 // EventBytes covers what an event holds: its chunk row, the per-event arrays (kernel time,
 // rx_after, stream end, tokens) and the rows' pointer block finish allocates, with a quarter
 // more for the room append leaves.
