@@ -8,6 +8,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wirebench/wirebench/internal/simkit"
@@ -36,6 +38,7 @@ func main() {
 	output := flag.Int("output", 128, "output tokens per request (128: about 1 s of decode, the workload sim-demo.yaml saturates near 60 requests/s with)")
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "wirebench-intervals"), "where the runs are written (removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the runs")
+	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator (above 1 the clients are not pinned to CPUs, so that they do not share one)")
 	flag.Parse()
 	log.SetFlags(0)
 	var rates []float64
@@ -51,23 +54,43 @@ func main() {
 	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, rate := range rates {
-		var res []result
-		for i := range *runs {
-			rd := filepath.Join(*dir, fmt.Sprintf("r%g-%02d", rate, i))
-			r, err := oneRun(*bin, *simCfg, rd, rate, *duration, *output, uint64(i+1))
-			if !*keep {
-				os.RemoveAll(rd)
-			}
-			if err != nil {
-				log.Fatal(err)
-			}
-			res = append(res, r)
-			log.Printf("rate %g run %d: %d requests, %d gaps", rate, i, len(r.ttft), len(r.itl))
+		res, err := runAll(*bin, *simCfg, *dir, rate, *duration, *output, *runs, *parallel, *keep)
+		if err != nil {
+			log.Fatal(err)
 		}
 		for _, f := range figures {
 			row(rate, f, res)
 		}
 	}
+}
+
+// runAll runs n seeded runs at rate, parallel at a time, and returns them in seed order.
+func runAll(bin, simCfg, dir string, rate float64, d time.Duration, output, n, parallel int, keep bool) ([]result, error) {
+	res := make([]result, n)
+	errs := make([]error, n)
+	var extra []string
+	if parallel > 1 {
+		extra = []string{"--no-pin"}
+	}
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			rd := filepath.Join(dir, fmt.Sprintf("r%g-%02d", rate, i))
+			res[i], errs[i] = oneRun(bin, simCfg, rd, rate, d, output, uint64(i+1), extra)
+			if !keep {
+				os.RemoveAll(rd)
+			}
+			if errs[i] == nil {
+				log.Printf("rate %g run %d: %d requests, %d gaps", rate, i, len(res[i].ttft), len(res[i].itl))
+			}
+		}()
+	}
+	wg.Wait()
+	return res, errors.Join(errs...)
 }
 
 // figure is one percentile of one latency: its point estimate's interval in a run and the
@@ -139,7 +162,7 @@ func nearestRank(q float64, n int) int {
 }
 
 // oneRun runs one seeded Poisson stage at rate against a fresh simulator and reads its figures.
-func oneRun(bin, simCfg, dir string, rate float64, d time.Duration, output int, seed uint64) (result, error) {
+func oneRun(bin, simCfg, dir string, rate float64, d time.Duration, output int, seed uint64, extra []string) (result, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return result{}, err
 	}
@@ -166,7 +189,7 @@ tokenizer: whitespace
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		return result{}, err
 	}
-	if out, err := exec.Command(bin, "run", cfg, "-o", dir, "--quiet").CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, append([]string{"run", cfg, "-o", dir, "--quiet"}, extra...)...).CombinedOutput(); err != nil {
 		return result{}, fmt.Errorf("wirebench run %s: %w\n%s", cfg, err, out)
 	}
 	return readRun(dir)
