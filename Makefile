@@ -51,7 +51,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'ServerCPU|AppendChunk' -benchtime 20000x ./sim
 	$(GO) test -run '^$$' -bench 'Plan3M|TextGen' -benchtime 1x ./replay
 	$(GO) test -run '^$$' -bench Aggregate -benchtime 1x ./aggregate
-	$(GO) test -run '^$$' -bench Capture -benchtime 1x ./cmd/wirebench
+	$(GO) test -run '^$$' -bench 'Capture|HTTPSNginx' -benchtime 1x ./cmd/wirebench
 	$(MAKE) bench-vegeta
 
 # Side by side with vegeta (as a library, in its own module so that it stays out of go.mod),

@@ -368,3 +368,63 @@ func tapTx(tt *aggregate.TapTimes, seq int64) (int64, bool) {
 	ns, ok := tt.Tx[seq]
 	return ns, ok
 }
+
+// BenchmarkHTTPSNginx is issue 25's measurement: through nginx's TLS and its plain port in front
+// of the simulator (20 ms / 5 ms, 16 tokens), capture with its defaults, the tap off and on, a
+// 5 s constant stage at 100 and 1,000 req/s, then aggregate. Per case it reports the exact
+// share, TTFT p50 and the widest p50/p90/p99 bound of TTFT and ITL (µs), and logs the stage's
+// load and client-bound verdicts. `make bench` runs it once.
+func BenchmarkHTTPSNginx(b *testing.B) {
+	p := startNginx(b, startSim(b, "--ttft", "20ms", "--itl", "5ms"), false)
+	for _, rate := range []float64{100, 1000} {
+		for _, port := range []string{"plain", "tls"} {
+			for _, tap := range []string{"off", "on"} {
+				tgt := p.tlsTarget(false)
+				if port == "plain" {
+					tgt = schemas.Target{URL: p.PlainURL, API: "completions", Model: "sim"}
+				}
+				b.Run(fmt.Sprintf("rate=%g/%s/tap=%s", rate, port, tap), func(b *testing.B) {
+					if tap == "on" && os.Geteuid() != 0 {
+						b.Skip("the packet tap needs CAP_NET_RAW")
+					}
+					for b.Loop() {
+						httpsCase(b, tgt, rate, tap)
+					}
+				})
+			}
+		}
+	}
+}
+
+// httpsCase runs one case of BenchmarkHTTPSNginx and reports its figures.
+func httpsCase(b *testing.B, tgt schemas.Target, rate float64, tap string) {
+	run := b.TempDir()
+	st := simkit.ConstantStage{Rate: rate, Duration: 5 * time.Second, InputTokens: 16, MaxTokens: 16}
+	if err := simkit.WriteConstantRun(run, tgt, []simkit.ConstantStage{st}); err != nil {
+		b.Fatal(err)
+	}
+	for _, args := range [][]string{{"capture", run, "--quiet", "--tap", tap}, {"aggregate", run}} {
+		if out, err := exec.Command(binary, args...).CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v\n%s", args[0], err, out)
+		}
+	}
+	rows, err := schemas.ReadFile[schemas.Stage](filepath.Join(run, "metrics", "stages.parquet"))
+	if err != nil || len(rows) != 1 {
+		b.Fatalf("stages.parquet: %d rows, %v", len(rows), err)
+	}
+	s := rows[0]
+	width := func(d schemas.Dist) (w int64) {
+		for _, lh := range [][2]*int64{{d.P50Lo, d.P50Hi}, {d.P90Lo, d.P90Hi}, {d.P99Lo, d.P99Hi}} {
+			if lh[0] != nil && lh[1] != nil {
+				w = max(w, *lh[1]-*lh[0])
+			}
+		}
+		return w
+	}
+	b.ReportMetric(val(s.ExactShare)*100, "%exact")
+	b.ReportMetric(float64(val(s.TTFT.P50))/1e6, "ttft-p50-ms")
+	b.ReportMetric(float64(width(s.TTFT))/1e3, "ttft-width-µs")
+	b.ReportMetric(float64(width(s.ITL))/1e3, "itl-width-µs")
+	b.ReportMetric(float64(val(s.SendLag.P99))/1e3, "send-lag-p99-µs")
+	b.Logf("load delivered %v (%s); client-bound %v (%s)", s.LoadDelivered, s.LoadReason, s.ClientBound, s.ClientBoundReason)
+}
