@@ -198,7 +198,7 @@ type conn struct {
 	body []byte
 
 	out  []byte  // SSE writes: reserve bytes of room, then the events
-	sent []int64 // send stamps of the current stream
+	sent []int64 // the current stream's stamps: before the writes of its deltas, then after
 	rd   render
 	rw   respWriter
 
@@ -565,13 +565,13 @@ func (c *conn) streamWrite(b []byte, last bool) error {
 	return nil
 }
 
-func (c *conn) sentBuf(n int) []int64 {
-	if cap(c.sent) < n {
-		c.sent = make([]int64, n)
+func (c *conn) stampBufs(n int) (sent, end []int64) {
+	if cap(c.sent) < 2*n {
+		c.sent = make([]int64, 2*n)
 	}
-	c.sent = c.sent[:n]
+	c.sent = c.sent[:2*n]
 	clear(c.sent)
-	return c.sent
+	return c.sent[:n:n], c.sent[n:]
 }
 
 // respWriter is the http.ResponseWriter of the fast server's other responses. Like net/http,

@@ -221,6 +221,7 @@ type xsim struct {
 	PrefillNs int64   `json:"prefill_ns"`
 	DecodeNs  int64   `json:"decode_ns"`
 	SentNs    []int64 `json:"sent_ns"`
+	SentEndNs []int64 `json:"sent_end_ns"`
 	Model     string  `json:"model"`
 }
 

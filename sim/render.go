@@ -315,25 +315,34 @@ func (rd *render) appendFull(b []byte) []byte {
 	return rd.appendOpenAIFull(b)
 }
 
-// appendXsim appends the ground-truth comment: the engine's timings of q, the send stamps and
-// the model that served it.
-func appendXsim(b []byte, q *seq, sent []int64) []byte {
+// appendXsim appends the ground-truth comment: the engine's timings of q, the deltas' stamps
+// before (sent_ns) and after (sent_end_ns) their writes, and the model that served it.
+// sent_end_ns may be shorter than sent_ns: with CoalesceTail the last deltas share the
+// comment's own write, which has not returned yet.
+func appendXsim(b []byte, q *seq, sent, sentEnd []int64) []byte {
 	b = append(b, `: x-sim {"queue_ns":`...)
 	b = strconv.AppendInt(b, q.admit-q.arrive, 10)
 	b = append(b, `,"prefill_ns":`...)
 	b = strconv.AppendInt(b, q.first-q.admit, 10)
 	b = append(b, `,"decode_ns":`...)
 	b = strconv.AppendInt(b, q.last-q.first, 10)
-	b = append(b, `,"sent_ns":[`...)
-	for i, t := range sent {
+	b = appendStamps(append(b, `,"sent_ns":`...), sent)
+	b = appendStamps(append(b, `,"sent_end_ns":`...), sentEnd)
+	b = append(b, `,"model":`...)
+	b = append(b, q.model...)
+	return append(b, "}\n\n"...)
+}
+
+// appendStamps appends ts as a JSON array.
+func appendStamps(b []byte, ts []int64) []byte {
+	b = append(b, '[')
+	for i, t := range ts {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = strconv.AppendInt(b, t, 10)
 	}
-	b = append(b, `],"model":`...)
-	b = append(b, q.model...)
-	return append(b, "}\n\n"...)
+	return append(b, ']')
 }
 
 // appendInt appends v in decimal.

@@ -289,8 +289,9 @@ type peer interface {
 	// streamWrite sends b (from streamBuf plus the appended events) to the client as one
 	// write; last ends the response.
 	streamWrite(b []byte, last bool) error
-	// sentBuf returns a zeroed slice of n send stamps.
-	sentBuf(n int) []int64
+	// stampBufs returns two zeroed slices of n stamps each: for a stream's deltas, the times
+	// taken just before and just after the write that carries each.
+	stampBufs(n int) (sent, end []int64)
 }
 
 // runJob applies the pre-stream faults, submits the sequence to the engine and writes the
@@ -414,7 +415,10 @@ func (p *httpPeer) streamWrite(b []byte, last bool) error {
 	return nil
 }
 
-func (p *httpPeer) sentBuf(n int) []int64 { return make([]int64, n) }
+func (p *httpPeer) stampBufs(n int) (sent, end []int64) {
+	b := make([]int64, 2*n)
+	return b[:n:n], b[n:]
+}
 
 func (p *httpPeer) release() {
 	if p.bp != nil {

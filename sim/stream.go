@@ -11,10 +11,13 @@ import (
 // (once the engine admitted the sequence), then per chunk the events that open a segment and
 // the deltas carrying its tokens, then the closing events, the finish and usage events, the
 // x-sim comment and the terminal event. With CoalesceTail each write carries every event
-// ready since the previous one, and the write of the last chunk the whole tail. A delta's
-// send stamp is time.Now() taken just before the write that carries it (then StampLead, then
-// the write). It reports whether the whole stream was written (false: the client left, a
-// fault cut it, or the server is stopping).
+// ready since the previous one, and the write of the last chunk the whole tail. Each delta has
+// two stamps: time.Now() taken just before the write that carries it (then StampLead, then the
+// write) and just after that write returned. On loopback the client's kernel stamps the segment
+// inside that write (loopback xmit → netif_rx, in the writer's context), so the true arrival
+// lies between the two however long the simulator was held up in between (see
+// docs/design/simulator.md, "Ground truth"). It reports whether the whole stream was written
+// (false: the client left, a fault cut it, or the server is stopping).
 func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) (complete bool) {
 	p.startStream(s.eagerHeaders) // eager: the client sees the headers at once, as from vLLM
 	n := q.nChunks
@@ -26,9 +29,9 @@ func (s *Server) stream(p peer, q *seq, rd *render, fault string, usage bool) (c
 	case FaultMalformed:
 		mid = max(1, n/2)
 	}
-	w := streamWriter{s: s, p: p, q: q, rd: rd, sent: p.sentBuf(rd.tokenEvents(n, q.k)), mid: mid,
-		malformed: fault == FaultMalformed, usage: usage, coalesce: s.cfg.CoalesceTail,
-		preluded: len(rd.prelude()) == 0}
+	w := streamWriter{s: s, p: p, q: q, rd: rd, mid: mid, malformed: fault == FaultMalformed, usage: usage,
+		coalesce: s.cfg.CoalesceTail, preluded: len(rd.prelude()) == 0}
+	w.sent, w.sentEnd = p.stampBufs(rd.tokenEvents(n, q.k))
 	written := 0
 	for written <= n {
 		avail := int(q.ready.Load())
@@ -71,8 +74,10 @@ type streamWriter struct {
 	q         *seq
 	rd        *render
 	b         []byte  // the events of the current write
-	sent      []int64 // send stamps of the deltas
-	nsent     int     // deltas written
+	sent      []int64 // per delta: time.Now() just before the write that carries it
+	sentEnd   []int64 // per delta: time.Now() just after that write returned
+	nsent     int     // deltas stamped (sent)
+	nend      int     // deltas whose write has returned (sentEnd)
 	mid       int     // chunk index of the malformed fault (-1: none)
 	malformed bool    // the malformed fault strikes at mid
 	usage     bool
@@ -116,7 +121,22 @@ func (w *streamWriter) write(from, end int) bool {
 	if lead := w.s.cfg.StampLead; lead > 0 && w.nsent > first && !w.p.sleep(lead) {
 		return false
 	}
-	return w.p.streamWrite(w.b, end > n) == nil
+	if w.p.streamWrite(w.b, end > n) != nil {
+		return false
+	}
+	w.stampEnd() // after the last write too, though its x-sim comment went out without them
+	return true
+}
+
+// stampEnd stamps the deltas stamped since the last call: their write has just returned.
+func (w *streamWriter) stampEnd() {
+	if w.nend == w.nsent {
+		return
+	}
+	stamp := time.Now().UnixNano()
+	for ; w.nend < w.nsent; w.nend++ {
+		w.sentEnd[w.nend] = stamp
+	}
 }
 
 // chunk appends chunk j: its tokens as one delta, or as two when it straddles the end of the
@@ -162,6 +182,9 @@ func (w *streamWriter) chunk(j int) bool {
 		if !w.flush(false) {
 			return false
 		}
+		if !w.coalesce {
+			w.stampEnd()
+		}
 		start, cnt = start+c, cnt-c
 	}
 	return true
@@ -184,7 +207,7 @@ func (w *streamWriter) tail() bool {
 	end := rd.end(w.usage)
 	for i, k := range end {
 		if k == evXsim {
-			w.b = appendXsim(w.b, w.q, w.sent)
+			w.b = appendXsim(w.b, w.q, w.sent, w.sentEnd[:w.nend])
 		} else {
 			w.b = rd.appendEvent(w.b, k, g)
 		}

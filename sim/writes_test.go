@@ -203,8 +203,10 @@ func eventName(e event) string {
 // TestEachEventOwnWrite: by default every SSE event of a stream (role, each content chunk,
 // finish, usage, x-sim, [DONE]) leaves in its own write system call and its own HTTP chunk, in
 // order, on both server paths, and each content chunk's sent_ns is taken after the previous
-// write returned and (StampLead) before its own write began. With CoalesceTail the last content
-// event shares its write with the whole tail, which the same check must catch.
+// write returned and (StampLead) before its own write began, its sent_end_ns after its own
+// write returned and before the next began. With CoalesceTail the last content event shares
+// its write with the whole tail, which the same check must catch, and the chunks of that write
+// have no sent_end_ns (the x-sim comment left in it).
 func TestEachEventOwnWrite(t *testing.T) {
 	configs := []struct {
 		name string
@@ -312,9 +314,42 @@ func TestEachEventOwnWrite(t *testing.T) {
 								t.Errorf("chunk %d: stamped %d ns before the previous write returned; want the stamp just before its own write", j, writes[wi-1].end-sent)
 							}
 						}
+						checkSentEnd(t, truth, contentWrite, writes)
 					})
 				}
 			}
+		}
+	}
+}
+
+// checkSentEnd checks the x-sim comment's sent_end_ns against the recorded writes: one per
+// content chunk whose write came before the comment's, each taken after that write returned and
+// before the next write began.
+func checkSentEnd(t *testing.T, truth xsim, contentWrite []int, writes []sysWrite) {
+	t.Helper()
+	xsimWrite := len(writes) - 1 // the comment leaves in the last write or the one before
+	for xsimWrite > 0 && !bytes.Contains(writes[xsimWrite].b, []byte(": x-sim ")) {
+		xsimWrite--
+	}
+	want := 0
+	for _, wi := range contentWrite {
+		if wi < xsimWrite {
+			want++
+		}
+	}
+	if len(truth.SentEndNs) != want {
+		t.Fatalf("%d sent_end_ns for %d content events written before the x-sim comment", len(truth.SentEndNs), want)
+	}
+	for j, end := range truth.SentEndNs {
+		wi := contentWrite[j]
+		if end < writes[wi].end {
+			t.Errorf("chunk %d: sent_end_ns %d ns before its write returned; want it after", j, writes[wi].end-end)
+		}
+		if end > writes[wi+1].start {
+			t.Errorf("chunk %d: sent_end_ns %d ns after the next write began; want it just after its own", j, end-writes[wi+1].start)
+		}
+		if end < truth.SentNs[j] {
+			t.Errorf("chunk %d: sent_end_ns %d before sent_ns %d", j, end, truth.SentNs[j])
 		}
 	}
 }
