@@ -207,6 +207,7 @@ type reqState struct {
 	rxEnd  []int64 // per chunk: rx_stream_end, 0 = none
 	tok    []int32 // per chunk: tokens, -1 = not said
 	srv    []int64 // server send times from x-sim, per content chunk
+	srvEnd []int64 // the server's times after those sends' writes returned (x-sim sent_end_ns)
 	final  bool    // the API's terminal event has arrived
 	tokens int64   // output tokens so far (content events, or their own counts): Request.CancelAfterTokens
 
@@ -269,7 +270,7 @@ func (res *Result) reset() {
 	res.Text = ""
 	s.dec.Reset()
 	s.text, s.sim = s.text[:0], s.sim[:0]
-	s.kern, s.aft, s.rxEnd, s.tok, s.srv = s.kern[:0], s.aft[:0], s.rxEnd[:0], s.tok[:0], s.srv[:0]
+	s.kern, s.aft, s.rxEnd, s.tok, s.srv, s.srvEnd = s.kern[:0], s.aft[:0], s.rxEnd[:0], s.tok[:0], s.srv[:0], s.srvEnd[:0]
 	s.conn, s.resp, s.cursor, s.final, s.tokens = nil, 0, 0, false, 0
 	s.p = new(ptrs)
 }
@@ -609,7 +610,7 @@ func (c *Client) finish(res *Result) {
 	if n == 0 {
 		return
 	}
-	ints := make([]int64, 4*n)
+	ints := make([]int64, 5*n)
 	toks := make([]int32, n)
 	content := 0
 	for i := range res.Chunks {
@@ -635,13 +636,18 @@ func (c *Client) finish(res *Result) {
 				ints[n+i] = s.srv[content]
 				ch.ServerSentNs = &ints[n+i]
 			}
+			if content < len(s.srvEnd) {
+				ints[4*n+i] = s.srvEnd[content]
+				ch.ServerSentEndNs = &ints[4*n+i]
+			}
 			content++
 		}
 	}
 }
 
 // applySim parses the simulator's ground-truth comment
-// `x-sim {"queue_ns":Q,"prefill_ns":P,"decode_ns":D,"sent_ns":[t0,t1,...]}`.
+// `x-sim {"queue_ns":Q,"prefill_ns":P,"decode_ns":D,"sent_ns":[t0,t1,...],"sent_end_ns":[e0,e1,...]}`
+// (sent_end_ns absent from older simulators, and perhaps shorter than sent_ns).
 func (c *Client) applySim(res *Result) {
 	s := &res.st
 	if len(s.sim) == 0 {
@@ -658,13 +664,15 @@ func (c *Client) applySim(res *Result) {
 			res.Req.ServerDecodeNs = s.int64p(slotDecode, j.int())
 		case "sent_ns":
 			j.array(func() { s.srv = append(s.srv, j.int()) })
+		case "sent_end_ns":
+			j.array(func() { s.srvEnd = append(s.srvEnd, j.int()) })
 		default:
 			j.skip()
 		}
 	})
 	if j.err != nil {
 		res.Req.ServerQueueNs, res.Req.ServerPrefillNs, res.Req.ServerDecodeNs = nil, nil, nil
-		s.srv = s.srv[:0]
+		s.srv, s.srvEnd = s.srv[:0], s.srvEnd[:0]
 	}
 }
 

@@ -17,9 +17,10 @@ type streamSpec struct {
 	noSim    bool          // leave out the x-sim comment
 }
 
-// stampHandler is a little SSE server that stamps its send time (CLOCK_REALTIME ns, taken right
-// before the write) into each event and reports them all in an x-sim comment before [DONE], like
-// the built-in simulator. Query parameters override spec: ?n=events&ms=interval.
+// stampHandler is a little SSE server that stamps each content event's send (CLOCK_REALTIME ns,
+// taken right before the write and right after it returned) and reports the stamps in an x-sim
+// comment before [DONE], like the built-in simulator. Query parameters override spec:
+// ?n=events&ms=interval.
 func stampHandler(spec streamSpec) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sp := spec
@@ -36,14 +37,14 @@ func stampHandler(spec streamSpec) http.HandlerFunc {
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
-		send := func(s string) int64 {
-			t := time.Now().UnixNano()
+		send := func(s string) (before, after int64) {
+			before = time.Now().UnixNano()
 			fmt.Fprint(w, s)
 			fl.Flush()
-			return t
+			return before, time.Now().UnixNano()
 		}
 		send(`data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant"}}]}` + nl + nl)
-		sent := make([]string, 0, sp.events)
+		sent, ends := make([]string, 0, sp.events), make([]string, 0, sp.events)
 		next := time.Now()
 		for i := range sp.events {
 			next = next.Add(sp.interval)
@@ -54,8 +55,8 @@ func stampHandler(spec streamSpec) http.HandlerFunc {
 			if i == sp.events-1 {
 				fin = `"stop"`
 			}
-			t := send(fmt.Sprintf(`data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"tok%d "},"finish_reason":%s}]}`+nl+nl, i, fin))
-			sent = append(sent, strconv.FormatInt(t, 10))
+			t, end := send(fmt.Sprintf(`data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"tok%d "},"finish_reason":%s}]}`+nl+nl, i, fin))
+			sent, ends = append(sent, strconv.FormatInt(t, 10)), append(ends, strconv.FormatInt(end, 10))
 		}
 		// One more interval before the usage event, so that the last content event does not share
 		// a read with it (a real server sends it at once; that event is then upper_bound).
@@ -63,7 +64,8 @@ func stampHandler(spec streamSpec) http.HandlerFunc {
 		send(fmt.Sprintf(`data: {"id":"x","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":%d,"prompt_tokens_details":{"cached_tokens":3}}}`+nl+nl, sp.events))
 		tail := ""
 		if !sp.noSim {
-			tail += `: x-sim {"queue_ns":11,"prefill_ns":22,"decode_ns":33,"sent_ns":[` + strings.Join(sent, ",") + "]}" + nl
+			tail += `: x-sim {"queue_ns":11,"prefill_ns":22,"decode_ns":33,"sent_ns":[` + strings.Join(sent, ",") +
+				`],"sent_end_ns":[` + strings.Join(ends, ",") + "]}" + nl
 		}
 		if !sp.noDone {
 			tail += "data: [DONE]" + nl + nl
