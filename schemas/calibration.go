@@ -32,7 +32,9 @@ type Calibration struct {
 	FaithfulRule        string            `json:"faithful_rule" doc:"the rule a rate is judged by, in words"`
 	FaithfulCPUPerReqNs float64           `json:"faithful_client_cpu_per_request_ns" doc:"client_cpu_per_request_ns at the faithful rate: what measuring a request faithfully costs this machine; 0 = no faithful rate"`
 	Fit                 WorkerFit         `json:"fit" doc:"the worker CPU model fitted over the sweep"`
-	StampTransit        Quant             `json:"stamp_transit_ns" doc:"rx_kernel_ns − the simulator's send stamp over exact content events: how long the loopback path takes from the simulator's write to the kernel's receive stamp. Its tail bounds aggregate's stamp allowance (bias.stamp_allowance) on loopback."`
+	StampTransit        Quant             `json:"stamp_transit_ns" doc:"rx_kernel_ns − server_sent_ns (the simulator's stamp before its write) over exact content events: the loopback path from the write's start to the kernel's receive stamp, plus any time the simulator lost between its stamp and its write"`
+	StampWrite          Quant             `json:"stamp_write_ns" doc:"server_sent_end_ns − server_sent_ns over the same events: how long the simulator's writes took, the width of the window that holds each arrival"`
+	StampOutside        int               `json:"stamp_outside" doc:"of those events, kernel stamps outside their write's window [server_sent_ns, server_sent_end_ns] (± calibrate.TruthAllowance): 0 on loopback, where the kernel stamps a segment inside the sender's write, unless TCP held a segment back"`
 	ForRate             float64           `json:"for_rate" doc:"the rate workers_for_rate is for"`
 	WorkersFor          int               `json:"workers_for_rate" doc:"workers that keep ρ at 0.5 at for_rate; 0 = not reachable"`
 	Notes               []string          `json:"notes,omitempty" doc:"what to keep in mind (shared CPUs, a target not started by calibrate)"`
