@@ -120,8 +120,7 @@ func postOf(tr Truth, s int64) string {
 }
 
 // addBounds fills each rate's bounds coverage and widths from aggregate's metrics in dir, and
-// the calibration's stamp transit, write durations and stamps outside their write from the raw
-// chunks.
+// the calibration's stamp figures from the raw chunks (addStamps).
 func addBounds(c *schemas.Calibration, dir string, d *rawData) error {
 	reqs, err := schemas.ReadFile[schemas.MetricRequest](schemas.FileOf[schemas.MetricRequest](dir))
 	if err != nil {
@@ -131,23 +130,7 @@ func addBounds(c *schemas.Calibration, dir string, d *rawData) error {
 	if err != nil {
 		return fmt.Errorf("bounds coverage: %w", err)
 	}
-	var transit, write []int64
-	c.StampOutside = 0
-	for i := range d.chunks {
-		ch := &d.chunks[i]
-		tr, ok := TruthOf(ch)
-		if ch.Kind != schemas.ChunkContent || ch.Quality != schemas.QualityExact || ch.RxKernelNs == nil || !ok {
-			continue
-		}
-		transit = append(transit, *ch.RxKernelNs-tr.Pre)
-		if tr.Post != 0 {
-			write = append(write, tr.Post-tr.Pre)
-		}
-		if tr.Outside(*ch.RxKernelNs) != 0 {
-			c.StampOutside++
-		}
-	}
-	c.StampTransit, c.StampWrite = quant(transit, false), quant(write, false)
+	addStamps(c, d.chunks)
 	cov := CoverTTFT(reqs, d.chunks)
 	for i := range c.Rates {
 		r := &c.Rates[i]
@@ -162,4 +145,27 @@ func addBounds(c *schemas.Calibration, dir string, d *rawData) error {
 		}
 	}
 	return nil
+}
+
+// addStamps sets the calibration's stamp figures over the exact content events the simulator
+// stamped: transit (kernel stamp − stamp before the write), write (stamp after the write −
+// stamp before it) and how many kernel stamps lay outside their write (Truth.Outside).
+func addStamps(c *schemas.Calibration, chunks []schemas.RawChunk) {
+	var transit, write []int64
+	c.StampOutside = 0
+	for i := range chunks {
+		ch := &chunks[i]
+		tr, ok := TruthOf(ch)
+		if ch.Kind != schemas.ChunkContent || ch.Quality != schemas.QualityExact || ch.RxKernelNs == nil || !ok {
+			continue
+		}
+		transit = append(transit, *ch.RxKernelNs-tr.Pre)
+		if tr.Post != 0 {
+			write = append(write, tr.Post-tr.Pre)
+		}
+		if tr.Outside(*ch.RxKernelNs) != 0 {
+			c.StampOutside++
+		}
+	}
+	c.StampTransit, c.StampWrite = quant(transit, false), quant(write, false)
 }
