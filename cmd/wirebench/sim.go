@@ -81,9 +81,10 @@ Token counting: a token is a maximal run of non-space characters (prompt: all me
 contents); output token i is a word from a fixed list followed by a space, so usage is exact.
 
 Ground truth: every stream ends with the SSE comment
-  : x-sim {"queue_ns":Q,"prefill_ns":P,"decode_ns":D,"sent_ns":[t0,t1,...],"model":M}
+  : x-sim {"queue_ns":Q,"prefill_ns":P,"decode_ns":D,"sent_ns":[t0,t1,...],"sent_end_ns":[e0,e1,...],"model":M}
 just before its terminal event (data: [DONE], response.completed, message_stop); sent_ns is
-time.Now().UnixNano() (CLOCK_REALTIME) taken just before writing each event carrying tokens, M
+time.Now().UnixNano() (CLOCK_REALTIME) taken just before writing each event carrying tokens,
+sent_end_ns just after that write returned (on loopback the event arrives between the two), M
 the model (or adapter) that served it. Non-streaming responses carry x-sim-queue-ns,
 x-sim-prefill-ns, x-sim-decode-ns, x-sim-sent-ns and x-sim-model headers.`
 }
