@@ -194,10 +194,11 @@ func starvedCapture(t *testing.T, itl, tapMode string) string {
 	return run
 }
 
-// hog spins on cpu until quit, then signals done.
+// hog spins on cpu until quit, then signals done. Its thread stays locked, so it ends with the
+// goroutine: unlocked, it would go back to the runtime pinned to cpu, and a later test (or a
+// process it starts) would run there alone.
 func hog(cpu int, quit *atomic.Bool, done chan<- struct{}) {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	var set unix.CPUSet
 	set.Set(cpu)
 	_ = unix.SchedSetaffinity(0, &set)
