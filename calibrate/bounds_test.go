@@ -102,7 +102,7 @@ func TestAddStamps(t *testing.T) {
 	chunks := []schemas.RawChunk{
 		{Kind: schemas.ChunkContent, Quality: schemas.QualityExact, RxKernelNs: p(1010), ServerSentNs: p(1000), ServerSentEndNs: p(1030)},
 		{Kind: schemas.ChunkContent, Quality: schemas.QualityExact, RxKernelNs: p(5000), ServerSentNs: p(1000), ServerSentEndNs: p(1030)}, // outside
-		{Kind: schemas.ChunkContent, Quality: schemas.QualityExact, RxKernelNs: p(1500), ServerSentNs: p(1000)},                         // no post: inside
+		{Kind: schemas.ChunkContent, Quality: schemas.QualityExact, RxKernelNs: p(1500), ServerSentNs: p(1000)},                           // no post: inside
 		{Kind: schemas.ChunkContent, Quality: schemas.QualityUpperBound, RxKernelNs: p(9000), ServerSentNs: p(1000), ServerSentEndNs: p(1030)},
 		{Kind: schemas.ChunkDone, Quality: schemas.QualityExact, RxKernelNs: p(9000), ServerSentNs: p(1000), ServerSentEndNs: p(1030)},
 	}
