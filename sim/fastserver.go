@@ -197,10 +197,10 @@ type conn struct {
 	h    reqHead
 	body []byte
 
-	out  []byte  // SSE writes: reserve bytes of room, then the events
-	sent []int64 // the current stream's stamps: before the writes of its deltas, then after
-	rd   render
-	rw   respWriter
+	out    []byte  // SSE writes: reserve bytes of room, then the events
+	stamps []int64 // the current stream's stamps: before the writes of its deltas, then after
+	rd     render
+	rw     respWriter
 
 	hdr        []byte // the pending SSE response head (startStream without flush)
 	date       [29]byte
@@ -566,12 +566,12 @@ func (c *conn) streamWrite(b []byte, last bool) error {
 }
 
 func (c *conn) stampBufs(n int) (sent, end []int64) {
-	if cap(c.sent) < 2*n {
-		c.sent = make([]int64, 2*n)
+	if cap(c.stamps) < 2*n {
+		c.stamps = make([]int64, 2*n)
 	}
-	c.sent = c.sent[:2*n]
-	clear(c.sent)
-	return c.sent[:n:n], c.sent[n:]
+	c.stamps = c.stamps[:2*n]
+	clear(c.stamps)
+	return c.stamps[:n:n], c.stamps[n:]
 }
 
 // respWriter is the http.ResponseWriter of the fast server's other responses. Like net/http,

@@ -124,7 +124,9 @@ func (w *streamWriter) write(from, end int) bool {
 	if w.p.streamWrite(w.b, end > n) != nil {
 		return false
 	}
-	w.stampEnd() // after the last write too, though its x-sim comment went out without them
+	if end <= n { // the last write's deltas left with the x-sim comment, without these stamps
+		w.stampEnd()
+	}
 	return true
 }
 
