@@ -38,7 +38,7 @@ func main() {
 	output := flag.Int("output", 128, "output tokens per request (128: about 1 s of decode, the workload sim-demo.yaml saturates near 60 requests/s with)")
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "wirebench-intervals"), "where the runs are written (removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the runs")
-	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator (above 1 the clients are not pinned to CPUs, so that they do not share one)")
+	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator and an unpinned client: only for loads the machine carries N times over (near saturation the runs compete and are no longer alike)")
 	flag.Parse()
 	log.SetFlags(0)
 	var rates []float64
