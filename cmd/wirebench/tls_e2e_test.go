@@ -373,7 +373,8 @@ func tapTx(tt *aggregate.TapTimes, seq int64) (int64, bool) {
 // of the simulator (20 ms / 5 ms, 16 tokens), capture with its defaults, the tap off and on, a
 // 5 s constant stage at 100 and 1,000 req/s, then aggregate. Per case it reports the exact
 // share, TTFT p50 and the widest p50/p90/p99 bound of TTFT and ITL (µs), and logs the stage's
-// load and client-bound verdicts. `make bench` runs it once.
+// load and client-bound verdicts. `make bench` runs it once; WIREBENCH_BENCH_CAPTURE_FLAGS adds
+// capture flags, as for BenchmarkCapture.
 func BenchmarkHTTPSNginx(b *testing.B) {
 	p := startNginx(b, startSim(b, "--ttft", "20ms", "--itl", "5ms"), false)
 	for _, rate := range []float64{100, 1000} {
@@ -403,7 +404,8 @@ func httpsCase(b *testing.B, tgt schemas.Target, rate float64, tap string) {
 	if err := simkit.WriteConstantRun(run, tgt, []simkit.ConstantStage{st}); err != nil {
 		b.Fatal(err)
 	}
-	for _, args := range [][]string{{"capture", run, "--quiet", "--tap", tap}, {"aggregate", run}} {
+	capture := append([]string{"capture", run, "--quiet", "--tap", tap}, strings.Fields(os.Getenv("WIREBENCH_BENCH_CAPTURE_FLAGS"))...)
+	for _, args := range [][]string{capture, {"aggregate", run}} {
 		if out, err := exec.Command(binary, args...).CombinedOutput(); err != nil {
 			b.Fatalf("%s: %v\n%s", args[0], err, out)
 		}
