@@ -1,11 +1,15 @@
 package worker
 
 import (
+	"container/heap"
+	"context"
 	"fmt"
 	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wirebench/wirebench/capture/wire"
 )
 
 // Go's timers wake up to about 1 ms late (the netpoller waits in whole milliseconds), which alone
@@ -67,4 +71,115 @@ func sleepUntil(ns int64) bool {
 	for unix.ClockNanosleep(unix.CLOCK_REALTIME, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
 	}
 	return target == ns
+}
+
+// pace sends every root at its planned time and the chained requests the timed heap holds, on a
+// locked OS thread, until everything owned is sent or skipped, or a stop.
+func (w *worker) pace(ctx context.Context) {
+	if warn := lockPacerThread(w.cfg.PacerNice); warn != "" && w.cfg.Worker == 0 {
+		w.log.Warn(warn) // the same for every worker: said once
+	}
+	defer runtime.UnlockOSThread()
+	i := 0
+	for !w.stopping.Load() {
+		due := int64(-1)
+		if i < len(w.roots) {
+			due = w.startNs + w.roots[i].r.PlannedOffsetNs
+		}
+		w.tmu.Lock()
+		var top *timedItem
+		if len(w.timed) > 0 && (due < 0 || w.timed[0].due < due) {
+			top = &w.timed[0]
+			due = top.due
+		}
+		w.tmu.Unlock()
+		if due < 0 {
+			if w.remaining.Load() == 0 {
+				return
+			}
+			sleepUntil(time.Now().UnixNano() + int64(maxNap))
+			continue
+		}
+		if !sleepUntil(due) {
+			continue // napped; look again (a timed item may have arrived)
+		}
+		if top != nil {
+			w.tmu.Lock()
+			t := heap.Pop(&w.timed).(timedItem)
+			w.tmu.Unlock()
+			w.dispatch(ctx, t.it, t.due)
+			continue
+		}
+		it := w.roots[i]
+		if int64(i) >= w.built.Load() {
+			if err := w.buildRoot(it); err != nil {
+				w.log.Error("build request body", "err", err)
+				w.stop()
+				return
+			}
+			w.lateBody.Add(1)
+		}
+		i++
+		w.dispatch(ctx, it, due)
+	}
+}
+
+// dispatch starts one send, waiting on the in-flight cap if there is one (a wait shows as send
+// lag and is counted).
+func (w *worker) dispatch(ctx context.Context, it *item, planned int64) {
+	delayed := false
+	if w.sem != nil {
+		select {
+		case w.sem <- struct{}{}:
+		default:
+			delayed = true
+			w.waits[it.r.Stage].Add(1)
+			select {
+			case w.sem <- struct{}{}:
+			case <-w.stopCh:
+				return
+			}
+		}
+	}
+	if planned < w.startNs+int64(time.Second) {
+		w.fsent.Add(1)
+	}
+	w.sent[it.r.Stage].Add(1)
+	w.sentTotal.Add(1)
+	w.wg.Add(1)
+	n := w.inflight.Add(1)
+	for p := w.peak.Load(); n > p && !w.peak.CompareAndSwap(p, n); p = w.peak.Load() {
+	}
+	res := w.pool.Get().(*wire.Result)
+	it.req = wire.Request{Seq: it.r.Seq, URL: w.urls[it.r.Endpoint], Body: it.body, Header: w.header,
+		CancelAfterTokens: it.r.CancelAfterTokens, CancelAfter: time.Duration(it.r.CancelAfterNs)}
+	if w.api.Ranks() {
+		it.req.Documents, it.req.Answers = it.r.Documents, w.bb.answers(it.r.Documents)
+	}
+	// On a warm connection the request is written right here, on the pacer's thread.
+	w.client.Send(ctx, &it.req, res, func(res *wire.Result) { w.finished(ctx, it, planned, delayed, res) })
+}
+
+// finished records a request that has ended and schedules what follows it.
+func (w *worker) finished(ctx context.Context, it *item, planned int64, delayed bool, res *wire.Result) {
+	defer w.wg.Done()
+	w.inflight.Add(-1)
+	if w.sem != nil {
+		<-w.sem
+	}
+	q := &res.Req
+	q.Seq, q.Stage, q.Worker, q.Shard, q.Endpoint = it.r.Seq, it.r.Stage, int32(w.cfg.Worker), int32(w.cfg.Shard), it.r.Endpoint
+	q.Warmup, q.Conversation, q.Turn, q.Model = it.r.Warmup, it.r.Conversation, it.r.Turn, it.r.Model
+	q.InputTokens, q.MaxTokens, q.PlannedNs, q.InflightDelay = it.r.InputTokens, it.r.MaxTokens, planned, delayed
+	q.Documents = it.r.Documents
+	if w.cfg.KeepText {
+		q.OutputText = res.Text
+	}
+	it.body, it.req = nil, wire.Request{}
+	if next := it.next; next != nil {
+		w.follow(ctx, it, next, res)
+	}
+	it.hist = nil
+	w.remaining.Add(-1)
+	w.results <- res
 }
