@@ -73,6 +73,20 @@ func sleepUntil(ns int64) bool {
 	return target == ns
 }
 
+// nextDue says what the pacer sends next and when: the root at i, due at start plus its planned
+// offset, or the timed heap's earliest item when that is due before it (a tie goes to the root).
+// due < 0: nothing is waiting. The caller holds the heap's lock.
+func nextDue(start int64, roots []*item, i int, timed timedHeap) (due int64, fromTimed bool) {
+	due = -1
+	if i < len(roots) {
+		due = start + roots[i].r.PlannedOffsetNs
+	}
+	if len(timed) > 0 && (due < 0 || timed[0].due < due) {
+		return timed[0].due, true
+	}
+	return due, false
+}
+
 // pace sends every root at its planned time and the chained requests the timed heap holds, on a
 // locked OS thread, until everything owned is sent or skipped, or a stop.
 func (w *worker) pace(ctx context.Context) {
@@ -82,16 +96,8 @@ func (w *worker) pace(ctx context.Context) {
 	defer runtime.UnlockOSThread()
 	i := 0
 	for !w.stopping.Load() {
-		due := int64(-1)
-		if i < len(w.roots) {
-			due = w.startNs + w.roots[i].r.PlannedOffsetNs
-		}
 		w.tmu.Lock()
-		var top *timedItem
-		if len(w.timed) > 0 && (due < 0 || w.timed[0].due < due) {
-			top = &w.timed[0]
-			due = top.due
-		}
+		due, timed := nextDue(w.startNs, w.roots, i, w.timed)
 		w.tmu.Unlock()
 		if due < 0 {
 			if w.remaining.Load() == 0 {
@@ -103,7 +109,7 @@ func (w *worker) pace(ctx context.Context) {
 		if !sleepUntil(due) {
 			continue // napped; look again (a timed item may have arrived)
 		}
-		if top != nil {
+		if timed {
 			w.tmu.Lock()
 			t := heap.Pop(&w.timed).(timedItem)
 			w.tmu.Unlock()
