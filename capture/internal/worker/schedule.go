@@ -16,6 +16,33 @@ const bodyWindow = 2 * time.Second
 
 // load reads the manifest and this worker's share of the schedule and prompts.
 func (w *worker) load() error {
+	if err := w.loadTarget(); err != nil {
+		return err
+	}
+	maxStage := int32(0)
+	for _, s := range w.stages {
+		maxStage = max(maxStage, s.Index)
+	}
+	items, err := w.readShare(maxStage)
+	if err != nil {
+		return err
+	}
+	if err := w.readPrompts(items); err != nil {
+		return err
+	}
+	w.sent = make([]atomic.Int64, maxStage+1)
+	w.waits = make([]atomic.Int64, maxStage+1)
+	if err := w.chain(items); err != nil {
+		return err
+	}
+	w.owned = int64(len(items))
+	w.remaining.Store(w.owned)
+	return nil
+}
+
+// loadTarget reads the manifest's stages and target and prepares what every send needs: the
+// body builder, the API, the header, TLS and the endpoints' URLs.
+func (w *worker) loadTarget() error {
 	m, err := schemas.ReadManifest(filepath.Join(w.cfg.Run, schemas.ManifestName))
 	if err != nil {
 		return fmt.Errorf("read manifest: %w", err)
@@ -50,35 +77,41 @@ func (w *worker) load() error {
 	for _, b := range w.bases {
 		w.urls = append(w.urls, endpoint(b, w.tgt.API))
 	}
-	maxStage := int32(0)
-	for _, s := range w.stages {
-		maxStage = max(maxStage, s.Index)
-	}
+	return nil
+}
 
+// readShare reads the schedule's requests this worker owns, in seq order.
+func (w *worker) readShare(maxStage int32) ([]*item, error) {
 	sched, err := schemas.ReadFile[schemas.ScheduleRequest](schemas.FileOf[schemas.ScheduleRequest](w.cfg.Run))
 	if err != nil {
-		return fmt.Errorf("read schedule: %w", err)
+		return nil, fmt.Errorf("read schedule: %w", err)
 	}
 	var items []*item
-	need := map[int64]*schemas.Prompt{}
 	for i := range sched {
 		r := &sched[i]
 		if sh, wk := Owner(r, w.cfg.Shards, w.cfg.Workers); sh != w.cfg.Shard || wk != w.cfg.Worker {
 			continue
 		}
 		if r.Stage < 0 || r.Stage > maxStage {
-			return fmt.Errorf("schedule/requests.parquet: seq %d: stage %d is not in manifest stages", r.Seq, r.Stage)
+			return nil, fmt.Errorf("schedule/requests.parquet: seq %d: stage %d is not in manifest stages", r.Seq, r.Stage)
 		}
 		if r.Endpoint < 0 || int(r.Endpoint) >= len(w.urls) {
-			return fmt.Errorf("schedule/requests.parquet: seq %d: endpoint %d, but the target has %d (target.urls)", r.Seq, r.Endpoint, len(w.urls))
+			return nil, fmt.Errorf("schedule/requests.parquet: seq %d: endpoint %d, but the target has %d (target.urls)", r.Seq, r.Endpoint, len(w.urls))
 		}
 		items = append(items, &item{r: *r})
-		need[r.PromptID] = nil
 		if r.Model != "" {
 			w.bb.addModel(r.Model)
 		}
 	}
-	sched = nil
+	return items, nil
+}
+
+// readPrompts gives each item its prompt and prepares the prompts' images.
+func (w *worker) readPrompts(items []*item) error {
+	need := make(map[int64]*schemas.Prompt, len(items))
+	for _, it := range items {
+		need[it.r.PromptID] = nil
+	}
 	prompts, err := schemas.ReadFile[schemas.Prompt](schemas.FileOf[schemas.Prompt](w.cfg.Run))
 	if err != nil {
 		return fmt.Errorf("read prompts: %w", err)
@@ -92,21 +125,24 @@ func (w *worker) load() error {
 			}
 		}
 	}
-	prompts = nil
-	w.sent = make([]atomic.Int64, maxStage+1)
-	w.waits = make([]atomic.Int64, maxStage+1)
-
-	// Chains: a conversation turn follows the turn it depends on; a closed-loop user's requests
-	// follow each other in seq order.
-	bySeq := make(map[int64]*item, len(items))
-	hasPrev := make(map[*item]bool)
-	lastOfUser := map[int64]*item{}
 	for _, it := range items {
 		if it.prompt = need[it.r.PromptID]; it.prompt == nil {
 			return fmt.Errorf("schedule/requests.parquet: seq %d: prompt_id %d is not in schedule/prompts.parquet", it.r.Seq, it.r.PromptID)
 		}
+	}
+	return nil
+}
+
+// chain links the items into chains and keeps the chains' first items as roots, by planned
+// time: a conversation turn follows the turn it depends on; a closed-loop user's requests
+// follow each other in seq order.
+func (w *worker) chain(items []*item) error {
+	bySeq := make(map[int64]*item, len(items))
+	for _, it := range items {
 		bySeq[it.r.Seq] = it
 	}
+	hasPrev := make(map[*item]bool)
+	lastOfUser := map[int64]*item{}
 	// Items come in seq order, and a closed-loop user's conversations are numbered one after
 	// another, so a user's next conversation follows the last turn of the previous one.
 	for _, it := range items {
@@ -133,8 +169,6 @@ func (w *worker) load() error {
 		}
 	}
 	sort.SliceStable(w.roots, func(i, j int) bool { return w.roots[i].r.PlannedOffsetNs < w.roots[j].r.PlannedOffsetNs })
-	w.owned = int64(len(items))
-	w.remaining.Store(w.owned)
 	return nil
 }
 
