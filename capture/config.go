@@ -1,15 +1,18 @@
 package capture
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/wirebench/wirebench/capture/wire"
 	"github.com/wirebench/wirebench/internal/cpuset"
+	"github.com/wirebench/wirebench/internal/redact"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -163,4 +166,101 @@ type Live struct {
 	Inflight  int64         // requests in flight now (every stage)
 	TTFTCount int64         // requests of the stage with a first token so far
 	TTFTP50   time.Duration // their median TTFT (to 2 significant digits)
+}
+
+// Check resolves cfg against the run config rc as Run will, touching nothing: `wirebench run`
+// calls it before replay replaces a run directory, so that options capture would refuse fail
+// while the old run is still whole.
+func Check(cfg Config, rc *schemas.Config) error { return resolve(&cfg, rc) }
+
+// resolve fills cfg from the manifest's config and the defaults.
+func resolve(cfg *Config, rc *schemas.Config) error {
+	co := rc.Capture
+	if eps := rc.Target.URLs; len(eps) > 1 {
+		if cfg.Target != "" && cfg.Target != eps[0].URL {
+			return fmt.Errorf("--target %s: the schedule spreads its requests over the %d endpoints of target.urls; plan the run anew with replay --target to send them all to one", redact.URL(cfg.Target), len(eps))
+		}
+		cfg.Targets = rc.Target.Endpoints()
+	}
+	if cfg.Target == "" {
+		cfg.Target = rc.Target.URL
+	}
+	if cfg.Target == "" {
+		return errors.New("no target URL: set target.url in the config or pass --target")
+	}
+	u, err := url.Parse(cfg.Target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("target %q: want an http:// or https:// base URL", cfg.Target)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = co.Workers
+	}
+	if cfg.Workers < 0 {
+		return fmt.Errorf("workers %d: want >= 1 (0 = the CPUs this process may use)", cfg.Workers)
+	}
+	if cfg.Shards < 1 {
+		cfg.Shards = 1
+	}
+	if cfg.StopBelowFidelity < 0 || cfg.StopBelowFidelity > 1 {
+		return fmt.Errorf("stop-below-fidelity %g: want a share between 0 and 1", cfg.StopBelowFidelity)
+	}
+	if co.Shards > 1 && cfg.Shards != co.Shards {
+		return fmt.Errorf("shard %d/%d: the config's capture.shards is %d: give --shard i/%d", cfg.Shard, cfg.Shards, co.Shards, co.Shards)
+	}
+	if cfg.Shard < 0 || cfg.Shard >= cfg.Shards {
+		return fmt.Errorf("shard %d/%d: want 0 <= i < n", cfg.Shard, cfg.Shards)
+	}
+	pick := func(v, c, d int) int {
+		if v != 0 {
+			return v
+		}
+		if c != 0 {
+			return c
+		}
+		return d
+	}
+	pickD := func(v, c, d time.Duration) time.Duration {
+		if v != 0 {
+			return v
+		}
+		if c != 0 {
+			return c
+		}
+		return d
+	}
+	cfg.MaxInflight = pick(cfg.MaxInflight, co.MaxInflight, 0)
+	cfg.MaxConns = pick(cfg.MaxConns, co.MaxConnections, 0)
+	cfg.Connections = pick(cfg.Connections, co.Connections, DefaultConnections)
+	cfg.PartRows = pick(cfg.PartRows, co.PartRows, DefaultPartRows)
+	cfg.GOMAXPROCS = pick(cfg.GOMAXPROCS, 0, DefaultGOMAXPROCS)
+	cfg.DrainTimeout = pickD(cfg.DrainTimeout, co.DrainTimeout.D(), DefaultDrainTimeout)
+	cfg.Timeout = requestTimeout(cfg.Timeout, rc.Target.Timeout)
+	cfg.TTFTTimeout = pickD(cfg.TTFTTimeout, rc.Target.TTFTTimeout.D(), DefaultTTFTTimeout)
+	cfg.GapTimeout = pickD(cfg.GapTimeout, rc.Target.GapTimeout.D(), DefaultGapTimeout)
+	cfg.ConnectTimeout = pickD(cfg.ConnectTimeout, rc.Target.ConnectTimeout.D(), DefaultConnectTimeout)
+	cfg.Watchdog = pickD(cfg.Watchdog, 0, DefaultWatchdog)
+	if *cfg.Timeout < 0 || cfg.TTFTTimeout < 0 || cfg.GapTimeout < 0 || cfg.ConnectTimeout < 0 || cfg.Watchdog < 0 {
+		return fmt.Errorf("timeouts must be >= 0 (timeout %v, ttft-timeout %v, gap-timeout %v, connect-timeout %v, watchdog %v)",
+			*cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout, cfg.ConnectTimeout, cfg.Watchdog)
+	}
+	cfg.PartInterval = pickD(cfg.PartInterval, co.PartInterval.D(), DefaultPartInterval)
+	cfg.MemoryBudget = cmp.Or(cfg.MemoryBudget, int64(co.MemoryBudget), DefaultMemoryBudget)
+	if cfg.MemoryBudget < 0 {
+		return fmt.Errorf("memory budget must be >= 0 (%d bytes)", cfg.MemoryBudget)
+	}
+	cfg.KeepText = cfg.KeepText || co.KeepText
+	return nil
+}
+
+// requestTimeout is the whole-request timeout: the flag, else target.timeout, else
+// DefaultTimeout; 0 = none.
+func requestTimeout(flag *time.Duration, conf *schemas.Duration) *time.Duration {
+	d := DefaultTimeout
+	switch {
+	case flag != nil:
+		d = *flag
+	case conf != nil:
+		d = conf.D()
+	}
+	return &d
 }
