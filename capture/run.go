@@ -21,15 +21,82 @@ import (
 // requests get DrainTimeout), or failed (target down, a dead worker, an error). Finished parts
 // are kept in every case.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
-	mpath := filepath.Join(cfg.Run, schemas.ManifestName)
-	m, err := schemas.ReadManifest(mpath)
+	p, err := prepare(ctx, cfg, log)
 	if err != nil {
-		return fmt.Errorf("read manifest: %w", err)
+		return err
 	}
-	rc, err := m.RunConfig()
+	readClock := p.cfg.Clock
+	if readClock == nil {
+		readClock = hostclock.Read
+	}
+	clock := readClock()
+	c := newCoord(p, clock, log)
+	// Room for the last manifest writes when the disk fills up; deleted after them.
+	release, err := schemas.Reserve(p.cfg.Run)
 	if err != nil {
-		return fmt.Errorf("%s: %w", mpath, err)
+		return err
 	}
+	defer release()
+	if err := c.m.Write(c.mpath); err != nil {
+		return err
+	}
+	// The tap starts before any worker dials (its join needs each connection's handshake) and
+	// stops after the last worker has exited.
+	rec, tapStatus, err := startTap(p.cfg, p.pl.local, log)
+	if err != nil {
+		return err
+	}
+	c.m.Tap = tapStatus
+	c.m.OpenFilesLimit = worker.OpenFilesLimit()
+	c.m.MaxConnections = worker.ConnCap(p.cfg.MaxConns, p.cfg.MaxInflight, c.m.OpenFilesLimit)
+	defer func() {
+		if rec != nil {
+			if terr := rec.finish(c.m); terr != nil && err == nil {
+				err = fmt.Errorf("packet tap: %w", terr)
+			}
+		}
+		c.finish(err)
+		end := hostclock.Worse(clock, readClock())
+		c.m.Clock = &end
+		if werr := c.m.Write(c.mpath); werr != nil && err == nil {
+			err = werr
+		}
+	}()
+	stopAwake, err := c.startWorkers(p)
+	if err != nil {
+		return err
+	}
+	defer stopAwake()
+	return c.loop(ctx, p.rc.Target)
+}
+
+// prepared is a capture whose options are resolved and checked, before anything is written or
+// started.
+type prepared struct {
+	cfg     Config
+	rc      schemas.Config
+	m       *schemas.Manifest
+	mpath   string
+	planned map[int32]int64 // this host's planned requests per stage
+	total   int64
+	pl      placement
+	cpus    []int  // the CPUs to pin workers to
+	exe     string // the binary that runs `worker`
+}
+
+// prepare reads the manifest, resolves cfg against its config and checks everything that can be
+// checked before the capture starts: variables and secrets, an empty raw/, the schedule, the
+// CPUs and where the target runs.
+func prepare(ctx context.Context, cfg Config, log *slog.Logger) (*prepared, error) {
+	p := &prepared{mpath: filepath.Join(cfg.Run, schemas.ManifestName)}
+	var err error
+	if p.m, err = schemas.ReadManifest(p.mpath); err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	if p.rc, err = p.m.RunConfig(); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.mpath, err)
+	}
+	rc := &p.rc
 	if s := cfg.Secrets; s != nil {
 		rc.Target.URL, rc.Target.MetricsURL, rc.Target.Headers = s.URL, s.MetricsURL, s.Headers
 		if len(s.URLs) == len(rc.Target.URLs) {
@@ -42,105 +109,77 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	// Every variable set, no secret missing, before anything is written or started; from here
 	// on, the target's secrets are kept out of what this process writes and logs.
 	if _, err := rc.Target.Resolve(); err != nil {
-		return inFile(mpath, err)
+		return nil, inFile(p.mpath, err)
 	}
-	if err := resolve(&cfg, &rc); err != nil {
-		return err
+	if err := resolve(&cfg, rc); err != nil {
+		return nil, err
 	}
 	rawDir := filepath.Join(cfg.Run, "raw")
 	if old, _ := filepath.Glob(filepath.Join(rawDir, "*.parquet")); len(old) > 0 {
-		return fmt.Errorf("%s already holds a capture (%s); capture into a fresh run directory or remove raw/", rawDir, filepath.Base(old[0]))
+		return nil, fmt.Errorf("%s already holds a capture (%s); capture into a fresh run directory or remove raw/", rawDir, filepath.Base(old[0]))
 	}
-	planned, total, err := plannedPerStage(cfg.Run, cfg.Shard, cfg.Shards)
-	if err != nil {
-		return err
+	if p.planned, p.total, err = plannedPerStage(cfg.Run, cfg.Shard, cfg.Shards); err != nil {
+		return nil, err
 	}
 	cpus, usable, err := cpuset.Allowed()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(cfg.CPUs) > 0 {
 		cpus, usable = cfg.CPUs, min(usable, len(cfg.CPUs))
 	}
-	pl := locate(ctx, cfg.Target, log)
-	cpus = pl.applyColocated(&cfg, cpus, usable)
+	p.pl = locate(ctx, cfg.Target, log)
+	p.cpus = p.pl.applyColocated(&cfg, cpus, usable)
 	if cfg.Workers == 0 {
 		cfg.Workers = usable
 	}
-	exe := cfg.Exe
-	if exe == "" {
-		if exe, err = os.Executable(); err != nil {
-			return fmt.Errorf("find wirebench binary for workers: %w", err)
+	if p.exe = cfg.Exe; p.exe == "" {
+		if p.exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("find wirebench binary for workers: %w", err)
 		}
 	}
+	p.cfg = cfg
+	return p, nil
+}
 
-	// The manifest says "running" and what may be missing until the end rewrites it, so a
-	// killed coordinator leaves an honest manifest behind.
-	step := schemas.Step{Name: schemas.StepCapture, Args: cfg.Args, Started: time.Now(), Status: schemas.StatusRunning}
-	m.Steps = append(m.Steps, step)
-	stepIdx := len(m.Steps) - 1
+// newCoord makes the coordinator of p and marks its manifest running (in memory; Run writes it):
+// the manifest says "running" and what may be missing until the end rewrites it, so a killed
+// coordinator leaves an honest manifest behind.
+func newCoord(p *prepared, clock schemas.Clock, log *slog.Logger) *coord {
+	cfg, m := p.cfg, p.m
+	m.Steps = append(m.Steps, schemas.Step{Name: schemas.StepCapture, Args: cfg.Args, Started: time.Now(), Status: schemas.StatusRunning})
 	m.Status = schemas.StatusRunning
 	if cfg.Shards > 1 {
 		m.Shard = fmt.Sprintf("%d/%d", cfg.Shard, cfg.Shards)
 	}
 	m.Workers = nil
-	m.ShardPlanned = planned
-	readClock := cfg.Clock
-	if readClock == nil {
-		readClock = hostclock.Read
-	}
-	clock := readClock()
+	m.ShardPlanned = p.planned
 	m.Clock = &clock
 	if h, err := os.Hostname(); err == nil {
 		m.Host = h
 	}
-	m.Colocation = pl.col
+	m.Colocation = p.pl.col
 	m.StageUsage = nil
 	m.Missing = []string{"capture did not finish (the coordinator stopped while status was running): parts not listed in files, raw/workers.parquet and raw/server-metrics.parquet may be absent"}
-	// Room for the last manifest writes when the disk fills up; deleted after them.
-	release, err := schemas.Reserve(cfg.Run)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if err := m.Write(mpath); err != nil {
-		return err
-	}
+	return &coord{cfg: cfg, log: log, m: m, mpath: p.mpath, stepIdx: len(m.Steps) - 1, planned: p.planned, total: p.total,
+		msgs: make(chan workerMsg, 256), exits: make(chan workerExit, cfg.Workers)}
+}
 
-	c := &coord{cfg: cfg, log: log, m: m, mpath: mpath, msgs: make(chan workerMsg, 256), exits: make(chan workerExit, cfg.Workers)}
-	// The tap starts before any worker dials (its join needs each connection's handshake) and
-	// stops after the last worker has exited.
-	rec, tapStatus, err := startTap(cfg, pl.local, log)
-	if err != nil {
-		return err
-	}
-	m.Tap = tapStatus
-	m.OpenFilesLimit = worker.OpenFilesLimit()
-	m.MaxConnections = worker.ConnCap(cfg.MaxConns, cfg.MaxInflight, m.OpenFilesLimit)
-	defer func() {
-		if rec != nil {
-			if terr := rec.finish(c.m); terr != nil && err == nil {
-				err = fmt.Errorf("packet tap: %w", terr)
-			}
-		}
-		c.finish(err)
-		end := hostclock.Worse(clock, readClock())
-		c.m.Clock = &end
-		if werr := c.m.Write(mpath); werr != nil && err == nil {
-			err = werr
-		}
-	}()
-	c.stepIdx = stepIdx
-	c.planned, c.total = planned, total
+// startWorkers keeps the workers' CPUs awake when asked to and starts one worker process per
+// Config.Workers, pinned round-robin to p.cpus; it returns what stops the keep-awake spinners.
+// When a worker cannot start, those started are stopped and waited for.
+func (c *coord) startWorkers(p *prepared) (stopAwake func(), err error) {
+	cfg := p.cfg
 	var pinned []int
 	for i := range cfg.Workers {
-		if !cfg.NoPin && len(cpus) > 0 {
-			pinned = append(pinned, cpus[i%len(cpus)])
+		if !cfg.NoPin && len(p.cpus) > 0 {
+			pinned = append(pinned, p.cpus[i%len(p.cpus)])
 		}
 	}
+	stopAwake = func() {}
 	if cfg.KeepAwake {
-		if a := keepAwake(exe, pinned, log); a != nil {
-			defer a.stop()
+		if a := keepAwake(p.exe, pinned, c.log); a != nil {
+			stopAwake = a.stop
 			c.spinPID = a.pid()
 		}
 	}
@@ -150,18 +189,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			cpu = pinned[i]
 		}
 		wc := worker.Config{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
-			GOMAXPROCS: cfg.GOMAXPROCS, PacerNice: pl.pacerNice, Target: cfg.Target, Targets: cfg.Targets, Headers: rc.Target.Headers, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
+			GOMAXPROCS: cfg.GOMAXPROCS, PacerNice: p.pl.pacerNice, Target: cfg.Target, Targets: cfg.Targets, Headers: p.rc.Target.Headers, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
 			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: *cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
 			ConnectTimeout: cfg.ConnectTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
 			MemoryBudget:       cfg.MemoryBudget,
 			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode, Live: cfg.Live != nil}
-		if err := c.start(exe, wc); err != nil {
+		if err := c.start(p.exe, wc); err != nil {
 			c.stopAll()
 			c.waitAll()
-			return err
+			stopAwake()
+			return nil, err
 		}
 	}
-	return c.loop(ctx, rc.Target)
+	return stopAwake, nil
 }
 
 // inFile prefixes each of the errors joined in err with the file they are about.
