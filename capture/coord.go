@@ -194,6 +194,51 @@ func (c *coord) handle(wm workerMsg) {
 
 // loop waits for the workers to be ready, starts them together, follows them to the end.
 func (c *coord) loop(ctx context.Context, target schemas.Target) error {
+	if err := c.waitReady(ctx); err != nil {
+		return err
+	}
+	start, err := c.startAll()
+	if err != nil {
+		c.stopAll()
+		c.drainExits()
+		return err
+	}
+	usage := startUsage(c.m.Stages, c.startNs, c.spinPID, c.pids)
+	for _, p := range c.procs {
+		c.control(p, worker.Control{StartNs: c.startNs})
+		p.heard(time.Now())
+	}
+	c.log.Info("capture starting", "workers", len(c.procs), "start", start.Format(time.RFC3339Nano), "planned", c.total, "target", c.cfg.Target)
+	scraped, stopScrape := c.startScrape(target)
+
+	var live io.Writer
+	if !c.cfg.Quiet && c.cfg.Progress != nil && isTerminal(c.cfg.Progress) {
+		live = c.cfg.Progress
+	}
+	tr := newTracker(c.m.Stages, c.planned, c.cfg.Shards, live, c.log)
+	c.cfg.Live.begin(c.m.Stages, c.planned)
+	defer c.cfg.Live.end()
+	tr.startNs = c.startNs
+	checkFirst := c.follow(ctx, tr)
+	c.m.StageUsage = usage.finish()
+	// Messages sent just before a worker's exit are still queued.
+	c.readersWG.Wait()
+	for len(c.msgs) > 0 {
+		c.handle(<-c.msgs)
+	}
+	// A short run can end before a tick saw its first second's last failure: judge it now.
+	if checkFirst && c.failure == nil && !c.interrupted {
+		c.checkFirstSecond()
+	}
+	tr.finish()
+	stopScrape()
+	c.server = <-scraped
+	return c.result()
+}
+
+// waitReady waits until every worker has reported ready; a worker's exit, ctx's end or two
+// minutes without every worker ready stop them all.
+func (c *coord) waitReady(ctx context.Context) error {
 	readyBy := time.NewTimer(2 * time.Minute)
 	defer readyBy.Stop()
 	for ready := 0; ready < len(c.procs); {
@@ -219,6 +264,12 @@ func (c *coord) loop(ctx context.Context, target schemas.Target) error {
 			return errors.New("workers not ready after 2m (loading the schedule or warming connections)")
 		}
 	}
+	return nil
+}
+
+// startAll sets the common start time (startLead from now, or Config.StartAt) and records it in
+// the manifest.
+func (c *coord) startAll() (time.Time, error) {
 	start := time.Now().Add(startLead)
 	if !c.cfg.StartAt.IsZero() {
 		start = c.cfg.StartAt
@@ -228,41 +279,33 @@ func (c *coord) loop(ctx context.Context, target schemas.Target) error {
 	}
 	c.startNs = start.UnixNano()
 	c.m.StartNs = c.startNs
-	if err := c.m.Write(c.mpath); err != nil {
-		c.stopAll()
-		c.drainExits()
-		return err
-	}
-	usage := startUsage(c.m.Stages, c.startNs, c.spinPID, c.pids)
-	for _, p := range c.procs {
-		c.control(p, worker.Control{StartNs: c.startNs})
-		p.heard(time.Now())
-	}
-	c.log.Info("capture starting", "workers", len(c.procs), "start", start.Format(time.RFC3339Nano), "planned", c.total, "target", c.cfg.Target)
+	return start, c.m.Write(c.mpath)
+}
 
-	scrapeCtx, stopScrape := context.WithCancel(context.Background())
-	scraped := make(chan []schemas.ServerMetric, 1)
+// startScrape scrapes target.metrics_url, if set, until stop is called; the scraped rows then
+// come on the channel (nil when there is nothing to scrape).
+func (c *coord) startScrape(target schemas.Target) (scraped <-chan []schemas.ServerMetric, stop func()) {
+	scrapeCtx, stop := context.WithCancel(context.Background())
+	out := make(chan []schemas.ServerMetric, 1)
 	warn := func(err error) { c.log.Warn("server metrics", "err", err) }
 	if target.MetricsURL == "" {
-		scraped <- nil
+		out <- nil
 	} else if client, err := metricsClient(target); err != nil {
 		warn(err)
-		scraped <- nil
+		out <- nil
 	} else {
-		go func() { scraped <- scrape(scrapeCtx, client, target.MetricsURL, c.stageAt, warn) }()
+		go func() { out <- scrape(scrapeCtx, client, target.MetricsURL, c.stageAt, warn) }()
 	}
+	return out, stop
+}
 
-	var live io.Writer
-	if !c.cfg.Quiet && c.cfg.Progress != nil && isTerminal(c.cfg.Progress) {
-		live = c.cfg.Progress
-	}
-	tr := newTracker(c.m.Stages, c.planned, c.cfg.Shards, live, c.log)
-	c.cfg.Live.begin(c.m.Stages, c.planned)
-	defer c.cfg.Live.end()
-	tr.startNs = c.startNs
+// follow handles the workers' messages and exits until the last worker has exited, and once a
+// second runs the watchdog, the progress line and the stop judgements; an interrupt (ctx) stops
+// the workers, who drain. It reports whether the first second is still to be judged.
+func (c *coord) follow(ctx context.Context, tr *tracker) (checkFirst bool) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	checkFirst := true
+	checkFirst = true
 	alive := len(c.procs)
 	ctxDone := ctx.Done()
 	for alive > 0 {
@@ -285,35 +328,28 @@ func (c *coord) loop(ctx context.Context, target schemas.Target) error {
 			c.log.Warn("stopping: workers drain their in-flight requests", "drain_timeout", c.cfg.DrainTimeout)
 			c.stopAll()
 		case now := <-tick.C:
-			c.watch(now)
-			if !c.cfg.Quiet {
-				tr.render(now.UnixNano())
-			}
-			if checkFirst && now.UnixNano() >= c.startNs+int64(time.Second) {
-				checkFirst = c.checkFirstSecond()
-			}
-			if c.cfg.StopBelowFidelity > 0 && c.earlyStop == "" && !c.interrupted {
-				c.judgeStages(now.UnixNano())
-			}
-			if c.cfg.Watch != nil && c.earlyStop == "" && !c.interrupted {
-				c.askWatch(tr, now.UnixNano())
-			}
+			checkFirst = c.tick(now, tr, checkFirst)
 		}
 	}
-	c.m.StageUsage = usage.finish()
-	// Messages sent just before a worker's exit are still queued.
-	c.readersWG.Wait()
-	for len(c.msgs) > 0 {
-		c.handle(<-c.msgs)
+	return checkFirst
+}
+
+// tick is follow's once-a-second work; it returns checkFirst for the next tick.
+func (c *coord) tick(now time.Time, tr *tracker, checkFirst bool) bool {
+	c.watch(now)
+	if !c.cfg.Quiet {
+		tr.render(now.UnixNano())
 	}
-	// A short run can end before a tick saw its first second's last failure: judge it now.
-	if checkFirst && c.failure == nil && !c.interrupted {
-		c.checkFirstSecond()
+	if checkFirst && now.UnixNano() >= c.startNs+int64(time.Second) {
+		checkFirst = c.checkFirstSecond()
 	}
-	tr.finish()
-	stopScrape()
-	c.server = <-scraped
-	return c.result()
+	if c.cfg.StopBelowFidelity > 0 && c.earlyStop == "" && !c.interrupted {
+		c.judgeStages(now.UnixNano())
+	}
+	if c.cfg.Watch != nil && c.earlyStop == "" && !c.interrupted {
+		c.askWatch(tr, now.UnixNano())
+	}
+	return checkFirst
 }
 
 func (c *coord) drainExits() {
