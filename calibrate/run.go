@@ -144,8 +144,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 		return nil, fmt.Errorf("plan calibration: %w", err)
 	}
 	log.Info("calibrating", "rates", rates, "stage", cfg.StageDuration, "workers", cal.Workers, "single_process", cfg.SingleProcess, "target", target)
-	ccfg := capture.Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, GOMAXPROCS: cal.GOMAXPROCS, CPUs: cal.WorkerCPUs,
-		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, WorkerArgs: cfg.WorkerArgs, DrainTimeout: 5 * time.Second,
+	ccfg := capture.Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, CPUs: cal.WorkerCPUs,
+		Options:            capture.Options{GOMAXPROCS: cal.GOMAXPROCS, DrainTimeout: 5 * time.Second},
+		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, WorkerArgs: cfg.WorkerArgs,
 		Tap:               cmp.Or(cfg.Tap, capture.TapAuto),
 		StopBelowFidelity: breakFidelity, Lock: lock.File()}
 	if err := capture.Run(ctx, ccfg, log); err != nil {

@@ -147,7 +147,7 @@ func TestRunSendsEveryPlannedRequestOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// PartRows small enough to roll several parts.
-	err := Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), PartRows: 400, Quiet: true}, testLog(t))
+	err := Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Options: Options{PartRows: 400}, Quiet: true}, testLog(t))
 	if err != nil {
 		t.Fatalf("Run = %v; want nil", err)
 	}
@@ -267,7 +267,7 @@ func TestRunStopsOnRefusedTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	begin := time.Now()
-	err := Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Quiet: true, Connections: 1}, testLog(t))
+	err := Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Quiet: true, Options: Options{Connections: 1}}, testLog(t))
 	if !errors.Is(err, ErrTargetDown) || !strings.Contains(err.Error(), "connect") {
 		t.Fatalf("Run = %v; want ErrTargetDown naming the connect error", err)
 	}
@@ -452,13 +452,13 @@ func TestResolveTimeouts(t *testing.T) {
 			got{DefaultTimeout, DefaultTTFTTimeout, DefaultGapTimeout, DefaultConnectTimeout, DefaultWatchdog}},
 		// The config's values, a flag winning over one of them.
 		{"config and flag", schemas.Target{Timeout: sd(time.Minute), TTFTTimeout: schemas.Duration(5 * time.Second), GapTimeout: schemas.Duration(2 * time.Second), ConnectTimeout: schemas.Duration(3 * time.Second)},
-			Config{GapTimeout: 300 * time.Millisecond, Watchdog: 4 * time.Second},
+			Config{Options: Options{GapTimeout: 300 * time.Millisecond, Watchdog: 4 * time.Second}},
 			got{time.Minute, 5 * time.Second, 300 * time.Millisecond, 3 * time.Second, 4 * time.Second}},
 		// timeout: 0 in the config is none, not the default.
 		{"config timeout 0 = none", schemas.Target{Timeout: sd(0)}, Config{},
 			got{0, DefaultTTFTTimeout, DefaultGapTimeout, DefaultConnectTimeout, DefaultWatchdog}},
 		// --timeout 0 is none whatever the config says.
-		{"flag timeout 0 = none", schemas.Target{Timeout: sd(time.Minute)}, Config{Timeout: d(0)},
+		{"flag timeout 0 = none", schemas.Target{Timeout: sd(time.Minute)}, Config{Options: Options{Timeout: d(0)}},
 			got{0, DefaultTTFTTimeout, DefaultGapTimeout, DefaultConnectTimeout, DefaultWatchdog}},
 	} {
 		tt.target.URL = "http://127.0.0.1:9"
@@ -470,7 +470,7 @@ func TestResolveTimeouts(t *testing.T) {
 			t.Errorf("%s: resolve = %+v; want %+v", tt.name, g, tt.want)
 		}
 	}
-	for _, cfg := range []Config{{TTFTTimeout: -time.Second}, {Timeout: d(-time.Second)}, {ConnectTimeout: -time.Second}} {
+	for _, cfg := range []Config{{Options: Options{TTFTTimeout: -time.Second}}, {Options: Options{Timeout: d(-time.Second)}}, {Options: Options{ConnectTimeout: -time.Second}}} {
 		if err := resolve(&cfg, &schemas.Config{Target: schemas.Target{URL: "http://127.0.0.1:9"}}); err == nil {
 			t.Errorf("resolve(%+v) = nil; want an error", cfg)
 		}

@@ -10,48 +10,40 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wirebench/wirebench/capture/internal/worker"
 	"github.com/wirebench/wirebench/capture/wire"
 	"github.com/wirebench/wirebench/internal/cpuset"
 	"github.com/wirebench/wirebench/internal/redact"
 	"github.com/wirebench/wirebench/schemas"
 )
 
+// Options are the capture options a user may set, declared once (capture/internal/worker):
+// Config embeds them, the command line's flags are their fields (the help tags say what each
+// means), and each worker is told them. Zero = not given: resolve, for every caller, takes the
+// config's capture or target value, else the default below.
+type Options = worker.Options
+
 // Config is one capture of a run directory. Zero values take the manifest's config
 // (schemas.Config.Capture and .Target), then the defaults below.
 type Config struct {
-	Run          string         // run directory holding manifest.json and schedule/
-	Workers      int            // worker processes; 0 = capture.workers, else the CPUs this process may use
-	Shard        int            // this host's shard index, 0 <= Shard < Shards
-	Shards       int            // number of hosts sharing the schedule; 0 or 1 = one host
-	StartAt      time.Time      // common start time (multi-host runs); zero = a little after every worker is ready
-	Target       string         // base URL overriding target.url
-	Targets      []string       // target.urls' base URLs by schedule endpoint (resolve); nil with one endpoint
-	MaxInflight  int            // per worker; 0 = capture.max_inflight (0 = unlimited)
-	MaxConns     int            // connections per worker; 0 = capture.max_connections (0 = what the open-files limit allows)
-	Connections  int            // warm connections per worker; 0 = capture.connections, else DefaultConnections
-	KeepText     bool           // store generated text in raw requests (or capture.keep_text)
-	DrainTimeout time.Duration  // wait for in-flight requests after the first interrupt; 0 = capture.drain_timeout, else DefaultDrainTimeout
-	Timeout      *time.Duration // per whole request; nil = target.timeout, else DefaultTimeout; 0 = none
-	TTFTTimeout  time.Duration  // no response body byte this long after the send: ttft_timeout; 0 = target.ttft_timeout, else DefaultTTFTTimeout
-	GapTimeout   time.Duration  // no byte this long once the headers or body have begun: gap_timeout; 0 = target.gap_timeout, else DefaultGapTimeout
-	// ConnectTimeout bounds each dial (TCP connect and TLS handshake; error kind connect); 0 =
-	// target.connect_timeout, else DefaultConnectTimeout.
-	ConnectTimeout time.Duration
-	// Watchdog fails the run when a worker that has not finished sends no message for this long
-	// (stopped, hung): the worker is killed and named; 0 = DefaultWatchdog.
-	Watchdog     time.Duration
-	PartRows     int           // roll parts after this many chunk rows; 0 = capture.part_rows, else DefaultPartRows
-	PartInterval time.Duration // ... or after this long; 0 = capture.part_interval, else DefaultPartInterval
-	MemoryBudget int64         // bytes of response state a worker's requests in flight may hold; 0 = capture.memory_budget, else DefaultMemoryBudget
-	GOMAXPROCS   int           // per worker; 0 = DefaultGOMAXPROCS
-	NoPin        bool          // do not pin workers to CPUs
-	KeepAwake    bool          // keep the workers' CPUs from halting while the capture runs (see awake.go)
-	Tap          string        // packet tap: auto (default: on where possible), on, off (see tap.go)
-	Quiet        bool          // no progress output
-	Progress     io.Writer     // where progress goes (stderr in the CLI); nil = no live bar, log lines only
-	Exe          string        // binary that runs `worker`; "" = os.Executable()
-	WorkerArgs   []string      // global flags before `worker` (the log level and format)
-	Args         []string      // the command line, recorded in the manifest and file metadata
+	Run     string    // run directory holding manifest.json and schedule/
+	Workers int       // worker processes; 0 = capture.workers, else the CPUs this process may use
+	Shard   int       // this host's shard index, 0 <= Shard < Shards
+	Shards  int       // number of hosts sharing the schedule; 0 or 1 = one host
+	StartAt time.Time // common start time (multi-host runs); zero = a little after every worker is ready
+	Target  string    // base URL overriding target.url
+	Targets []string  // target.urls' base URLs by schedule endpoint (resolve); nil with one endpoint
+	// Options are the options a user sets (flags, or the config's capture and target sections;
+	// see Options); zero values take the config's, then the defaults below.
+	Options
+	NoPin      bool      // do not pin workers to CPUs
+	KeepAwake  bool      // keep the workers' CPUs from halting while the capture runs (see awake.go)
+	Tap        string    // packet tap: auto (default: on where possible), on, off (see tap.go)
+	Quiet      bool      // no progress output
+	Progress   io.Writer // where progress goes (stderr in the CLI); nil = no live bar, log lines only
+	Exe        string    // binary that runs `worker`; "" = os.Executable()
+	WorkerArgs []string  // global flags before `worker` (the log level and format)
+	Args       []string  // the command line, recorded in the manifest and file metadata
 	// Lock is the run directory's lock file (schemas.RunLock.File) held by the caller; each
 	// worker inherits it, so the lock stays held until the last worker has closed its parts,
 	// even when the coordinator is killed. nil: the caller holds no lock.
@@ -210,45 +202,34 @@ func resolve(cfg *Config, rc *schemas.Config) error {
 	if cfg.Shard < 0 || cfg.Shard >= cfg.Shards {
 		return fmt.Errorf("shard %d/%d: want 0 <= i < n", cfg.Shard, cfg.Shards)
 	}
-	pick := func(v, c, d int) int {
-		if v != 0 {
-			return v
-		}
-		if c != 0 {
-			return c
-		}
-		return d
-	}
-	pickD := func(v, c, d time.Duration) time.Duration {
-		if v != 0 {
-			return v
-		}
-		if c != 0 {
-			return c
-		}
-		return d
-	}
-	cfg.MaxInflight = pick(cfg.MaxInflight, co.MaxInflight, 0)
-	cfg.MaxConns = pick(cfg.MaxConns, co.MaxConnections, 0)
-	cfg.Connections = pick(cfg.Connections, co.Connections, DefaultConnections)
-	cfg.PartRows = pick(cfg.PartRows, co.PartRows, DefaultPartRows)
-	cfg.GOMAXPROCS = pick(cfg.GOMAXPROCS, 0, DefaultGOMAXPROCS)
-	cfg.DrainTimeout = pickD(cfg.DrainTimeout, co.DrainTimeout.D(), DefaultDrainTimeout)
-	cfg.Timeout = requestTimeout(cfg.Timeout, rc.Target.Timeout)
-	cfg.TTFTTimeout = pickD(cfg.TTFTTimeout, rc.Target.TTFTTimeout.D(), DefaultTTFTTimeout)
-	cfg.GapTimeout = pickD(cfg.GapTimeout, rc.Target.GapTimeout.D(), DefaultGapTimeout)
-	cfg.ConnectTimeout = pickD(cfg.ConnectTimeout, rc.Target.ConnectTimeout.D(), DefaultConnectTimeout)
-	cfg.Watchdog = pickD(cfg.Watchdog, 0, DefaultWatchdog)
-	if *cfg.Timeout < 0 || cfg.TTFTTimeout < 0 || cfg.GapTimeout < 0 || cfg.ConnectTimeout < 0 || cfg.Watchdog < 0 {
+	return resolveOptions(&cfg.Options, rc)
+}
+
+// resolveOptions gives every option not given its value from the config rc, else its default:
+// the one place capture's defaults are applied.
+func resolveOptions(o *Options, rc *schemas.Config) error {
+	co, t := rc.Capture, rc.Target
+	o.MaxInflight = cmp.Or(o.MaxInflight, co.MaxInflight)
+	o.MaxConns = cmp.Or(o.MaxConns, co.MaxConnections)
+	o.Connections = cmp.Or(o.Connections, co.Connections, DefaultConnections)
+	o.PartRows = cmp.Or(o.PartRows, co.PartRows, DefaultPartRows)
+	o.GOMAXPROCS = cmp.Or(o.GOMAXPROCS, DefaultGOMAXPROCS)
+	o.DrainTimeout = cmp.Or(o.DrainTimeout, co.DrainTimeout.D(), DefaultDrainTimeout)
+	o.Timeout = requestTimeout(o.Timeout, t.Timeout)
+	o.TTFTTimeout = cmp.Or(o.TTFTTimeout, t.TTFTTimeout.D(), DefaultTTFTTimeout)
+	o.GapTimeout = cmp.Or(o.GapTimeout, t.GapTimeout.D(), DefaultGapTimeout)
+	o.ConnectTimeout = cmp.Or(o.ConnectTimeout, t.ConnectTimeout.D(), DefaultConnectTimeout)
+	o.Watchdog = cmp.Or(o.Watchdog, DefaultWatchdog)
+	if *o.Timeout < 0 || o.TTFTTimeout < 0 || o.GapTimeout < 0 || o.ConnectTimeout < 0 || o.Watchdog < 0 {
 		return fmt.Errorf("timeouts must be >= 0 (timeout %v, ttft-timeout %v, gap-timeout %v, connect-timeout %v, watchdog %v)",
-			*cfg.Timeout, cfg.TTFTTimeout, cfg.GapTimeout, cfg.ConnectTimeout, cfg.Watchdog)
+			*o.Timeout, o.TTFTTimeout, o.GapTimeout, o.ConnectTimeout, o.Watchdog)
 	}
-	cfg.PartInterval = pickD(cfg.PartInterval, co.PartInterval.D(), DefaultPartInterval)
-	cfg.MemoryBudget = cmp.Or(cfg.MemoryBudget, int64(co.MemoryBudget), DefaultMemoryBudget)
-	if cfg.MemoryBudget < 0 {
-		return fmt.Errorf("memory budget must be >= 0 (%d bytes)", cfg.MemoryBudget)
+	o.PartInterval = cmp.Or(o.PartInterval, co.PartInterval.D(), DefaultPartInterval)
+	o.MemoryBudget = cmp.Or(o.MemoryBudget, co.MemoryBudget, DefaultMemoryBudget)
+	if o.MemoryBudget < 0 {
+		return fmt.Errorf("memory budget must be >= 0 (%d bytes)", o.MemoryBudget)
 	}
-	cfg.KeepText = cfg.KeepText || co.KeepText
+	o.KeepText = o.KeepText || co.KeepText
 	return nil
 }
 

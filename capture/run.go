@@ -189,11 +189,8 @@ func (c *coord) startWorkers(p *prepared) (stopAwake func(), err error) {
 			cpu = pinned[i]
 		}
 		wc := worker.Config{Run: cfg.Run, Worker: i, Workers: cfg.Workers, Shard: cfg.Shard, Shards: cfg.Shards, CPU: cpu,
-			GOMAXPROCS: cfg.GOMAXPROCS, PacerNice: p.pl.pacerNice, Target: cfg.Target, Targets: cfg.Targets, Headers: p.rc.Target.Headers, MaxInflight: cfg.MaxInflight, MaxConns: cfg.MaxConns, Connections: cfg.Connections,
-			KeepText: cfg.KeepText, DrainTimeout: cfg.DrainTimeout, Timeout: *cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout,
-			ConnectTimeout: cfg.ConnectTimeout, PartRows: cfg.PartRows, PartInterval: cfg.PartInterval, Args: cfg.Args,
-			MemoryBudget:       cfg.MemoryBudget,
-			NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode, Live: cfg.Live != nil}
+			PacerNice: p.pl.pacerNice, Target: cfg.Target, Targets: cfg.Targets, Headers: p.rc.Target.Headers, Args: cfg.Args,
+			Options: cfg.Options, NoKernelTimestamps: cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode, Live: cfg.Live != nil}
 		if err := c.start(p.exe, wc); err != nil {
 			c.stopAll()
 			c.waitAll()

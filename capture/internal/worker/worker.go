@@ -26,33 +26,19 @@ import (
 // Config is one worker process's share of a capture. The coordinator sends it as the
 // first JSON line of the worker's stdin.
 type Config struct {
-	Run          string        `json:"run"`
-	Worker       int           `json:"worker"`
-	Workers      int           `json:"workers"`
-	Shard        int           `json:"shard"`
-	Shards       int           `json:"shards"`
-	CPU          int           `json:"cpu"` // -1: not pinned
-	GOMAXPROCS   int           `json:"gomaxprocs"`
-	PacerNice    int           `json:"pacer_nice"`        // the pacer thread's nice value; never lowered below the process's own
-	Target       string        `json:"target"`            // base URL
-	Targets      []string      `json:"targets,omitempty"` // target.urls' base URLs by schedule endpoint; empty: Target alone
-	MaxInflight  int           `json:"max_inflight"`
-	MaxConns     int           `json:"max_connections"` // 0: only the open-files limit
-	Connections  int           `json:"connections"`
-	KeepText     bool          `json:"keep_text"`
-	DrainTimeout time.Duration `json:"drain_timeout"`
-	Timeout      time.Duration `json:"timeout"`      // per request; 0 = none
-	TTFTTimeout  time.Duration `json:"ttft_timeout"` // 0 = none
-	GapTimeout   time.Duration `json:"gap_timeout"`  // 0 = none
-	// ConnectTimeout bounds each dial; 0 = wire.DefaultConnectTimeout.
-	ConnectTimeout time.Duration `json:"connect_timeout"`
-	// MemoryBudget bounds the bytes of response state all requests in flight hold together
-	// (wire.ClientConfig.MemoryBudget): past it a request ends with kind memory_budget. 0 = none.
-	MemoryBudget int64         `json:"memory_budget"`
-	PartRows     int           `json:"part_rows"`
-	PartInterval time.Duration `json:"part_interval"`
-	Args         []string      `json:"args"`
-	// NoKernelTimestamps and StampAfterDecode: see Config.
+	Run       string   `json:"run"`
+	Worker    int      `json:"worker"`
+	Workers   int      `json:"workers"`
+	Shard     int      `json:"shard"`
+	Shards    int      `json:"shards"`
+	CPU       int      `json:"cpu"`               // -1: not pinned
+	PacerNice int      `json:"pacer_nice"`        // the pacer thread's nice value; never lowered below the process's own
+	Target    string   `json:"target"`            // base URL
+	Targets   []string `json:"targets,omitempty"` // target.urls' base URLs by schedule endpoint; empty: Target alone
+	Args      []string `json:"args"`
+	// Options are the capture's, resolved.
+	Options
+	// NoKernelTimestamps and StampAfterDecode: see capture.Config.
 	NoKernelTimestamps bool `json:"no_kernel_timestamps,omitempty"`
 	StampAfterDecode   bool `json:"stamp_after_decode,omitempty"`
 	// Live: keep the live histograms and errors by kind and send them with progress (live.go).
@@ -213,9 +199,9 @@ func (w *worker) newClient() *wire.Client {
 	}
 	maxConns := ConnCap(cfg.MaxConns, cfg.MaxInflight, OpenFilesLimit())
 	w.log.Info("connections", "max_connections", maxConns, "open_files_limit", OpenFilesLimit())
-	w.log.Info("timeouts", "timeout", cfg.Timeout, "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout, "connect_timeout", cfg.ConnectTimeout)
+	w.log.Info("timeouts", "timeout", cfg.timeout(), "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout, "connect_timeout", cfg.ConnectTimeout)
 	return wire.NewClient(wire.ClientConfig{API: w.api, MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
-		Timeout: cfg.Timeout, TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, ConnectTimeout: cfg.ConnectTimeout, TLS: w.tls, MemoryBudget: cfg.MemoryBudget,
+		Timeout: cfg.timeout(), TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, ConnectTimeout: cfg.ConnectTimeout, TLS: w.tls, MemoryBudget: int64(cfg.MemoryBudget),
 		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
 }
 
