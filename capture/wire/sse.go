@@ -79,7 +79,9 @@ func (d *Decoder) Feed(p []byte) {
 func (d *Decoder) Finish() { d.eof = true }
 
 // Next decodes the next event or comment into ev. It returns false when it needs more input (or,
-// after Finish, when the body is done).
+// after Finish, when the body is done). It is the SSE parser's state machine (line ends, fields,
+// dispatch, as the WHATWG event-stream rules order them), kept in one function over the 80-line
+// rule: it runs for every event on the read path, and its states read best together.
 func (d *Decoder) Next(ev *Event) bool {
 	if d.sent {
 		d.sent = false
