@@ -1,17 +1,13 @@
-package wire_test
+package wire
 
-import (
-	"fmt"
-
-	"github.com/wirebench/wirebench/capture/wire"
-)
+import "fmt"
 
 // Decoding an SSE body that arrives in two reads: each event knows the body offset of its last
 // byte, which is how capture finds the socket read (and its kernel time) that delivered it.
-func ExampleDecoder() {
-	var d wire.Decoder
-	var ev wire.Event
-	var p wire.Payload
+func Example_decoder() {
+	var d Decoder
+	var ev Event
+	var p Payload
 	for _, read := range []string{
 		"data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\nda",
 		"ta: {\"choices\":[{\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
@@ -22,7 +18,7 @@ func ExampleDecoder() {
 				fmt.Printf("bytes %d-%d: [DONE]\n", ev.Start, ev.End)
 				continue
 			}
-			if err := wire.ParsePayload(ev.Data, &p, true); err != nil {
+			if err := ParsePayload(ev.Data, &p, true); err != nil {
 				fmt.Println(err)
 				continue
 			}
