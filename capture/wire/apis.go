@@ -3,71 +3,71 @@ package wire
 import "fmt"
 
 // API selects how the client reads response events: the JSON each event carries and which
-// event ends the stream. The SSE framing (Decoder) is the same for all.
+// event ends the stream. The SSE framing (decoder) is the same for all.
 type API uint8
 
 // The response formats. docs/apis.md has the wire contract of each.
 const (
-	// APIOpenAI: chat.completion.chunk or text_completion events, a usage chunk, data: [DONE]
+	// apiOpenAI: chat.completion.chunk or text_completion events, a usage chunk, data: [DONE]
 	// (target.api completions and chat).
-	APIOpenAI API = iota
-	// APIResponses: OpenAI Responses typed events (response.output_text.delta, ...), ended by
+	apiOpenAI API = iota
+	// apiResponses: OpenAI Responses typed events (response.output_text.delta, ...), ended by
 	// response.completed, response.incomplete or response.failed.
-	APIResponses
-	// APIMessages: Anthropic Messages events (message_start, content_block_delta,
+	apiResponses
+	// apiMessages: Anthropic Messages events (message_start, content_block_delta,
 	// message_delta, ...), ended by message_stop.
-	APIMessages
-	// APIEmbeddings: a whole (non-streaming) embeddings list with usage.
-	APIEmbeddings
-	// APIRerank: a whole rerank answer, {"results": [{"index", "relevance_score"}], "usage"}
+	apiMessages
+	// apiEmbeddings: a whole (non-streaming) embeddings list with usage.
+	apiEmbeddings
+	// apiRerank: a whole rerank answer, {"results": [{"index", "relevance_score"}], "usage"}
 	// (vLLM /v1/rerank, Cohere and Jina style).
-	APIRerank
-	// APIScore: a whole score answer, {"data": [{"index", "score"}], "usage"} (vLLM /v1/score).
-	APIScore
-	// APITEIRerank: a whole TEI /rerank answer, a top-level array of {"index", "score"}.
-	APITEIRerank
+	apiRerank
+	// apiScore: a whole score answer, {"data": [{"index", "score"}], "usage"} (vLLM /v1/score).
+	apiScore
+	// apiTEIRerank: a whole TEI /rerank answer, a top-level array of {"index", "score"}.
+	apiTEIRerank
 )
 
 // Streams reports whether requests of the API ask for a streamed answer (stream: true): every
 // API but embeddings and the ranking APIs. A whole answer to one is kind not_streamed.
-func (a API) Streams() bool { return a < APIEmbeddings }
+func (a API) Streams() bool { return a < apiEmbeddings }
 
 // Ranks reports whether the API scores documents against a query (rerank, score, tei_rerank):
 // its answer is checked against the documents sent (error kind malformed_answer).
-func (a API) Ranks() bool { return a >= APIRerank }
+func (a API) Ranks() bool { return a >= apiRerank }
 
 // ParseAPI maps a target.api name to its response format.
 func ParseAPI(name string) (API, error) {
 	switch name {
 	case "", "completions", "chat":
-		return APIOpenAI, nil
+		return apiOpenAI, nil
 	case "responses":
-		return APIResponses, nil
+		return apiResponses, nil
 	case "messages":
-		return APIMessages, nil
+		return apiMessages, nil
 	case "embeddings":
-		return APIEmbeddings, nil
+		return apiEmbeddings, nil
 	case "rerank":
-		return APIRerank, nil
+		return apiRerank, nil
 	case "score":
-		return APIScore, nil
+		return apiScore, nil
 	case "tei_rerank":
-		return APITEIRerank, nil
+		return apiTEIRerank, nil
 	}
 	return 0, fmt.Errorf("unknown api %q: want completions, chat, responses, messages, embeddings, rerank, score or tei_rerank", name)
 }
 
-// ParseEvent parses one event's data (typ is its SSE event: field, empty when none) in the
+// parseEvent parses one event's data (typ is its SSE event: field, empty when none) in the
 // format of api into p, without allocating; keepText appends answer text to p.Text. The event's
 // own "type" field wins over typ.
-func ParseEvent(api API, typ, data []byte, p *Payload, keepText bool) error {
+func parseEvent(api API, typ, data []byte, p *payload, keepText bool) error {
 	switch api {
-	case APIResponses, APIMessages:
+	case apiResponses, apiMessages:
 		return parseTyped(api, data, typ, p, keepText)
-	case APITEIRerank:
-		return ParseRankArray(data, p)
+	case apiTEIRerank:
+		return parseRankArray(data, p)
 	}
-	err := ParsePayload(data, p, keepText)
+	err := parsePayload(data, p, keepText)
 	if api.Ranks() && p.Prompt < 0 {
 		p.Prompt = p.Total // vLLM's rerank usage has only total_tokens: every token is a prompt token
 	}
@@ -94,7 +94,7 @@ type typed struct {
 
 // parseTyped walks a Responses or Messages event object and classifies it. (The two are
 // called directly, not through function values, so that nothing escapes to the heap.)
-func parseTyped(api API, data, typ []byte, p *Payload, keepText bool) error {
+func parseTyped(api API, data, typ []byte, p *payload, keepText bool) error {
 	p.reset()
 	s := jscan{b: data, keep: keepText, p: p}
 	t := typed{typ: typ, input: -1, cacheRd: -1, cacheCr: -1}
@@ -103,7 +103,7 @@ func parseTyped(api API, data, typ []byte, p *Payload, keepText bool) error {
 		return errJSON
 	}
 	s.object(func(k []byte) {
-		if api == APIResponses {
+		if api == apiResponses {
 			s.responsesKey(&t, k)
 		} else {
 			s.messagesKey(&t, k)
@@ -116,7 +116,7 @@ func parseTyped(api API, data, typ []byte, p *Payload, keepText bool) error {
 	if s.err != nil {
 		return s.err
 	}
-	if api == APIResponses {
+	if api == apiResponses {
 		s.responsesEvent(&t, data)
 	} else {
 		s.messagesEvent(&t, data)

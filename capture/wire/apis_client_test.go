@@ -19,7 +19,7 @@ func doAPI(t *testing.T, api API, h http.HandlerFunc) *Result {
 	c := NewClient(ClientConfig{API: api, MaxConns: 1, KeepText: true, Timestamps: true})
 	t.Cleanup(func() { c.Close() })
 	res := new(Result)
-	c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, res)
+	c.do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, res)
 	return res
 }
 
@@ -43,8 +43,8 @@ func TestDoStreamAPIs(t *testing.T) {
 		reasoning *int32
 		prompt    int32
 	}{
-		{"responses", APIResponses, responsesStream, "empty,empty,content,content,content,content,content,usage", "completed", ptr32(2), 4},
-		{"messages", APIMessages, messagesStream, "usage,empty,empty,content,content,empty,content,content,content,usage,done", "max_tokens", nil, 4},
+		{"responses", apiResponses, responsesStream, "empty,empty,content,content,content,content,content,usage", "completed", ptr32(2), 4},
+		{"messages", apiMessages, messagesStream, "usage,empty,empty,content,content,empty,content,content,content,usage,done", "max_tokens", nil, 4},
 	} {
 		res := doAPI(t, tc.api, rawSSE(tc.body))
 		q := res.Req
@@ -88,14 +88,14 @@ func TestDoAPIErrors(t *testing.T) {
 		kind    string
 		message string
 	}{
-		{"messages overloaded", APIMessages, status(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), schemas.ErrHTTPStatus, "overloaded_error"},
-		{"messages error event", APIMessages, rawSSE("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"boom\"}}\n\n"), schemas.ErrServerEvent, "boom"},
-		{"messages cut before message_stop", APIMessages, rawSSE("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"), schemas.ErrIncompleteStream, "without [DONE]"},
-		{"responses 429", APIResponses, status(429, `{"error":{"message":"rate limited","type":"requests","param":null,"code":"rate_limit_exceeded"}}`), schemas.ErrHTTPStatus, "rate limited"},
-		{"responses error event", APIResponses, rawSSE("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"kaput\",\"param\":null,\"sequence_number\":1}\n\n"), schemas.ErrServerEvent, "kaput"},
-		{"responses failed", APIResponses, rawSSE("event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"gone\"}}}\n\n"), schemas.ErrServerEvent, "gone"},
-		{"responses cut before completed", APIResponses, rawSSE("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n"), schemas.ErrIncompleteStream, "without [DONE]"},
-		{"embeddings 400", APIEmbeddings, status(400, `{"error":{"message":"input too long","type":"BadRequestError","code":400}}`), schemas.ErrHTTPStatus, "input too long"},
+		{"messages overloaded", apiMessages, status(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), schemas.ErrHTTPStatus, "overloaded_error"},
+		{"messages error event", apiMessages, rawSSE("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"boom\"}}\n\n"), schemas.ErrServerEvent, "boom"},
+		{"messages cut before message_stop", apiMessages, rawSSE("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"), schemas.ErrIncompleteStream, "without [DONE]"},
+		{"responses 429", apiResponses, status(429, `{"error":{"message":"rate limited","type":"requests","param":null,"code":"rate_limit_exceeded"}}`), schemas.ErrHTTPStatus, "rate limited"},
+		{"responses error event", apiResponses, rawSSE("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"kaput\",\"param\":null,\"sequence_number\":1}\n\n"), schemas.ErrServerEvent, "kaput"},
+		{"responses failed", apiResponses, rawSSE("event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"gone\"}}}\n\n"), schemas.ErrServerEvent, "gone"},
+		{"responses cut before completed", apiResponses, rawSSE("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"a\"}\n\n"), schemas.ErrIncompleteStream, "without [DONE]"},
+		{"embeddings 400", apiEmbeddings, status(400, `{"error":{"message":"input too long","type":"BadRequestError","code":400}}`), schemas.ErrHTTPStatus, "input too long"},
 	}
 	for _, tt := range tests {
 		q := doAPI(t, tt.api, tt.h).Req
@@ -107,7 +107,7 @@ func TestDoAPIErrors(t *testing.T) {
 
 // TestDoEmbeddings: a non-streaming embeddings list is one usage chunk with its vector count.
 func TestDoEmbeddings(t *testing.T) {
-	res := doAPI(t, APIEmbeddings, func(w http.ResponseWriter, r *http.Request) {
+	res := doAPI(t, apiEmbeddings, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.25]},{"object":"embedding","index":1,"embedding":[1,0]},{"object":"embedding","index":2,"embedding":[0,1]}],"model":"m","usage":{"prompt_tokens":12,"total_tokens":12}}`)
 	})
@@ -130,7 +130,7 @@ func TestDoChatReasoningTools(t *testing.T) {
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"y\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n" +
 		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"completion_tokens_details\":{\"reasoning_tokens\":2}}}\n\n" +
 		"data: [DONE]\n\n"
-	res := doAPI(t, APIOpenAI, rawSSE(body))
+	res := doAPI(t, apiOpenAI, rawSSE(body))
 	q := res.Req
 	if q.ErrorKind != "" {
 		t.Fatalf("error %s: %s", q.ErrorKind, q.ErrorMessage)

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// evWant is what a test expects ParseEvent to make of one event.
+// evWant is what a test expects parseEvent to make of one event.
 type evWant struct {
 	content, reasoning, tools, items int
 	finish                           string
@@ -20,15 +20,15 @@ type evWant struct {
 
 func checkEvent(t *testing.T, name string, api API, typ, data string, w evWant) {
 	t.Helper()
-	var p Payload
-	if err := ParseEvent(api, []byte(typ), []byte(data), &p, true); err != nil {
-		t.Errorf("%s: ParseEvent(%s) error %v", name, data, err)
+	var p payload
+	if err := parseEvent(api, []byte(typ), []byte(data), &p, true); err != nil {
+		t.Errorf("%s: parseEvent(%s) error %v", name, data, err)
 		return
 	}
 	got := evWant{p.Content, p.Reasoning, p.ToolCalls, p.Items, string(p.FinishReason), p.Final, p.HasUsage,
 		p.Prompt, p.Completion, p.Cached, p.ReasoningTok, p.Error != nil, string(p.Text)}
 	if got != w {
-		t.Errorf("%s: ParseEvent(%s)\n = %+v\nwant %+v", name, data, got, w)
+		t.Errorf("%s: parseEvent(%s)\n = %+v\nwant %+v", name, data, got, w)
 	}
 }
 
@@ -72,7 +72,7 @@ func TestParseResponses(t *testing.T) {
 			with(func(w *evWant) { w.isErr = true })},
 	}
 	for _, tt := range tests {
-		checkEvent(t, tt.name, APIResponses, tt.typ, tt.data, tt.want)
+		checkEvent(t, tt.name, apiResponses, tt.typ, tt.data, tt.want)
 	}
 }
 
@@ -102,31 +102,31 @@ func TestParseMessages(t *testing.T) {
 			with(func(w *evWant) { w.isErr = true })},
 	}
 	for _, tt := range tests {
-		checkEvent(t, tt.name, APIMessages, tt.typ, tt.data, tt.want)
+		checkEvent(t, tt.name, apiMessages, tt.typ, tt.data, tt.want)
 	}
 }
 
 func TestParseOpenAIReasoningAndEmbeddings(t *testing.T) {
-	checkEvent(t, "chat usage with reasoning", APIOpenAI, "", `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12,"completion_tokens_details":{"reasoning_tokens":4},"prompt_tokens_details":null}}`,
+	checkEvent(t, "chat usage with reasoning", apiOpenAI, "", `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12,"completion_tokens_details":{"reasoning_tokens":4},"prompt_tokens_details":null}}`,
 		evWant{usage: true, prompt: 3, completion: 9, cached: -1, rsn: 4})
-	checkEvent(t, "embeddings", APIEmbeddings, "", `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,-2e-3]},{"object":"embedding","index":1,"embedding":"AAAA"}],"model":"m","usage":{"prompt_tokens":7,"total_tokens":7}}`,
+	checkEvent(t, "embeddings", apiEmbeddings, "", `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,-2e-3]},{"object":"embedding","index":1,"embedding":"AAAA"}],"model":"m","usage":{"prompt_tokens":7,"total_tokens":7}}`,
 		evWant{items: 2, usage: true, prompt: 7, completion: -1, cached: -1, rsn: -1})
 }
 
 func TestParseEventMalformed(t *testing.T) {
-	for _, api := range []API{APIResponses, APIMessages, APIOpenAI} {
+	for _, api := range []API{apiResponses, apiMessages, apiOpenAI} {
 		for _, in := range []string{`{"type":"response.output_text.delta","delta":"a`, `[1]`, `{"type":"x"} y`, ``} {
-			var p Payload
-			if err := ParseEvent(api, nil, []byte(in), &p, false); err == nil {
-				t.Errorf("ParseEvent(%d, %q) = nil error; want an error", api, in)
+			var p payload
+			if err := parseEvent(api, nil, []byte(in), &p, false); err == nil {
+				t.Errorf("parseEvent(%d, %q) = nil error; want an error", api, in)
 			}
 		}
 	}
 }
 
 func TestParseAPI(t *testing.T) {
-	for name, want := range map[string]API{"": APIOpenAI, "completions": APIOpenAI, "chat": APIOpenAI, "responses": APIResponses, "messages": APIMessages, "embeddings": APIEmbeddings,
-		"rerank": APIRerank, "score": APIScore, "tei_rerank": APITEIRerank} {
+	for name, want := range map[string]API{"": apiOpenAI, "completions": apiOpenAI, "chat": apiOpenAI, "responses": apiResponses, "messages": apiMessages, "embeddings": apiEmbeddings,
+		"rerank": apiRerank, "score": apiScore, "tei_rerank": apiTEIRerank} {
 		if got, err := ParseAPI(name); err != nil || got != want {
 			t.Errorf("ParseAPI(%q) = %d, %v; want %d", name, got, err, want)
 		}
@@ -173,7 +173,7 @@ func sseEvents(evs [][2]string) string {
 }
 
 // decodeAPI decodes body (split into reads of step bytes) and sums what the events carry.
-func decodeAPI(d *Decoder, ev *Event, pl *Payload, api API, body []byte, step int) (events, content, reasoning int, final bool) {
+func decodeAPI(d *decoder, ev *event, pl *payload, api API, body []byte, step int) (events, content, reasoning int, final bool) {
 	d.Reset()
 	for i := 0; i <= len(body); i += step {
 		d.Feed(body[i:min(i+step, len(body))])
@@ -184,7 +184,7 @@ func decodeAPI(d *Decoder, ev *Event, pl *Payload, api API, body []byte, step in
 			if ev.Comment {
 				continue
 			}
-			if ParseEvent(api, ev.Type, ev.Data, pl, false) == nil {
+			if parseEvent(api, ev.Type, ev.Data, pl, false) == nil {
 				content += pl.Content
 				reasoning += pl.Reasoning
 				final = final || pl.Final
@@ -202,11 +202,11 @@ func TestDecodeAPIAllocs(t *testing.T) {
 		api    API
 		body   string
 		events int
-	}{{APIResponses, responsesStream, 8}, {APIMessages, messagesStream, 11}} {
+	}{{apiResponses, responsesStream, 8}, {apiMessages, messagesStream, 11}} {
 		body := []byte(strings.Repeat(tc.body, 20))
-		var d Decoder
-		var ev Event
-		var pl Payload
+		var d decoder
+		var ev event
+		var pl payload
 		n, c, r, fin := decodeAPI(&d, &ev, &pl, tc.api, body, 4096)
 		if n != 20*tc.events || c != 20*18 || r != 20*7 || !fin {
 			t.Fatalf("api %d: %d events, content %d, reasoning %d, final %v; want %d, %d, %d, true", tc.api, n, c, r, fin, 20*tc.events, 20*18, 20*7)
@@ -223,12 +223,12 @@ func BenchmarkDecodeAPIEvent(b *testing.B) {
 		name string
 		api  API
 		body string
-	}{{"chat", APIOpenAI, event212}, {"responses", APIResponses, responsesStream}, {"messages", APIMessages, messagesStream}} {
+	}{{"chat", apiOpenAI, event212}, {"responses", apiResponses, responsesStream}, {"messages", apiMessages, messagesStream}} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := []byte(strings.Repeat(tc.body, 1000/strings.Count(tc.body, "\n\n")))
-			var d Decoder
-			var ev Event
-			var pl Payload
+			var d decoder
+			var ev event
+			var pl payload
 			n, _, _, _ := decodeAPI(&d, &ev, &pl, tc.api, body, 4096)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -242,23 +242,23 @@ func BenchmarkDecodeAPIEvent(b *testing.B) {
 // fuzzEvent checks one API's parser: it never panics, accepts every JSON object encoding/json
 // accepts, and counts the text of a delta event as encoding/json decodes it.
 func fuzzEvent(t *testing.T, api API, b []byte) {
-	var p Payload
-	err := ParseEvent(api, nil, b, &p, true)
+	var p payload
+	err := parseEvent(api, nil, b, &p, true)
 	var generic map[string]any
 	if json.Unmarshal(b, &generic) != nil || generic == nil {
 		return // the scanner is lenient about what it skips; only valid JSON objects are compared
 	}
 	if err != nil {
-		t.Fatalf("ParseEvent(%d, %q) = %v; encoding/json accepts it", api, b, err)
+		t.Fatalf("parseEvent(%d, %q) = %v; encoding/json accepts it", api, b, err)
 	}
 	typ, _ := generic["type"].(string)
 	var want *string
 	switch {
-	case api == APIResponses && typ == "response.output_text.delta":
+	case api == apiResponses && typ == "response.output_text.delta":
 		if s, ok := generic["delta"].(string); ok {
 			want = &s
 		}
-	case api == APIMessages && typ == "content_block_delta":
+	case api == apiMessages && typ == "content_block_delta":
 		if d, ok := generic["delta"].(map[string]any); ok {
 			if s, ok := d["text"].(string); ok {
 				if _, dup := d["thinking"]; !dup {
@@ -272,7 +272,7 @@ func fuzzEvent(t *testing.T, api API, b []byte) {
 	if want != nil && utf8.Valid(b) && !bytes.Contains(b, []byte(`\u`)) && (p.Content != len(*want) || string(p.Text) != *want) {
 		// encoding/json replaces invalid UTF-8 and lone surrogates with U+FFFD, the scanner
 		// counts the bytes it was sent; all else must agree byte for byte.
-		t.Fatalf("ParseEvent(%d, %q): content %d %q; want %d %q (encoding/json)", api, b, p.Content, p.Text, len(*want), *want)
+		t.Fatalf("parseEvent(%d, %q): content %d %q; want %d %q (encoding/json)", api, b, p.Content, p.Text, len(*want), *want)
 	}
 }
 
@@ -283,7 +283,7 @@ func FuzzParseResponses(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"delta":"a\n\"b\"","type":"response.output_text.delta"}`))
-	f.Fuzz(func(t *testing.T, b []byte) { fuzzEvent(t, APIResponses, b) })
+	f.Fuzz(func(t *testing.T, b []byte) { fuzzEvent(t, apiResponses, b) })
 }
 
 func FuzzParseMessages(f *testing.F) {
@@ -293,7 +293,7 @@ func FuzzParseMessages(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"type":"content_block_delta","delta":{"text":"x\ty","type":"text_delta"}}`))
-	f.Fuzz(func(t *testing.T, b []byte) { fuzzEvent(t, APIMessages, b) })
+	f.Fuzz(func(t *testing.T, b []byte) { fuzzEvent(t, apiMessages, b) })
 }
 
 // FuzzDecodeAPIs: the same Responses or Messages body split at any two points gives the same
@@ -302,13 +302,13 @@ func FuzzDecodeAPIs(f *testing.F) {
 	f.Add(uint8(0), uint16(7), uint16(300))
 	f.Add(uint8(1), uint16(1), uint16(2))
 	f.Fuzz(func(t *testing.T, which uint8, a, b uint16) {
-		api, body := APIResponses, []byte(responsesStream)
+		api, body := apiResponses, []byte(responsesStream)
 		if which%2 == 1 {
-			api, body = APIMessages, []byte(messagesStream)
+			api, body = apiMessages, []byte(messagesStream)
 		}
-		var d Decoder
-		var ev Event
-		var pl Payload
+		var d decoder
+		var ev event
+		var pl payload
 		n0, c0, r0, f0 := decodeAPI(&d, &ev, &pl, api, body, len(body))
 		i, j := int(a)%(len(body)+1), int(b)%(len(body)+1)
 		if i > j {
@@ -323,7 +323,7 @@ func FuzzDecodeAPIs(f *testing.F) {
 				d.Finish()
 			}
 			for d.Next(&ev) {
-				if ParseEvent(api, ev.Type, ev.Data, &pl, false) == nil {
+				if parseEvent(api, ev.Type, ev.Data, &pl, false) == nil {
 					c += pl.Content
 					r += pl.Reasoning
 					fin = fin || pl.Final

@@ -21,7 +21,7 @@ import (
 const event212 = `data: {"id":"chatcmpl-7a1c9e0b5f2d4e8a","object":"chat.completion.chunk","created":1732870000,"model":"Qwen/Qwen3-8B","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}]}` + "\n\n"
 
 // tcpPair returns a wrapped client connection (timestamps on) and its raw server peer.
-func tcpPair(tb testing.TB, stamp bool) (*Conn, net.Conn, *net.TCPConn) {
+func tcpPair(tb testing.TB, stamp bool) (*stampedConn, net.Conn, *net.TCPConn) {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -99,14 +99,14 @@ func BenchmarkRead(b *testing.B) {
 }
 
 // decodeAll decodes every event of body and parses its payload; it returns the event count.
-func decodeAll(d *Decoder, ev *Event, pl *Payload, body []byte) int {
+func decodeAll(d *decoder, ev *event, pl *payload, body []byte) int {
 	d.Reset()
 	n := 0
 	for i := 0; i < len(body); i += 4096 {
 		d.Feed(body[i:min(i+4096, len(body))])
 		for d.Next(ev) {
 			if !ev.Comment && string(ev.Data) != "[DONE]" {
-				ParsePayload(ev.Data, pl, false)
+				parsePayload(ev.Data, pl, false)
 			}
 			n++
 		}
@@ -117,9 +117,9 @@ func decodeAll(d *Decoder, ev *Event, pl *Payload, body []byte) int {
 // TestDecodeAllocs: decoding and parsing an event allocates nothing in steady state.
 func TestDecodeAllocs(t *testing.T) {
 	body := []byte(strings.Repeat(event212, 100))
-	var d Decoder
-	var ev Event
-	var pl Payload
+	var d decoder
+	var ev event
+	var pl payload
 	if n := decodeAll(&d, &ev, &pl, body); n != 100 || pl.Content != 6 {
 		t.Fatalf("decoded %d events (content %d); want 100 (6)", n, pl.Content)
 	}
@@ -131,9 +131,9 @@ func TestDecodeAllocs(t *testing.T) {
 // BenchmarkDecodeEvent measures SSE decoding plus payload parsing per event.
 func BenchmarkDecodeEvent(b *testing.B) {
 	body := []byte(strings.Repeat(event212, 1000))
-	var d Decoder
-	var ev Event
-	var pl Payload
+	var d decoder
+	var ev event
+	var pl payload
 	b.ReportAllocs()
 	for b.Loop() { // one op = 1000 events
 		decodeAll(&d, &ev, &pl, body)
@@ -184,7 +184,7 @@ func rawServer(tb testing.TB, events int, tcfg *tls.Config) string {
 	return scheme + l.Addr().String() + "/v1/chat/completions"
 }
 
-// BenchmarkClientEvents measures events per second through one client (Do over a keep-alive
+// BenchmarkClientEvents measures events per second through one client (do over a keep-alive
 // connection, 200 events per response) with the server in the same process, under capture's
 // default memory budget: a lower bound on one client core's capacity.
 func BenchmarkClientEvents(b *testing.B) {
@@ -196,7 +196,7 @@ func BenchmarkClientEvents(b *testing.B) {
 	req := &Request{URL: url, Body: []byte(`{"stream":true}`)}
 	b.ReportAllocs()
 	for b.Loop() {
-		c.Do(context.Background(), req, &res)
+		c.do(context.Background(), req, &res)
 		if res.Req.ErrorKind != "" || len(res.Chunks) != events+1 {
 			b.Fatalf("error %q (%s), %d chunks; want none, %d", res.Req.ErrorKind, res.Req.ErrorMessage, len(res.Chunks), events+1)
 		}
@@ -206,7 +206,7 @@ func BenchmarkClientEvents(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
 }
 
-// BenchmarkClientRequests measures one request (Do over a keep-alive connection, 16 events of
+// BenchmarkClientRequests measures one request (do over a keep-alive connection, 16 events of
 // 212 bytes, one segment and over TLS one record each) over plain HTTP and over TLS: the
 // process's CPU time per request (cpu_us/req, user + system) with the server in the same
 // process, so the TLS case also pays the server's encryption and its ratio to plain bounds the
@@ -229,7 +229,7 @@ func BenchmarkClientRequests(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cpuTime()
 			for b.Loop() {
-				c.Do(context.Background(), req, &res)
+				c.do(context.Background(), req, &res)
 				if res.Req.ErrorKind != "" || len(res.Chunks) != events+1 {
 					b.Fatalf("error %q (%s), %d chunks; want none, %d", res.Req.ErrorKind, res.Req.ErrorMessage, len(res.Chunks), events+1)
 				}
@@ -239,7 +239,7 @@ func BenchmarkClientRequests(b *testing.B) {
 	}
 }
 
-// TestTLSReadAllocs: a read of TLS plaintext through the Conn (record-at-a-time reader,
+// TestTLSReadAllocs: a read of TLS plaintext through the stampedConn (record-at-a-time reader,
 // crypto/tls, framing tracker) allocates one 24-byte object in steady state, and that in
 // crypto/tls (readFromUntil's atLeastReader, once per record, as for any crypto/tls client);
 // the rest of the path allocates nothing.

@@ -8,7 +8,7 @@ import (
 )
 
 // A client's memory budget bounds the response state its requests in flight hold together:
-// each request's events (EventBytes each: the chunk row, its timestamps and the room its
+// each request's events (eventBytes each: the chunk row, its timestamps and the room its
 // arrays grow by), its kept text, the decoder's partial line and event data (up to 16 MiB
 // each) and a whole body (up to 256 MiB). The per-response bounds (limits.go) leave one worker
 // with 32 requests in flight free to hold many GiB (four responses of a million events each
@@ -32,10 +32,10 @@ type memBudget struct {
 // closed a connection, so the client dialled again and the machine served fewer requests.
 const budgetBlock = 4 << 10
 
-// EventBytes is what one event held counts against the budget: its chunk row (128 bytes), the
+// eventBytes is what one event held counts against the budget: its chunk row (128 bytes), the
 // per-event arrays and pointer block (64 bytes) and a quarter for the growth room of the
 // arrays (append grows a large slice by a quarter).
-const EventBytes = 256
+const eventBytes = 256
 
 // retainEvents and retainBytes are the largest chunk capacity and buffer a Result keeps for its
 // next request; Release drops larger ones, so a pooled Result does not pin the memory of one
@@ -48,7 +48,7 @@ const (
 // held is the bytes res's request holds now (see memBudget).
 func (res *Result) held() int64 {
 	s := &res.st
-	return int64(len(res.Chunks))*EventBytes + int64(len(s.text)+len(s.sim)+s.dec.pending())
+	return int64(len(res.Chunks))*eventBytes + int64(len(s.text)+len(s.sim)+s.dec.pending())
 }
 
 // reserve reserves budget for what res holds now. It returns an error of kind memory_budget when
@@ -101,12 +101,12 @@ func (res *Result) Release() {
 		s.sim = nil
 	}
 	if s.dec.capacity() > retainBytes {
-		s.dec = Decoder{}
+		s.dec = decoder{}
 	}
 }
 
-// InFlightBytes returns the budget the client's requests hold now (0 without a budget).
-func (c *Client) InFlightBytes() int64 {
+// inFlightBytes returns the budget the client's requests hold now (0 without a budget).
+func (c *Client) inFlightBytes() int64 {
 	if c.budget == nil {
 		return 0
 	}

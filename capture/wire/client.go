@@ -20,10 +20,10 @@ import (
 
 // Timestamp qualities recorded in RawChunk.Quality (defined in schemas, the file contract).
 const (
-	QualityExact      = schemas.QualityExact
-	QualityUpperBound = schemas.QualityUpperBound
-	QualityUser       = schemas.QualityUser
-	QualityApprox     = schemas.QualityApprox
+	qualityExact      = schemas.QualityExact
+	qualityUpperBound = schemas.QualityUpperBound
+	qualityUser       = schemas.QualityUser
+	qualityApprox     = schemas.QualityApprox
 )
 
 // maxErrorBody bounds how much of an error response body is kept as the message.
@@ -31,12 +31,12 @@ const maxErrorBody = 4096
 
 // ClientConfig configures one worker's client.
 type ClientConfig struct {
-	API        API           // the response format (APIOpenAI when zero)
+	API        API           // the response format (apiOpenAI when zero)
 	MaxConns   int           // connection pool size (MaxConnsPerHost and MaxIdleConnsPerHost)
 	Timeout    time.Duration // per request, 0 = none
 	KeepText   bool          // collect generated text into Result.Text
 	TLS        *tls.Config   // for https targets
-	Timestamps bool          // enable SO_TIMESTAMPING; DefaultClientConfig sets it, false = user time only
+	Timestamps bool          // enable SO_TIMESTAMPING; defaultClientConfig sets it, false = user time only
 	// MinIdle keeps at least this many idle connections per target (http or https) once it has
 	// been used (within MaxConns): the watchdog dials more off the send path when the idle pool
 	// runs low, so a burst of slow responses does not put dials on the send path. 0 = none.
@@ -65,9 +65,9 @@ type ClientConfig struct {
 	MemoryBudget int64
 }
 
-// DefaultClientConfig returns the configuration capture starts from: 64 connections, no
+// defaultClientConfig returns the configuration capture starts from: 64 connections, no
 // timeout, kernel timestamps on.
-func DefaultClientConfig() ClientConfig {
+func defaultClientConfig() ClientConfig {
 	return ClientConfig{MaxConns: 64, Timestamps: true}
 }
 
@@ -154,10 +154,10 @@ func (c *Client) Close() {
 // Request is one prepared request: the body is built before the send time.
 type Request struct {
 	Seq    int64
-	Method string // "" = POST
+	method string // "" = POST; GET for warm-up probes (warmOnePlain)
 	URL    string // full URL, e.g. http://127.0.0.1:8000/v1/completions
 	Body   []byte
-	Header http.Header // may be nil; Content-Type application/json is set by Do
+	Header http.Header // may be nil; Content-Type application/json is set by Send
 	// Ranking APIs (rerank, score, tei_rerank): the documents sent and the answer entries
 	// expected (rerank: min(top_n, documents)); the answer is checked against them (error kind
 	// malformed_answer). 0: not checked.
@@ -170,38 +170,38 @@ type Request struct {
 	CancelAfter       time.Duration
 }
 
-// Result receives everything measured about one request. Do resets it and fills it; Chunks
+// Result receives everything measured about one request. Send resets it and fills it; Chunks
 // reuses its backing array across calls, so use one Result per in-flight request and copy (or
-// write) the rows before the next Do on it. The rows' pointer fields point into storage
-// allocated per Do, so row copies stay valid after the next Do.
+// write) the rows before the next Send on it. The rows' pointer fields point into storage
+// allocated per Send, so row copies stay valid after the next Send.
 //
-// Do fills Req.SendStartNs, SentNs, ConnReused, ConnectNs, TLSHandshakeNs, TLSResumed,
+// Send fills Req.SendStartNs, SentNs, ConnReused, ConnectNs, TLSHandshakeNs, TLSResumed,
 // HeadersNs, DoneNs, Status, ErrorKind, ErrorMessage, Chunks, ContentBytes, ReasoningBytes,
 // Usage*, FinishReason, OffsetMismatch, Server{Queue,Prefill,Decode}Ns and, with KeepText,
 // OutputText. The caller fills Stage, Worker, Shard, Warmup, Conversation, Turn, InputTokens,
 // MaxTokens, PlannedNs.
 type Result struct {
-	Req    schemas.RawRequest // Do fills the wire fields; the caller fills Seq, Stage, Worker, ...
+	Req    schemas.RawRequest // Send fills the wire fields; the caller fills Seq, Stage, Worker, ...
 	Chunks []schemas.RawChunk // one per SSE event, Seq set, in order
 	Text   string             // generated text when KeepText
 
 	st reqState // reused per-request state: decoder, buffers
 }
 
-// reqState is the per-request state Do keeps in the Result so that repeated requests reuse it.
+// reqState is the per-request state Send keeps in the Result so that repeated requests reuse it.
 type reqState struct {
-	dec    Decoder
-	ev     Event
-	pl     Payload
+	dec    decoder
+	ev     event
+	pl     payload
 	buf    []byte
 	text   []byte
 	sim    []byte // the x-sim comment payload
 	first  []byte // the first bytes of an SSE body, for the message when it holds no event
-	conn   *Conn
+	conn   *stampedConn
 	resp   int64
 	cursor int64
 	body   bytes.Reader
-	p      *ptrs   // this request's optional request fields (fresh per Do: rows may outlive it)
+	p      *ptrs   // this request's optional request fields (fresh per Send: rows may outlive it)
 	kern   []int64 // per chunk: kernel time, 0 = none
 	aft    []int64 // per chunk: rx_after_ns, 0 = none
 	rxEnd  []int64 // per chunk: rx_stream_end, 0 = none
@@ -215,8 +215,8 @@ type reqState struct {
 	reserved int64      // bytes of it reserved for this request (see Client.reserve)
 }
 
-// ptrs backs the optional (pointer) fields of one request's rows. It is allocated per Do, so
-// rows copied out of a Result stay valid after the next Do.
+// ptrs backs the optional (pointer) fields of one request's rows. It is allocated per Send, so
+// rows copied out of a Result stay valid after the next Send.
 type ptrs struct {
 	ints    [10]int64
 	i32     [6]int32
@@ -275,10 +275,10 @@ func (res *Result) reset() {
 	s.p = new(ptrs)
 }
 
-// Do sends the request and reads the whole response, recording times, chunks and errors in res.
+// do sends the request and reads the whole response, recording times, chunks and errors in res.
 // A failed request is recorded in res (ErrorKind, ErrorMessage, partial chunks), never returned.
 // It is Send waiting for done.
-func (c *Client) Do(ctx context.Context, r *Request, res *Result) {
+func (c *Client) do(ctx context.Context, r *Request, res *Result) {
 	done := make(chan struct{})
 	c.Send(ctx, r, res, func(*Result) { close(done) })
 	<-done
@@ -422,13 +422,13 @@ type arrival struct {
 // stamp returns the arrival of the event ending at body offset end.
 func (s *reqState) stamp(end int64, cr bool, userNow int64) arrival {
 	if s.conn == nil {
-		return arrival{user: userNow, quality: QualityUser}
+		return arrival{user: userNow, quality: qualityUser}
 	}
 	rec, ok := s.conn.lookup(s.resp, end, &s.cursor)
 	if !ok {
-		return arrival{user: userNow, quality: QualityUser}
+		return arrival{user: userNow, quality: qualityUser}
 	}
-	a := arrival{kernel: rec.kernel, user: rec.user, after: rec.after, quality: QualityUpperBound}
+	a := arrival{kernel: rec.kernel, user: rec.user, after: rec.after, quality: qualityUpperBound}
 	last := rec.bodyEnd == end || (cr && rec.bodyEnd == end+1)
 	if rec.record {
 		var ok bool
@@ -439,13 +439,13 @@ func (s *reqState) stamp(end int64, cr bool, userNow int64) arrival {
 	}
 	switch {
 	case rec.kernel == 0:
-		a.quality = QualityUser
+		a.quality = qualityUser
 	case !rec.full && last:
 		// The kernel keeps the newest segment's time: exact only when the read ends with this
 		// event (under TLS: with the record that completed it) and did not fill the buffer (a
 		// full read may have left part of a newer, coalesced segment queued, whose time the
 		// read reports).
-		a.quality = QualityExact
+		a.quality = qualityExact
 	}
 	return a
 }
@@ -478,7 +478,7 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 			}
 			a := s.stamp(ev.End, ev.CR, userNow)
 			if c.cfg.StampAfterDecode {
-				a = arrival{user: time.Now().UnixNano(), quality: QualityUser}
+				a = arrival{user: time.Now().UnixNano(), quality: qualityUser}
 			}
 			ch := c.event(ctx, res, ev, a)
 			kernel, user, q := a.kernel, a.user, a.quality
@@ -516,7 +516,7 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 	}
 	res.Req.Chunks = int32(len(res.Chunks))
 	if s.conn != nil && len(res.Chunks) > 0 && res.Req.ErrorKind == "" {
-		// Framing check: the read that delivered the last event must end at the decoder's
+		// framing check: the read that delivered the last event must end at the decoder's
 		// offset, the end of the body.
 		rec, ok := s.conn.lookup(s.resp, lastEnd, &s.cursor)
 		res.Req.OffsetMismatch = !ok || rec.bodyEnd != s.dec.Offset()
@@ -533,7 +533,7 @@ func (c *Client) stream(ctx, rctx context.Context, resp response, r *Request, re
 }
 
 // event decodes one event's payload into a new chunk row.
-func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *schemas.RawChunk {
+func (c *Client) event(ctx context.Context, res *Result, ev *event, a arrival) *schemas.RawChunk {
 	s := &res.st
 	res.Chunks = append(res.Chunks, schemas.RawChunk{})
 	ch := &res.Chunks[len(res.Chunks)-1]
@@ -551,7 +551,7 @@ func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *
 		return ch
 	}
 	s.pl.Text = s.text
-	err := ParseEvent(c.cfg.API, ev.Type, ev.Data, &s.pl, c.cfg.KeepText)
+	err := parseEvent(c.cfg.API, ev.Type, ev.Data, &s.pl, c.cfg.KeepText)
 	s.text = s.pl.Text
 	pl := &s.pl
 	switch {
@@ -576,7 +576,7 @@ func (c *Client) event(ctx context.Context, res *Result, ev *Event, a arrival) *
 	res.Req.ContentBytes += int64(pl.Content)
 	s.final = s.final || pl.Final
 	res.Req.ReasoningBytes += int64(pl.Reasoning)
-	if c.cfg.API == APIEmbeddings {
+	if c.cfg.API == apiEmbeddings {
 		res.Req.Embeddings += int32(pl.Items)
 	}
 	if pl.Tokens >= 0 {
@@ -709,7 +709,7 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 	userNow := time.Now().UnixNano()
 	end := int64(len(body))
 	a := s.stamp(end, false, userNow)
-	ev := Event{Start: 0, End: end, Data: body}
+	ev := event{Start: 0, End: end, Data: body}
 	ch := c.event(ctx, res, &ev, a)
 	kernel, user, q := a.kernel, a.user, a.quality
 	ch.Seq, ch.Index = r.Seq, 0
@@ -759,7 +759,7 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 // checkRanked checks a ranking API's answer (parsed into pl) against the request: every entry
 // has an index and a score, no index is outside the documents sent, and there are as many
 // entries as expected.
-func checkRanked(pl *Payload, r *Request) error {
+func checkRanked(pl *payload, r *Request) error {
 	switch {
 	case pl.Items == 0 && r.Answers > 0:
 		return fmt.Errorf("no scores in the answer (want %d: results, data or a top-level array)", r.Answers)

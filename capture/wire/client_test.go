@@ -22,7 +22,7 @@ func TestDoStream(t *testing.T) {
 		// holds them on with a socket of its own, so the first request is stamped.
 		var res Result
 		for i := range 2 {
-			c.Do(context.Background(), &Request{Seq: 42, URL: srv.URL + "/v1/chat/completions", Body: []byte(`{}`)}, &res)
+			c.do(context.Background(), &Request{Seq: 42, URL: srv.URL + "/v1/chat/completions", Body: []byte(`{}`)}, &res)
 			q := &res.Req
 			if q.ErrorKind != "" {
 				t.Fatalf("crlf=%v: error %s: %s", crlf, q.ErrorKind, q.ErrorMessage)
@@ -91,9 +91,9 @@ func checkQuality(t *testing.T, chunks []schemas.RawChunk, j int) {
 		return
 	}
 	shared := j+1 < len(chunks) && chunks[j+1].RxKernelNs != nil && *chunks[j+1].RxKernelNs == *ch.RxKernelNs
-	want := QualityExact
+	want := qualityExact
 	if shared {
-		want = QualityUpperBound
+		want = qualityUpperBound
 	}
 	if ch.Quality != want {
 		t.Errorf("chunk %d: quality %s (read shared with the next event: %v); want %s", j, ch.Quality, shared, want)
@@ -126,7 +126,7 @@ func TestWarmOpensConnections(t *testing.T) {
 	}
 	// The next requests reuse them: no new connection.
 	var res Result
-	c.Do(context.Background(), &Request{URL: srv.URL + "/v1/models", Body: []byte(`{}`)}, &res)
+	c.do(context.Background(), &Request{URL: srv.URL + "/v1/models", Body: []byte(`{}`)}, &res)
 	if !res.Req.ConnReused || conns.Load() != 8 {
 		t.Errorf("after Warm: ConnReused %v, connections %d; want true, 8", res.Req.ConnReused, conns.Load())
 	}

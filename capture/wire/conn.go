@@ -10,11 +10,11 @@ import (
 // readRecord is what the connection keeps about one socket read.
 type readRecord struct {
 	seq     int64 // read number on the connection, from 1
-	resp    int64 // response ordinal the read ended in (Framing.Response)
+	resp    int64 // response ordinal the read ended in (framing.Response)
 	bodyEnd int64 // body offset of that response at the end of the read
 	kernel  int64 // kernel receive time (CLOCK_REALTIME ns); 0 when none
 	user    int64 // time.Now() right after the read returned
-	after   int64 // the data of this read became readable after this time (Conn.empty before it); 0 when unknown
+	after   int64 // the data of this read became readable after this time (stampedConn.empty before it); 0 when unknown
 	n       int32 // bytes read
 	// full: the read filled the caller's buffer (more data may have been queued), so its kernel
 	// time may be a later segment's. Under TLS: the socket read did, or bytes of it were left
@@ -32,7 +32,7 @@ type readRecord struct {
 type sockRead struct {
 	kernel int64 // kernel receive time (CLOCK_REALTIME ns); 0 when none
 	user   int64 // time.Now() right after the read returned
-	after  int64 // the bytes became readable after this time (Conn.empty before the read); 0 when unknown
+	after  int64 // the bytes became readable after this time (stampedConn.empty before the read); 0 when unknown
 	full   bool  // the read filled its buffer
 }
 
@@ -43,12 +43,12 @@ const ringSize = 128 // reads kept per connection; the decoder lags the socket b
 // of at least 128 bytes each).
 const runRing = 512
 
-// Conn wraps a client TCP connection. Each Read asks the kernel for the receive timestamp of the
+// stampedConn wraps a client TCP connection. Each Read asks the kernel for the receive timestamp of the
 // data (SO_TIMESTAMPING, on Linux), takes the user time right after the syscall, runs the HTTP/1.1
 // framing tracker over the bytes and keeps a record of the read, so the SSE decoder can look up
 // the read that delivered any body offset. It embeds net.Conn (never *net.TCPConn, whose ReadFrom
 // and WriteTo would bypass the wrapper).
-type Conn struct {
+type stampedConn struct {
 	net.Conn
 	stamping bool // SO_TIMESTAMPING is on for this socket
 	track    bool // run the framing tracker
@@ -62,12 +62,12 @@ type Conn struct {
 	empty int64
 
 	mu     sync.Mutex
-	fr     Framing
+	fr     framing
 	next   int64 // seq of the next read
 	ring   [ringSize]readRecord
 	hdr    readRecord // the read that completed the latest final response's headers
 	hdrOK  bool
-	runs   []BodyRun // a ring once it holds runRing entries; grown as needed (most responses need few)
+	runs   []bodyRun // a ring once it holds runRing entries; grown as needed (most responses need few)
 	nruns  int64
 	marks  []recordMark // TLS: a ring once it holds markRing entries, as runs
 	nmarks int64
@@ -75,7 +75,7 @@ type Conn struct {
 
 	// For the plain path's watchdog (TTFTTimeout, GapTimeout): the user time of the latest read
 	// that returned bytes, the latest response ordinal whose body has had a byte, and the
-	// ordinal of a response whose head has begun and not ended (Framing.HeadOpen).
+	// ordinal of a response whose head has begun and not ended (framing.HeadOpen).
 	lastRead atomic.Int64
 	bodyResp atomic.Int64
 	headOpen atomic.Int64
@@ -83,9 +83,9 @@ type Conn struct {
 	closed atomic.Bool // counted out of the client's open connections
 }
 
-// wrap makes the Conn of a dialed connection; track runs the framing tracker.
-func wrap(nc net.Conn, track bool, st *counters) *Conn {
-	c := &Conn{Conn: nc, track: track, stats: st}
+// wrap makes the stampedConn of a dialed connection; track runs the framing tracker.
+func wrap(nc net.Conn, track bool, st *counters) *stampedConn {
+	c := &stampedConn{Conn: nc, track: track, stats: st}
 	st.opened.Add(1)
 	n := st.open.Add(1)
 	for p := st.peak.Load(); n > p && !st.peak.CompareAndSwap(p, n); p = st.peak.Load() {
@@ -98,7 +98,7 @@ func wrap(nc net.Conn, track bool, st *counters) *Conn {
 }
 
 // Close closes the connection and counts it out of the client's open connections.
-func (c *Conn) Close() error {
+func (c *stampedConn) Close() error {
 	if !c.closed.Swap(true) {
 		c.stats.open.Add(-1)
 	}
@@ -106,12 +106,12 @@ func (c *Conn) Close() error {
 }
 
 // LocalPort returns the connection's local TCP port (0 when not TCP).
-func (c *Conn) LocalPort() uint16 { return c.port }
+func (c *stampedConn) LocalPort() uint16 { return c.port }
 
 // streamEnd maps body offset end (exclusive) of response resp to the offset in the
 // connection's receive stream just past that body byte; ok is false when the run was
 // overwritten or never seen.
-func (c *Conn) streamEnd(resp, end int64) (int64, bool) {
+func (c *stampedConn) streamEnd(resp, end int64) (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := c.nruns - 1; i >= max(0, c.nruns-int64(len(c.runs))); i-- {
@@ -135,7 +135,7 @@ type counters struct {
 
 // Read reads from the socket with its timestamps and records the read; under TLS it returns
 // the plaintext of the records that one socket read completed (tls.go).
-func (c *Conn) Read(p []byte) (int, error) {
+func (c *stampedConn) Read(p []byte) (int, error) {
 	if c.tls != nil {
 		return c.tls.read(p)
 	}
@@ -153,7 +153,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 }
 
 // readSocket reads from the socket with its timestamps. Only the connection's reader calls it.
-func (c *Conn) readSocket(p []byte) (int, sockRead, error) {
+func (c *stampedConn) readSocket(p []byte) (int, sockRead, error) {
 	start := time.Now().UnixNano()
 	n, kernel, err := c.sys.read(c, p)
 	user := time.Now().UnixNano()
@@ -172,7 +172,7 @@ func (c *Conn) readSocket(p []byte) (int, sockRead, error) {
 
 // feed runs the framing tracker over p and keeps its body runs; it reports whether a final
 // response's headers completed in p. c.mu is held.
-func (c *Conn) feed(p []byte) (headers bool) {
+func (c *stampedConn) feed(p []byte) (headers bool) {
 	headers = c.fr.Feed(p)
 	for _, br := range c.fr.Runs {
 		if len(c.runs) < runRing {
@@ -188,7 +188,7 @@ func (c *Conn) feed(p []byte) (headers bool) {
 
 // keep records a read of n bytes, r's times set, after the framing tracker has seen them. c.mu
 // is held.
-func (c *Conn) keep(r readRecord, n int) {
+func (c *stampedConn) keep(r readRecord, n int) {
 	c.next++
 	r.seq, r.n = c.next, int32(n)
 	r.resp, r.bodyEnd = c.fr.Response(), c.fr.BodyOffset()
@@ -204,14 +204,14 @@ func (c *Conn) keep(r readRecord, n int) {
 
 // begin is called when a request gets the connection: it returns the ordinal the response will
 // have and the seq of the first read that can belong to it.
-func (c *Conn) begin() (resp, firstSeq int64) {
+func (c *stampedConn) begin() (resp, firstSeq int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.fr.Response() + 1, c.next + 1
 }
 
 // headers returns the read that completed the headers of response resp.
-func (c *Conn) headers(resp int64) (readRecord, bool) {
+func (c *stampedConn) headers(resp int64) (readRecord, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.hdrOK || c.hdr.resp != resp {
@@ -223,7 +223,7 @@ func (c *Conn) headers(resp int64) (readRecord, bool) {
 // lookup finds the first read at or after *cursor that ends at or beyond body offset off of
 // response resp, and advances *cursor to it. ok is false when no such read is known (the
 // tracker and the decoder disagree, or the record was overwritten).
-func (c *Conn) lookup(resp, off int64, cursor *int64) (readRecord, bool) {
+func (c *stampedConn) lookup(resp, off int64, cursor *int64) (readRecord, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := *cursor
@@ -244,4 +244,4 @@ func (c *Conn) lookup(resp, off int64, cursor *int64) (readRecord, bool) {
 }
 
 // Stamping reports whether the kernel gives receive timestamps on this connection.
-func (c *Conn) Stamping() bool { return c.stamping }
+func (c *stampedConn) Stamping() bool { return c.stamping }

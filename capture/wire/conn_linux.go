@@ -31,7 +31,7 @@ type sysConn struct {
 const tsFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE
 
 // newConn wraps a dialed connection; stamp enables SO_TIMESTAMPING before any request is written.
-func newConn(nc net.Conn, stamp, track bool, st *counters) *Conn {
+func newConn(nc net.Conn, stamp, track bool, st *counters) *stampedConn {
 	c := wrap(nc, track, st)
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
@@ -71,7 +71,7 @@ func (s *sysConn) recv(fd uintptr) bool {
 	}
 }
 
-func (s *sysConn) read(c *Conn, p []byte) (int, int64, error) {
+func (s *sysConn) read(c *stampedConn, p []byte) (int, int64, error) {
 	if s.rc == nil || len(p) == 0 {
 		n, err := c.Conn.Read(p)
 		return n, 0, err
@@ -127,7 +127,7 @@ func parseTimestamp(b []byte) int64 {
 }
 
 // wrapNetErr turns a RawConn error into what net.Conn.Read returns.
-func wrapNetErr(c *Conn, err error) error {
+func wrapNetErr(c *stampedConn, err error) error {
 	if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) {
 		return err
 	}

@@ -10,11 +10,11 @@ import (
 // sysConn reads with the plain net.Conn Read: no kernel timestamps off Linux.
 type sysConn struct{}
 
-func newConn(nc net.Conn, stamp, track bool, st *counters) *Conn {
+func newConn(nc net.Conn, stamp, track bool, st *counters) *stampedConn {
 	return wrap(nc, track, st)
 }
 
-func (s *sysConn) read(c *Conn, p []byte) (int, int64, error) {
+func (s *sysConn) read(c *stampedConn, p []byte) (int, int64, error) {
 	n, err := c.Conn.Read(p)
 	return n, 0, err
 }

@@ -16,16 +16,16 @@
 //     cancellation and keeps MinIdle spare connections dialed. https targets take the same path
 //     with crypto/tls over the same socket (tls.go): each event gets the times of the socket read
 //     that completed its TLS record, and the receive-stream offset just past that record.
-//   - The dialer wraps each TCP connection in a Conn, enables SO_TIMESTAMPING
+//   - The dialer wraps each TCP connection in a stampedConn, enables SO_TIMESTAMPING
 //     (SOF_TIMESTAMPING_RX_SOFTWARE|SOF_TIMESTAMPING_SOFTWARE) before the request is written, and
 //     reads with recvmsg through SyscallConn().Read, so the netpoller, deadlines and Close keep
 //     working. A read allocates nothing.
 //   - Each read records its kernel time, the user time right after the syscall, its size, whether
-//     it filled the buffer, and (from the Framing tracker: chunked with extensions and trailers,
+//     it filled the buffer, and (from the framing tracker: chunked with extensions and trailers,
 //     Content-Length, close-delimited, 1xx, keep-alive) the response-body offset it ends at.
-//   - The Decoder counts body bytes; each event gets the read that delivered its last byte (by
+//   - The decoder counts body bytes; each event gets the read that delivered its last byte (by
 //     offset, never "the latest read": a reader may read ahead). JSON is parsed after that, by a
-//     zero-allocation scanner (ParsePayload).
+//     zero-allocation scanner (parsePayload).
 //   - Quality per event: exact (the read ended with this event, under TLS with its record: the
 //     kernel time is that of the segment carrying its last byte), upper_bound (a later segment
 //     was coalesced into the same read, so the kernel time is that segment's), user (no kernel

@@ -99,7 +99,7 @@ func TestDoErrorKinds(t *testing.T) {
 				time.AfterFunc(tt.cancel, cancel)
 			}
 			var res Result
-			c.Do(ctx, &Request{Seq: 1, URL: url, Body: []byte(`{}`)}, &res)
+			c.do(ctx, &Request{Seq: 1, URL: url, Body: []byte(`{}`)}, &res)
 			q := res.Req
 			if q.ErrorKind != tt.kind || !strings.Contains(q.ErrorMessage, tt.message) {
 				t.Errorf("ErrorKind, ErrorMessage = %q, %q; want %q containing %q", q.ErrorKind, q.ErrorMessage, tt.kind, tt.message)
@@ -131,7 +131,7 @@ func TestDoNonStreaming(t *testing.T) {
 	c := NewClient(ClientConfig{MaxConns: 1, KeepText: true, Timestamps: true})
 	defer c.Close()
 	var res Result
-	c.Do(context.Background(), &Request{Seq: 9, URL: srv.URL, Body: []byte(`{}`)}, &res)
+	c.do(context.Background(), &Request{Seq: 9, URL: srv.URL, Body: []byte(`{}`)}, &res)
 	q := res.Req
 	if q.ErrorKind != schemas.ErrNotStreamed || !strings.Contains(q.ErrorMessage, `"application/json", not text/event-stream`) || q.Chunks != 1 || len(res.Chunks) != 1 || q.DoneNs == nil {
 		t.Fatalf("ErrorKind %q (%s), Chunks %d, done %v; want not_streamed naming the content type, 1 chunk, done set", q.ErrorKind, q.ErrorMessage, q.Chunks, q.DoneNs)
@@ -162,12 +162,12 @@ func testDoWithoutTimestamps(t *testing.T, cfg ClientConfig) {
 	c := NewClient(cfg)
 	defer c.Close()
 	var res Result
-	c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)
+	c.do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)
 	if res.Req.ErrorKind != "" || len(res.Chunks) != 6 {
 		t.Fatalf("ErrorKind %q, %d chunks; want none, 6", res.Req.ErrorKind, len(res.Chunks))
 	}
 	for i, ch := range res.Chunks {
-		if ch.Quality != QualityUser || ch.RxKernelNs != nil {
+		if ch.Quality != qualityUser || ch.RxKernelNs != nil {
 			t.Errorf("chunk %d: quality %s kernel %v; want user, nil", i, ch.Quality, ch.RxKernelNs)
 		}
 	}

@@ -5,9 +5,9 @@ import "fmt"
 // Decoding an SSE body that arrives in two reads: each event knows the body offset of its last
 // byte, which is how capture finds the socket read (and its kernel time) that delivered it.
 func Example_decoder() {
-	var d Decoder
-	var ev Event
-	var p Payload
+	var d decoder
+	var ev event
+	var p payload
 	for _, read := range []string{
 		"data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\nda",
 		"ta: {\"choices\":[{\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
@@ -18,7 +18,7 @@ func Example_decoder() {
 				fmt.Printf("bytes %d-%d: [DONE]\n", ev.Start, ev.End)
 				continue
 			}
-			if err := ParsePayload(ev.Data, &p, true); err != nil {
+			if err := parsePayload(ev.Data, &p, true); err != nil {
 				fmt.Println(err)
 				continue
 			}

@@ -2,7 +2,7 @@ package wire
 
 import "bytes"
 
-// Framing tracks HTTP/1.1 response framing over the raw bytes a connection reads, so that each
+// framing tracks HTTP/1.1 response framing over the raw bytes a connection reads, so that each
 // socket read can be tagged with the response it belongs to and the body offset it ends at. It
 // understands status lines, 1xx interim responses, headers, chunked bodies (with chunk extensions
 // and trailers), Content-Length bodies, bodies without a length that end at close, 204/304
@@ -11,7 +11,7 @@ import "bytes"
 //
 // It allocates nothing after the first responses: it keeps at most the first 128 bytes of each
 // header line, enough for the status code, Content-Length and Transfer-Encoding.
-type Framing struct {
+type framing struct {
 	state   int
 	resp    int64 // ordinal of the current final (non-1xx) response on the connection, from 1
 	body    int64 // body bytes of the current response so far
@@ -23,7 +23,7 @@ type Framing struct {
 	nline   int // bytes of the current line (may exceed len(line); only the prefix is kept)
 	sizeOK  bool
 	bad     bool
-	big     bool // bad because the head passed MaxHeaderBytes
+	big     bool // bad because the head passed maxHeaderBytes
 	h2      bool // bad because a response began with an HTTP/2 frame
 	hbytes  int  // bytes of the current head: status lines (interim responses too) and headers, or trailers
 
@@ -38,13 +38,13 @@ type Framing struct {
 	// connection's byte stream, so a body offset maps to a stream offset (chunk framing sits
 	// between the stretches). The caller consumes Runs and may truncate it.
 	TrackRuns bool
-	Runs      []BodyRun
+	Runs      []bodyRun
 	stream    int64 // bytes fed so far
 }
 
-// BodyRun says that body byte Body of response Resp is stream byte Stream, and the body bytes
+// bodyRun says that body byte Body of response Resp is stream byte Stream, and the body bytes
 // after it follow it in the stream up to the next run.
-type BodyRun struct {
+type bodyRun struct {
 	Resp, Body, Stream int64
 }
 
@@ -62,38 +62,38 @@ const (
 
 // Response returns the ordinal of the current (or last completed) final response, from 1; 0
 // before the first.
-func (f *Framing) Response() int64 { return f.resp }
+func (f *framing) Response() int64 { return f.resp }
 
 // BodyOffset returns the body bytes of the current response seen so far.
-func (f *Framing) BodyOffset() int64 { return f.body }
+func (f *framing) BodyOffset() int64 { return f.body }
 
 // Done reports whether the current response is complete (its framing ended).
-func (f *Framing) Done() bool { return f.state == fsDone || (f.state == fsStatus && f.resp > 0) }
+func (f *framing) Done() bool { return f.state == fsDone || (f.state == fsStatus && f.resp > 0) }
 
 // ClosesAtEOF reports whether the current body has no length and ends when the connection closes.
-func (f *Framing) ClosesAtEOF() bool { return f.state == fsClose }
+func (f *framing) ClosesAtEOF() bool { return f.state == fsClose }
 
 // Status returns the status code of the current response (0 before the first status line).
-func (f *Framing) Status() int { return f.status }
+func (f *framing) Status() int { return f.status }
 
 // InHeaders reports whether the tracker is inside a status line or headers.
-func (f *Framing) InHeaders() bool { return f.state == fsStatus || f.state == fsHeader }
+func (f *framing) InHeaders() bool { return f.state == fsStatus || f.state == fsHeader }
 
 // Bad reports that the bytes did not parse as HTTP/1.1 responses, or that a head passed
-// MaxHeaderBytes (the tracker then stops).
-func (f *Framing) Bad() bool { return f.bad }
+// maxHeaderBytes (the tracker then stops).
+func (f *framing) Bad() bool { return f.bad }
 
 // HTTP2 reports that the tracker stopped because a response began with an HTTP/2 SETTINGS or
 // GOAWAY frame: an HTTP/2-only server answered an HTTP/1.1 request.
-func (f *Framing) HTTP2() bool { return f.h2 }
+func (f *framing) HTTP2() bool { return f.h2 }
 
 // TooLarge reports that the tracker stopped because a response's head (status lines and
-// headers, interim responses included) or its trailers passed MaxHeaderBytes.
-func (f *Framing) TooLarge() bool { return f.big }
+// headers, interim responses included) or its trailers passed maxHeaderBytes.
+func (f *framing) TooLarge() bool { return f.big }
 
 // HeadOpen returns the ordinal a response will have (Response) whose status line or headers have
 // begun and not ended, else 0: a server that stalls inside its headers has begun to answer.
-func (f *Framing) HeadOpen() int64 {
+func (f *framing) HeadOpen() int64 {
 	switch {
 	case f.state == fsHeader && f.status >= 200:
 		return f.resp
@@ -105,7 +105,7 @@ func (f *Framing) HeadOpen() int64 {
 
 // Feed consumes bytes read from the connection. It reports whether the headers of a final
 // response completed inside p.
-func (f *Framing) Feed(p []byte) (headersDone bool) {
+func (f *framing) Feed(p []byte) (headersDone bool) {
 	end := f.stream + int64(len(p))
 	defer func() { f.stream = end }()
 	for len(p) > 0 && !f.bad {
@@ -191,22 +191,22 @@ func http2Frame(b []byte) bool {
 	return b[0] == 0 && (b[3] == 0x4 || b[3] == 0x7) && b[5]|b[6]|b[7]|b[8] == 0
 }
 
-// MaxHeaderBytes bounds a response's head (status lines, interim responses included, and
+// maxHeaderBytes bounds a response's head (status lines, interim responses included, and
 // headers) and, separately, its trailers: a server whose headers never end is cut there (kind
 // too_large) instead of being read for ever. net/http's default is 1 MiB; LLM servers send
 // well under 1 KiB.
-const MaxHeaderBytes = 64 << 10
+const maxHeaderBytes = 64 << 10
 
 // maxChunkLine bounds a chunk-size line (hex size and extensions).
 const maxChunkLine = 1024
 
 // bounded counts n more bytes of a line; it stops the tracker (bad) when a head or trailers
-// pass MaxHeaderBytes or a chunk-size line passes maxChunkLine, and then reports false.
-func (f *Framing) bounded(n int) bool {
+// pass maxHeaderBytes or a chunk-size line passes maxChunkLine, and then reports false.
+func (f *framing) bounded(n int) bool {
 	switch f.state {
 	case fsStatus, fsHeader, fsTrailer:
 		f.hbytes += n
-		if f.hbytes > MaxHeaderBytes {
+		if f.hbytes > maxHeaderBytes {
 			f.bad, f.big = true, true
 		}
 	case fsChunkSize:
@@ -218,9 +218,9 @@ func (f *Framing) bounded(n int) bool {
 }
 
 // run records that the current body offset sits at stream offset at.
-func (f *Framing) run(at int64) {
+func (f *framing) run(at int64) {
 	if f.TrackRuns {
-		f.Runs = append(f.Runs, BodyRun{Resp: f.resp, Body: f.body, Stream: at})
+		f.Runs = append(f.Runs, bodyRun{Resp: f.resp, Body: f.body, Stream: at})
 	}
 }
 
@@ -229,7 +229,7 @@ func (f *Framing) run(at int64) {
 // the 80-line rule: a reader checks each transition against RFC 9112 in one place, and the
 // chunk-size case runs once per chunk on the read path, where a call per state would be
 // overhead for no gain.
-func (f *Framing) lineDone(line []byte, long bool) bool {
+func (f *framing) lineDone(line []byte, long bool) bool {
 	switch f.state {
 	case fsStatus:
 		if len(line) == 0 && !long {
@@ -337,7 +337,7 @@ func (f *Framing) lineDone(line []byte, long bool) bool {
 	return false
 }
 
-func (f *Framing) headersEnd() bool {
+func (f *framing) headersEnd() bool {
 	if f.status >= 200 {
 		f.hbytes = 0 // trailers have a bound of their own
 	}

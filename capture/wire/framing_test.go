@@ -93,7 +93,7 @@ func FuzzFraming(f *testing.F) {
 		if err != nil || !bytes.Equal(got, body) {
 			t.Fatalf("net/http read %q, %v; want %q", got, err, body)
 		}
-		var fr Framing
+		var fr framing
 		for i := range raw {
 			fr.Feed(raw[i : i+1])
 			if fr.BodyOffset() != off[i+1] && fr.Response() == 1 {
@@ -142,7 +142,7 @@ func TestFramingTable(t *testing.T) {
 		{"long header line kept short", "HTTP/1.1 200 OK\r\nX-Long: " + string(bytes.Repeat([]byte("y"), 500)) + "\r\nContent-Length: 1\r\n\r\nz", 1, 1, true, false, 1},
 	}
 	for _, tt := range tests {
-		var fr Framing
+		var fr framing
 		h := 0
 		if fr.Feed([]byte(tt.raw)) {
 			h = 1
@@ -155,7 +155,7 @@ func TestFramingTable(t *testing.T) {
 }
 
 // TestStreamEndMapsBodyToStream reads two chunked responses and a Content-Length one through a
-// Conn in pieces of every size and checks that each body offset maps to the stream offset of the
+// stampedConn in pieces of every size and checks that each body offset maps to the stream offset of the
 // same byte (what the packet tap join relies on).
 func TestStreamEndMapsBodyToStream(t *testing.T) {
 	bodies := []string{"data: a\n\ndata: bb\n\n", "data: [DONE]\n\n", "{\"x\":1}"}
@@ -190,7 +190,7 @@ func TestStreamEndMapsBodyToStream(t *testing.T) {
 	}
 }
 
-// The tracker stops (Bad, TooLarge) on a head or trailers over MaxHeaderBytes, interim
+// The tracker stops (Bad, TooLarge) on a head or trailers over maxHeaderBytes, interim
 // responses included, and on an overlong chunk-size line; HeadOpen names a response whose head
 // has begun and not ended.
 func TestFramingBounds(t *testing.T) {
@@ -211,17 +211,17 @@ func TestFramingBounds(t *testing.T) {
 	}{
 		{"status line only", "HTTP/1.1 200 OK\r\n", false, false, 1, 1},
 		{"half a status line", "HTTP/1.1 2", false, false, 1, 0},
-		{"headers within the bound", "HTTP/1.1 200 OK\r\n" + many(pad(100), MaxHeaderBytes-200) + "\r\n", false, false, 0, 1},
-		{"endless headers", "HTTP/1.1 200 OK\r\n" + many(pad(100), MaxHeaderBytes+1), true, true, 1, 1},
-		{"endless status line", many("x", MaxHeaderBytes+1), true, true, 1, 0},
-		{"endless interim responses", many("HTTP/1.1 100 Continue\r\n\r\n", MaxHeaderBytes+1), true, true, 1, 0},
+		{"headers within the bound", "HTTP/1.1 200 OK\r\n" + many(pad(100), maxHeaderBytes-200) + "\r\n", false, false, 0, 1},
+		{"endless headers", "HTTP/1.1 200 OK\r\n" + many(pad(100), maxHeaderBytes+1), true, true, 1, 1},
+		{"endless status line", many("x", maxHeaderBytes+1), true, true, 1, 0},
+		{"endless interim responses", many("HTTP/1.1 100 Continue\r\n\r\n", maxHeaderBytes+1), true, true, 1, 0},
 		{"interim then a stall", "HTTP/1.1 100 Continue\r\n\r\n", false, false, 0, 0},
-		{"trailers have their own bound", "HTTP/1.1 200 OK\r\n" + many(pad(100), MaxHeaderBytes-200) + "Transfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n" + many(pad(100), MaxHeaderBytes-200) + "\r\n", false, false, 0, 1},
-		{"endless trailers", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + many(pad(100), MaxHeaderBytes+1), true, true, 0, 1},
+		{"trailers have their own bound", "HTTP/1.1 200 OK\r\n" + many(pad(100), maxHeaderBytes-200) + "Transfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n" + many(pad(100), maxHeaderBytes-200) + "\r\n", false, false, 0, 1},
+		{"endless trailers", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + many(pad(100), maxHeaderBytes+1), true, true, 0, 1},
 		{"endless chunk-size line", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1" + many(";ext=1", 2*maxChunkLine), true, false, 0, 1},
 	}
 	for _, tt := range tests {
-		var f Framing
+		var f framing
 		f.Collect = true
 		for p := []byte(tt.raw); len(p) > 0; p = p[min(len(p), 1000):] {
 			f.Feed(p[:min(len(p), 1000)])
@@ -229,8 +229,8 @@ func TestFramingBounds(t *testing.T) {
 		if f.Bad() != tt.bad || f.TooLarge() != tt.big || f.HeadOpen() != tt.headOpen || f.Response() != tt.responses {
 			t.Errorf("%s: Bad %v TooLarge %v HeadOpen %d Response %d; want %v %v %d %d", tt.name, f.Bad(), f.TooLarge(), f.HeadOpen(), f.Response(), tt.bad, tt.big, tt.headOpen, tt.responses)
 		}
-		if len(f.Head) > MaxHeaderBytes {
-			t.Errorf("%s: Head holds %d bytes; want at most %d", tt.name, len(f.Head), MaxHeaderBytes)
+		if len(f.Head) > maxHeaderBytes {
+			t.Errorf("%s: Head holds %d bytes; want at most %d", tt.name, len(f.Head), maxHeaderBytes)
 		}
 	}
 }

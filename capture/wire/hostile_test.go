@@ -46,7 +46,7 @@ func TestHostileResponses(t *testing.T) {
 				kind, msg := cs.Kind, cs.Message
 				var res Result
 				t0 := time.Now()
-				c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL + "/case/" + cs.Name, Body: []byte(`{}`)}, &res)
+				c.do(context.Background(), &Request{Seq: 1, URL: srv.URL + "/case/" + cs.Name, Body: []byte(`{}`)}, &res)
 				q := res.Req
 				if q.ErrorKind != kind || !strings.Contains(q.ErrorMessage, msg) {
 					t.Errorf("%s: %q, %q; want %q containing %q", cs.Name, q.ErrorKind, q.ErrorMessage, kind, msg)
@@ -63,7 +63,7 @@ func TestHostileResponses(t *testing.T) {
 					t.Errorf("%s: took %v; want it ended within the 2s ttft timeout and a little", cs.Name, d)
 				}
 				var ok Result
-				c.Do(context.Background(), &Request{Seq: 2, URL: srv.URL + "/case/", Body: []byte(`{}`)}, &ok)
+				c.do(context.Background(), &Request{Seq: 2, URL: srv.URL + "/case/", Body: []byte(`{}`)}, &ok)
 				if ok.Req.ErrorKind != "" {
 					t.Errorf("after %s: the next request failed with %s: %s", cs.Name, ok.Req.ErrorKind, ok.Req.ErrorMessage)
 				}
@@ -89,13 +89,13 @@ func TestEventAndBodyBounds(t *testing.T) {
 		events, body int64
 		msg          string
 	}{
-		{1000, MaxBody, "more than 1000 events"},
-		{MaxEvents, 100 << 10, "body over 0 MiB"},
+		{1000, limitBody, "more than 1000 events"},
+		{limitEvents, 100 << 10, "body over 0 MiB"},
 	} {
 		maxEvents, maxBody = tt.events, tt.body
 		c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true})
 		var res Result
-		c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)
+		c.do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)
 		c.Close()
 		if res.Req.ErrorKind != schemas.ErrTooLarge || !strings.Contains(res.Req.ErrorMessage, tt.msg) || res.Req.DoneNs != nil {
 			t.Errorf("bounds %d events, %d bytes: %q %q done %v; want too_large, %q, no done_ns", tt.events, tt.body, res.Req.ErrorKind, res.Req.ErrorMessage, res.Req.DoneNs, tt.msg)
@@ -123,7 +123,7 @@ func TestWholeBodyBound(t *testing.T) {
 	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true})
 	defer c.Close()
 	var res Result
-	c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)
+	c.do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`)}, &res)
 	if res.Req.ErrorKind != schemas.ErrTooLarge || !strings.Contains(res.Req.ErrorMessage, "non-streaming body over 1 MiB") || len(res.st.sim) != 0 {
 		t.Errorf("%q %q, %d bytes kept; want too_large, non-streaming body over 1 MiB, the buffer dropped", res.Req.ErrorKind, res.Req.ErrorMessage, len(res.st.sim))
 	}

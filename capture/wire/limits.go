@@ -7,21 +7,21 @@ import (
 
 // Bounds that keep a broken or hostile server from exhausting the client: a response that
 // passes one ends with kind too_large, reading stops and its connection is closed. Each is far
-// above what an LLM server sends. MaxHeaderBytes (framing.go) bounds the head, MaxLine
+// above what an LLM server sends. maxHeaderBytes (framing.go) bounds the head, maxLine
 // (sse.go) an SSE line and an event's data.
 const (
-	// MaxEvents bounds the events of one response: each is a chunk row held until the
+	// limitEvents bounds the events of one response: each is a chunk row held until the
 	// request ends (8 times the 131,072 tokens of the longest outputs served today).
-	MaxEvents = 1 << 20
-	// MaxBody bounds the bytes of one response body.
-	MaxBody = 1 << 30
-	// MaxWholeBody bounds a non-streaming body, which is held whole until it is parsed: an
+	limitEvents = 1 << 20
+	// limitBody bounds the bytes of one response body.
+	limitBody = 1 << 30
+	// limitWholeBody bounds a non-streaming body, which is held whole until it is parsed: an
 	// embeddings response for 2,048 inputs of 3,072 dimensions is about 90 MB.
-	MaxWholeBody = 256 << 20
+	limitWholeBody = 256 << 20
 )
 
-// maxEvents, maxBody and maxWhole are MaxEvents, MaxBody and MaxWholeBody; tests lower them.
-var maxEvents, maxBody, maxWhole int64 = MaxEvents, MaxBody, MaxWholeBody
+// maxEvents, maxBody and maxWhole are limitEvents, limitBody and limitWholeBody; tests lower them.
+var maxEvents, maxBody, maxWhole int64 = limitEvents, limitBody, limitWholeBody
 
 // wholeBound reports a non-streaming body that passes maxWhole: by its Content-Length before
 // any byte is read (declared), or once read bytes exceed it.
@@ -36,15 +36,15 @@ func wholeBound(declared string, read int64) error {
 }
 
 // bodyBound reports the first bound an SSE body read so far passes, or nil: the decoder's line
-// bound, more than MaxLine bytes since the end of the latest data event (lastEnd; comments and
+// bound, more than maxLine bytes since the end of the latest data event (lastEnd; comments and
 // lines that are not events do not count as progress), more than maxEvents events or maxBody
 // bytes.
-func bodyBound(dec *Decoder, lastEnd int64, events int) error {
+func bodyBound(dec *decoder, lastEnd int64, events int) error {
 	off := dec.Offset()
 	switch {
 	case dec.Err() != nil:
-		return fmt.Errorf("%w: over %d MiB", dec.Err(), MaxLine>>20)
-	case off-lastEnd > MaxLine:
+		return fmt.Errorf("%w: over %d MiB", dec.Err(), maxLine>>20)
+	case off-lastEnd > maxLine:
 		return fmt.Errorf("%d MiB of body without an SSE data event", (off-lastEnd)>>20)
 	case int64(events) > maxEvents:
 		return fmt.Errorf("more than %d events", maxEvents)

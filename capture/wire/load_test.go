@@ -72,7 +72,7 @@ func runStreams(t *testing.T, n, events int, interval time.Duration) *delays {
 			defer wg.Done()
 			time.Sleep(time.Until(start.Add(interval * time.Duration(i) / time.Duration(n))))
 			var res Result
-			c.Do(ctx, &Request{Seq: int64(i), URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+			c.do(ctx, &Request{Seq: int64(i), URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
 			mu.Lock()
 			defer mu.Unlock()
 			if res.Req.ErrorKind != "" {
@@ -89,10 +89,10 @@ func runStreams(t *testing.T, n, events int, interval time.Duration) *delays {
 				d.total++
 				d.user = append(d.user, ch.RxUserNs-*ch.ServerSentNs)
 				switch ch.Quality {
-				case QualityExact:
+				case qualityExact:
 					d.exact++
 					d.kernelExact = append(d.kernelExact, *ch.RxKernelNs-*ch.ServerSentNs)
-				case QualityUpperBound:
+				case qualityUpperBound:
 					d.upper++
 				default:
 					d.user0++

@@ -6,12 +6,12 @@ import (
 	"unicode/utf8"
 )
 
-// Payload holds the fields of one event that wirebench records, whatever the API: an
+// payload holds the fields of one event that wirebench records, whatever the API: an
 // OpenAI-compatible chunk (chat.completion.chunk, text_completion, or a whole non-streaming
 // response, embeddings included), an OpenAI Responses event or an Anthropic Messages event (see
-// ParseEvent). The parsers fill it without allocating: a hand-written scanner, because this runs
+// parseEvent). The parsers fill it without allocating: a hand-written scanner, because this runs
 // once per event on the client's hot path and encoding/json allocates several times per call.
-type Payload struct {
+type payload struct {
 	Content      int   // bytes of answer text (choices[].delta.content, .message.content or .text; output_text deltas; text_delta)
 	Reasoning    int   // bytes of reasoning text (reasoning_content or reasoning; reasoning_text deltas; thinking_delta)
 	ToolCalls    int   // tool-call deltas (chat tool_calls entries; function_call_arguments deltas; input_json_delta)
@@ -35,8 +35,8 @@ type Payload struct {
 var errJSON = errors.New("invalid JSON")
 
 // reset clears p for the next event: counts 0, figures not said (-1), the text buffer kept.
-func (p *Payload) reset() {
-	*p = Payload{Tokens: -1, Prompt: -1, Total: -1, Completion: -1, Cached: -1, ReasoningTok: -1, MaxIndex: -1, Text: p.Text}
+func (p *payload) reset() {
+	*p = payload{Tokens: -1, Prompt: -1, Total: -1, Completion: -1, Cached: -1, ReasoningTok: -1, MaxIndex: -1, Text: p.Text}
 }
 
 type jscan struct {
@@ -44,12 +44,12 @@ type jscan struct {
 	i    int
 	err  error
 	keep bool
-	p    *Payload
+	p    *payload
 }
 
-// ParsePayload parses data into p. When keepText is set, content text is appended to p.Text
+// parsePayload parses data into p. When keepText is set, content text is appended to p.Text
 // (which is kept, not reset). It reports malformed JSON as an error.
-func ParsePayload(data []byte, p *Payload, keepText bool) error {
+func parsePayload(data []byte, p *payload, keepText bool) error {
 	p.reset()
 	s := jscan{b: data, keep: keepText, p: p}
 	s.ws()
@@ -214,13 +214,13 @@ func (s *jscan) usage() {
 	})
 }
 
-// ParseRankArray parses a TEI /rerank answer, a top-level array of {"index", "score"} (an
-// object, such as an error, is parsed by ParsePayload).
-func ParseRankArray(data []byte, p *Payload) error {
+// parseRankArray parses a TEI /rerank answer, a top-level array of {"index", "score"} (an
+// object, such as an error, is parsed by parsePayload).
+func parseRankArray(data []byte, p *payload) error {
 	s := jscan{b: data}
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '{' {
-		return ParsePayload(data, p, false)
+		return parsePayload(data, p, false)
 	}
 	p.reset()
 	s.p = p

@@ -9,43 +9,43 @@ func TestParsePayload(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want Payload // Text compared as string below
+		want payload // Text compared as string below
 		text string
 		err  bool
 	}{
 		{"chat content", `{"choices":[{"index":0,"delta":{"content":"héllo"},"finish_reason":null}]}`,
-			Payload{Content: 6, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "héllo", false},
+			payload{Content: 6, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "héllo", false},
 		{"escapes", `{"choices":[{"delta":{"content":"a\n\"b\" \u00e9 \ud83d\ude00 \/"}}]}`,
-			Payload{Content: 15, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "a\n\"b\" é 😀 /", false},
+			payload{Content: 15, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "a\n\"b\" é 😀 /", false},
 		{"reasoning", `{"choices":[{"delta":{"reasoning_content":"think","content":null}}]}`,
-			Payload{Reasoning: 5, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "", false},
+			payload{Reasoning: 5, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "", false},
 		{"reasoning field", `{"choices":[{"delta":{"reasoning":"hm"}}]}`,
-			Payload{Reasoning: 2, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "", false},
+			payload{Reasoning: 2, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "", false},
 		{"tool calls", `{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":""}},{"index":1}]}}]}`,
-			Payload{ToolCalls: 2, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "", false},
+			payload{ToolCalls: 2, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "", false},
 		{"completions text and finish", `{"choices":[{"text":"abc","finish_reason":"length"}]}`,
-			Payload{Content: 3, Choices: 1, Tokens: -1, FinishReason: []byte("length"), Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "abc", false},
+			payload{Content: 3, Choices: 1, Tokens: -1, FinishReason: []byte("length"), Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "abc", false},
 		{"token ids", `{"choices":[{"delta":{"content":"ab"},"token_ids":[1,2,3]}]}`,
-			Payload{Content: 2, Choices: 1, Tokens: 3, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "ab", false},
+			payload{Content: 2, Choices: 1, Tokens: 3, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "ab", false},
 		{"logprobs count tokens", `{"choices":[{"delta":{"content":"ab"},"logprobs":{"content":[{"token":"a","logprob":-0.1},{"token":"b","logprob":-1e-3}]}}]}`,
-			Payload{Content: 2, Choices: 1, Tokens: 2, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "ab", false},
+			payload{Content: 2, Choices: 1, Tokens: 2, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "ab", false},
 		{"usage", `{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30,"prompt_tokens_details":{"cached_tokens":4}}}`,
-			Payload{Tokens: -1, HasUsage: true, Prompt: 10, Total: 30, MaxIndex: -1, Completion: 20, Cached: 4, ReasoningTok: -1}, "", false},
+			payload{Tokens: -1, HasUsage: true, Prompt: 10, Total: 30, MaxIndex: -1, Completion: 20, Cached: 4, ReasoningTok: -1}, "", false},
 		{"null usage", `{"choices":[{"delta":{}}],"usage":null}`,
-			Payload{Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "", false},
+			payload{Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "", false},
 		{"error object", `{"error":{"message":"boom","type":"server_error"}}`,
-			Payload{Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1, Error: []byte(`{"message":"boom","type":"server_error"}`)}, "", false},
+			payload{Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1, Error: []byte(`{"message":"boom","type":"server_error"}`)}, "", false},
 		{"unknown fields skipped", `{"x":[1,{"y":true,"z":null},"s"],"choices":[{"delta":{"content":"a","extra":{"k":[1.5e3]}}}],"n":-2.5}`,
-			Payload{Content: 1, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "a", false},
-		{"truncated", `{"choices":[{"delta":{"content":"a`, Payload{}, "", true},
-		{"trailing garbage", `{"choices":[]} x`, Payload{}, "", true},
-		{"not an object", `[DONE]`, Payload{}, "", true},
+			payload{Content: 1, Choices: 1, Tokens: -1, Prompt: -1, Total: -1, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "a", false},
+		{"truncated", `{"choices":[{"delta":{"content":"a`, payload{}, "", true},
+		{"trailing garbage", `{"choices":[]} x`, payload{}, "", true},
+		{"not an object", `[DONE]`, payload{}, "", true},
 	}
 	for _, tt := range tests {
-		var p Payload
-		err := ParsePayload([]byte(tt.in), &p, true)
+		var p payload
+		err := parsePayload([]byte(tt.in), &p, true)
 		if (err != nil) != tt.err {
-			t.Errorf("%s: ParsePayload(%s) error = %v; want error %v", tt.name, tt.in, err, tt.err)
+			t.Errorf("%s: parsePayload(%s) error = %v; want error %v", tt.name, tt.in, err, tt.err)
 			continue
 		}
 		if tt.err {
@@ -56,7 +56,7 @@ func TestParsePayload(t *testing.T) {
 		gotJSON, _ := json.Marshal(p)
 		wantJSON, _ := json.Marshal(tt.want)
 		if string(gotJSON) != string(wantJSON) || text != tt.text {
-			t.Errorf("%s: ParsePayload(%s) = %s text %q; want %s text %q", tt.name, tt.in, gotJSON, text, wantJSON, tt.text)
+			t.Errorf("%s: parsePayload(%s) = %s text %q; want %s text %q", tt.name, tt.in, gotJSON, text, wantJSON, tt.text)
 		}
 	}
 }
@@ -68,8 +68,8 @@ func FuzzParsePayload(f *testing.F) {
 	f.Add([]byte(`{"error":{"message":"x"}}`))
 	f.Add([]byte(`{"choices":[{"text":"\ud800"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var p Payload
-		err := ParsePayload(b, &p, true)
+		var p payload
+		err := parsePayload(b, &p, true)
 		var ref struct {
 			Choices []struct {
 				Delta struct {
@@ -83,7 +83,7 @@ func FuzzParsePayload(f *testing.F) {
 			return // the scanner is lenient about what it skips; only valid JSON objects are compared ("null" unmarshals into a map too)
 		}
 		if err != nil {
-			t.Fatalf("ParsePayload(%q) = %v; encoding/json accepts it", b, err)
+			t.Fatalf("parsePayload(%q) = %v; encoding/json accepts it", b, err)
 		}
 		if json.Unmarshal(b, &ref) != nil {
 			return // choices of another shape
@@ -97,7 +97,7 @@ func FuzzParsePayload(f *testing.F) {
 		if want != p.Content && len(ref.Choices) > 0 {
 			// Only delta.content is compared; text and message also count as content.
 			if _, ok := generic["choices"]; ok && p.Content < want {
-				t.Fatalf("ParsePayload(%q).Content = %d; want >= %d (encoding/json)", b, p.Content, want)
+				t.Fatalf("parsePayload(%q).Content = %d; want >= %d (encoding/json)", b, p.Content, want)
 			}
 		}
 	})

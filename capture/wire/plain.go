@@ -45,7 +45,7 @@ type call struct {
 	ttft     int64 // TTFTTimeout in ns; 0 = none
 	gap      int64 // GapTimeout in ns; 0 = none
 	cancelAt int64 // unix ns at which the client closes it (Request.CancelAfter); 0 = never
-	resp     int64 // the response ordinal on the connection (Conn.begin), set before cur
+	resp     int64 // the response ordinal on the connection (stampedConn.begin), set before cur
 
 	// The writer sets sent or werr, then publishes them with wstate.
 	wstate  atomic.Int32
@@ -193,7 +193,7 @@ func (p *plainPool) idleCount() int {
 
 // plainConn is one keep-alive connection of the plain path.
 type plainConn struct {
-	c      *Conn
+	c      *stampedConn
 	rc     syscall.RawConn
 	pool   *plainPool
 	buf    []byte    // socket reads
@@ -264,7 +264,7 @@ func (c *Client) endpointFor(rawURL string) (*endpoint, error) {
 // parse), so it may block. With an idle connection the request is written (on https:
 // encrypted and written) before Send returns, on the calling goroutine, with no handoff to
 // another goroutine; otherwise (a dial, the connection cap reached) it continues on a new
-// goroutine. res is filled as by Do.
+// goroutine. res is filled as the Result doc says.
 func (c *Client) Send(ctx context.Context, r *Request, res *Result, done func(*Result)) {
 	res.reset()
 	res.st.init()
@@ -658,7 +658,7 @@ func (pc *plainConn) writeFn(fd uintptr) bool {
 
 // appendHead appends the request line and headers.
 func appendHead(b []byte, ep *endpoint, r *Request) []byte {
-	method := r.Method
+	method := r.method
 	if method == "" {
 		method = "POST"
 	}
@@ -830,11 +830,11 @@ const maxDrain = 64 << 10
 // errClosedInBody is a connection that ended before its response's framing did (kind reset).
 var errClosedInBody = fmt.Errorf("connection closed inside the response body: %w", io.ErrUnexpectedEOF)
 
-// framingErr says why the framing tracker stopped: a head over MaxHeaderBytes (too_large) or
+// framingErr says why the framing tracker stopped: a head over maxHeaderBytes (too_large) or
 // bytes that are not HTTP/1.1 (malformed_stream).
-func framingErr(fr *Framing) error {
+func framingErr(fr *framing) error {
 	if fr.TooLarge() {
-		return &kindError{kind: schemas.ErrTooLarge, err: fmt.Errorf("response headers or trailers over %d KiB", MaxHeaderBytes>>10)}
+		return &kindError{kind: schemas.ErrTooLarge, err: fmt.Errorf("response headers or trailers over %d KiB", maxHeaderBytes>>10)}
 	}
 	if fr.HTTP2() {
 		return &kindError{kind: schemas.ErrMalformedStream, err: errors.New("the server answered with HTTP/2 frames: it speaks only HTTP/2; wirebench measures HTTP/1.1")}
@@ -965,7 +965,7 @@ func (c *Client) watch() {
 // cut returns why cl, in flight on conn, is past its GapTimeout (the body or the headers have
 // begun and no byte has arrived since) or its TTFTTimeout (no body byte yet, however far the
 // headers have come: headers dripped a byte at a time are cut too), or nil.
-func (cl *call) cut(conn *Conn, now int64) *cutError {
+func (cl *call) cut(conn *stampedConn, now int64) *cutError {
 	if cl.cancelAt != 0 && now >= cl.cancelAt {
 		return &cutError{kind: schemas.ErrCancelledByClient, quiet: time.Duration(now - (cl.cancelAt - int64(cl.req.CancelAfter)))}
 	}
@@ -1007,7 +1007,7 @@ func (c *Client) warmOnePlain(ctx context.Context, base string) error {
 		res.reset()
 		res.st.init()
 		done := make(chan struct{})
-		cl := &call{ctx: ctx, req: &Request{Method: "GET"}, res: &res, discard: true, done: func(*Result) { close(done) }}
+		cl := &call{ctx: ctx, req: &Request{method: "GET"}, res: &res, discard: true, done: func(*Result) { close(done) }}
 		pc.send(ep, cl, pc.taken())
 		<-done
 		if res.Req.ErrorKind != "" {

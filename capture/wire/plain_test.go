@@ -108,7 +108,7 @@ func TestPlainKeepAliveAndClose(t *testing.T) {
 		defer c.Close()
 		for i := range 5 {
 			var res Result
-			c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+			c.do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
 			mustOK(t, fmt.Sprint("request ", i), &res, 3)
 		}
 		if n := conns.Load(); n != 1 {
@@ -124,7 +124,7 @@ func TestPlainKeepAliveAndClose(t *testing.T) {
 		defer c.Close()
 		for i := range 3 {
 			var res Result
-			c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+			c.do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
 			mustOK(t, fmt.Sprint("request ", i), &res, 3)
 			if res.Req.ConnReused {
 				t.Errorf("request %d reused a connection the server closed", i)
@@ -139,10 +139,10 @@ func TestPlainKeepAliveAndClose(t *testing.T) {
 		c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
 		defer c.Close()
 		var res Result
-		c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+		c.do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
 		mustOK(t, "first", &res, 3)
 		time.Sleep(300 * time.Millisecond) // the server closes the idle connection; its reader notices
-		c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+		c.do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
 		mustOK(t, "after the server's idle timeout", &res, 3)
 		if res.Req.ConnReused {
 			t.Errorf("ConnReused = true on a connection the server closed")
@@ -164,7 +164,7 @@ func TestPlainLargeBody(t *testing.T) {
 	}
 	body := []byte(`{"prompt":"` + strings.Repeat("x", 16<<20) + `"}`)
 	var res Result
-	c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: body}, &res)
+	c.do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: body}, &res)
 	mustOK(t, "16 MiB body", &res, 3) // more than a socket buffer: the rest is written off the caller
 	if got.Load() != int64(len(body)) {
 		t.Errorf("server read %d body bytes; want %d", got.Load(), len(body))
@@ -197,7 +197,7 @@ func TestPlainBodyUntilClose(t *testing.T) {
 	defer c.Close()
 	for i := range 2 {
 		var res Result
-		c.Do(context.Background(), &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
+		c.do(context.Background(), &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
 		mustOK(t, fmt.Sprint("request ", i), &res, 3)
 		if res.Req.ConnReused {
 			t.Errorf("request %d: ConnReused = true after a body that ended with the connection", i)
@@ -210,7 +210,7 @@ func TestMinIdleTopUp(t *testing.T) {
 	c := NewClient(ClientConfig{MaxConns: 16, MinIdle: 4, Timestamps: true})
 	defer c.Close()
 	var res Result
-	c.Do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+	c.do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
 	mustOK(t, "first", &res, 3)
 	ep, _ := c.endpointFor(srv.URL + "/v1/completions")
 	deadline := time.Now().Add(5 * time.Second)
@@ -237,7 +237,7 @@ func TestPlainConnectionCap(t *testing.T) {
 		defer cancel()
 		for i := range 3 {
 			var res Result
-			c.Do(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+			c.do(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
 			mustOK(t, fmt.Sprint("request ", i), &res, 3)
 		}
 		if n := conns.Load(); n != 3 {
@@ -288,12 +288,12 @@ func TestPlainEarlyResponseStopsTheWrite(t *testing.T) {
 	defer cancel()
 	var res Result
 	start := time.Now()
-	c.Do(ctx, &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: make([]byte, 64<<20)}, &res)
+	c.do(ctx, &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: make([]byte, 64<<20)}, &res)
 	if res.Req.ErrorKind != schemas.ErrHTTPStatus || res.Req.Status != 413 || !strings.Contains(res.Req.ErrorMessage, "too long") {
 		t.Errorf("error %q status %d message %q; want http_status 413 'too long'", res.Req.ErrorKind, res.Req.Status, res.Req.ErrorMessage)
 	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Do took %v: the unfinished write was not stopped", d)
+		t.Errorf("do took %v: the unfinished write was not stopped", d)
 	}
 }
 
@@ -335,12 +335,12 @@ func TestPlainMalformedResponse(t *testing.T) {
 	defer c.Close()
 	var res Result
 	start := time.Now()
-	c.Do(context.Background(), &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
+	c.do(context.Background(), &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
 	if res.Req.ErrorKind != schemas.ErrMalformedStream || !strings.Contains(res.Req.ErrorMessage, "malformed HTTP") {
 		t.Errorf("error %q (%s); want malformed_stream, malformed HTTP response", res.Req.ErrorKind, res.Req.ErrorMessage)
 	}
 	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Errorf("Do took %v; want the bad status line to end the request at once", d)
+		t.Errorf("do took %v; want the bad status line to end the request at once", d)
 	}
 }
 
@@ -372,7 +372,7 @@ func TestConnectionCounters(t *testing.T) {
 	defer cancel()
 	for i := range 3 {
 		var res Result
-		c2.Do(ctx, &Request{URL: closing.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
+		c2.do(ctx, &Request{URL: closing.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
 		mustOK(t, fmt.Sprint("request ", i), &res, 3)
 	}
 	if o, p := c2.Opened(), c2.TakeOpenPeak(); o != 3 || p != 1 {

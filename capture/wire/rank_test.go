@@ -22,21 +22,21 @@ func TestParseRankAnswers(t *testing.T) {
 		prompt                int64
 		err                   bool
 	}{
-		{"vllm rerank", APIRerank, `{"id":"r","model":"m","usage":{"total_tokens":12},"results":[{"index":2,"document":{"text":"x"},"relevance_score":0.9},{"index":0,"relevance_score":1e-3}]}`, 2, 2, 2, 12, false},
-		{"score", APIScore, `{"object":"list","data":[{"index":0,"object":"score","score":0.5},{"index":1,"object":"score","score":-1.5}],"usage":{"prompt_tokens":8,"total_tokens":8}}`, 2, 2, 1, 8, false},
-		{"tei", APITEIRerank, ` [{"index":1,"score":0.7,"text":"a"},{"index":0,"score":0.1}] `, 2, 2, 1, -1, false},
-		{"tei error object", APITEIRerank, `{"error":"boom","error_type":"backend"}`, 0, 0, -1, -1, false},
-		{"fractional index", APIRerank, `{"results":[{"index":1.5,"relevance_score":0.9}]}`, 1, 0, -1, -1, false},
-		{"score as string", APIScore, `{"data":[{"index":0,"score":"0.5"}]}`, 1, 0, -1, -1, false},
-		{"negative index", APITEIRerank, `[{"index":-1,"score":0.5}]`, 1, 0, -1, -1, false},
-		{"tei not json", APITEIRerank, `[{"index":0,`, 0, 0, -1, -1, true},
-		{"tei trailing", APITEIRerank, `[] x`, 0, 0, -1, -1, true},
+		{"vllm rerank", apiRerank, `{"id":"r","model":"m","usage":{"total_tokens":12},"results":[{"index":2,"document":{"text":"x"},"relevance_score":0.9},{"index":0,"relevance_score":1e-3}]}`, 2, 2, 2, 12, false},
+		{"score", apiScore, `{"object":"list","data":[{"index":0,"object":"score","score":0.5},{"index":1,"object":"score","score":-1.5}],"usage":{"prompt_tokens":8,"total_tokens":8}}`, 2, 2, 1, 8, false},
+		{"tei", apiTEIRerank, ` [{"index":1,"score":0.7,"text":"a"},{"index":0,"score":0.1}] `, 2, 2, 1, -1, false},
+		{"tei error object", apiTEIRerank, `{"error":"boom","error_type":"backend"}`, 0, 0, -1, -1, false},
+		{"fractional index", apiRerank, `{"results":[{"index":1.5,"relevance_score":0.9}]}`, 1, 0, -1, -1, false},
+		{"score as string", apiScore, `{"data":[{"index":0,"score":"0.5"}]}`, 1, 0, -1, -1, false},
+		{"negative index", apiTEIRerank, `[{"index":-1,"score":0.5}]`, 1, 0, -1, -1, false},
+		{"tei not json", apiTEIRerank, `[{"index":0,`, 0, 0, -1, -1, true},
+		{"tei trailing", apiTEIRerank, `[] x`, 0, 0, -1, -1, true},
 	}
 	for _, tt := range tests {
-		var p Payload
-		err := ParseEvent(tt.api, nil, []byte(tt.in), &p, false)
+		var p payload
+		err := parseEvent(tt.api, nil, []byte(tt.in), &p, false)
 		if (err != nil) != tt.err {
-			t.Errorf("%s: ParseEvent(%s) error = %v; want error %v", tt.name, tt.in, err, tt.err)
+			t.Errorf("%s: parseEvent(%s) error = %v; want error %v", tt.name, tt.in, err, tt.err)
 			continue
 		}
 		if tt.err {
@@ -65,7 +65,7 @@ func TestCheckRanked(t *testing.T) {
 		{"too many", 4, 4, 2, 3, 3, "4 scores in the answer; want 3"},
 	}
 	for _, tt := range tests {
-		err := checkRanked(&Payload{Items: tt.items, Ranked: tt.ranked, MaxIndex: tt.maxIdx}, &Request{Documents: tt.docs, Answers: tt.answers})
+		err := checkRanked(&payload{Items: tt.items, Ranked: tt.ranked, MaxIndex: tt.maxIdx}, &Request{Documents: tt.docs, Answers: tt.answers})
 		if (err == nil) != (tt.message == "") || (err != nil && !strings.Contains(err.Error(), tt.message)) {
 			t.Errorf("%s: checkRanked = %v; want %q", tt.name, err, tt.message)
 		}
@@ -79,17 +79,17 @@ func FuzzParseRankAnswer(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"results":[{"index":0,"relevance_score":0.5}],"usage":{"total_tokens":3}}`))
 	f.Add(uint8(1), []byte(`{"data":[{"index":0,"score":-1}]}`))
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
-		api := APIRerank + API(which%3)
-		var p Payload
-		if ParseEvent(api, nil, b, &p, false) != nil {
+		api := apiRerank + API(which%3)
+		var p payload
+		if parseEvent(api, nil, b, &p, false) != nil {
 			return
 		}
 		if !json.Valid(b) {
-			t.Fatalf("ParseEvent(%d, %q) = nil error; want an error for invalid JSON", api, b)
+			t.Fatalf("parseEvent(%d, %q) = nil error; want an error for invalid JSON", api, b)
 		}
 		var arr []json.RawMessage
-		if api == APITEIRerank && json.Unmarshal(b, &arr) == nil && len(arr) != p.Items {
-			t.Fatalf("ParseEvent(tei, %q): %d items; want %d", b, p.Items, len(arr))
+		if api == apiTEIRerank && json.Unmarshal(b, &arr) == nil && len(arr) != p.Items {
+			t.Fatalf("parseEvent(tei, %q): %d items; want %d", b, p.Items, len(arr))
 		}
 	})
 }
@@ -106,14 +106,14 @@ func TestDoRank(t *testing.T) {
 		kind       string
 		prompt     int32 // usage prompt tokens; -1 none
 	}{
-		{"rerank", `{"model":"m","usage":{"total_tokens":9},"results":[{"index":1,"relevance_score":0.9},{"index":0,"relevance_score":0.1}]}`, APIRerank, 200, "", 9},
-		{"score", `{"object":"list","data":[{"index":0,"object":"score","score":0.2},{"index":1,"object":"score","score":0.4}],"usage":{"prompt_tokens":9,"total_tokens":9}}`, APIScore, 200, "", 9},
-		{"tei", `[{"index":1,"score":0.9},{"index":0,"score":0.1}]`, APITEIRerank, 200, "", -1},
-		{"tei too few", `[{"index":1,"score":0.9}]`, APITEIRerank, 200, schemas.ErrMalformedAnswer, -1},
-		{"score as embeddings", `{"object":"list","data":[{"index":0,"embedding":[0.1]},{"index":1,"embedding":[0.2]}]}`, APIScore, 200, schemas.ErrMalformedAnswer, -1},
-		{"rerank not json", `{"results":[`, APIRerank, 200, schemas.ErrMalformedStream, -1},
-		{"rerank error object", `{"object":"error","message":"boom"}`, APIRerank, 200, schemas.ErrServerEvent, -1},
-		{"tei 413", `{"error":"batch size 2 > maximum allowed batch size 1","error_type":"validation"}`, APITEIRerank, 413, schemas.ErrHTTPStatus, -1},
+		{"rerank", `{"model":"m","usage":{"total_tokens":9},"results":[{"index":1,"relevance_score":0.9},{"index":0,"relevance_score":0.1}]}`, apiRerank, 200, "", 9},
+		{"score", `{"object":"list","data":[{"index":0,"object":"score","score":0.2},{"index":1,"object":"score","score":0.4}],"usage":{"prompt_tokens":9,"total_tokens":9}}`, apiScore, 200, "", 9},
+		{"tei", `[{"index":1,"score":0.9},{"index":0,"score":0.1}]`, apiTEIRerank, 200, "", -1},
+		{"tei too few", `[{"index":1,"score":0.9}]`, apiTEIRerank, 200, schemas.ErrMalformedAnswer, -1},
+		{"score as embeddings", `{"object":"list","data":[{"index":0,"embedding":[0.1]},{"index":1,"embedding":[0.2]}]}`, apiScore, 200, schemas.ErrMalformedAnswer, -1},
+		{"rerank not json", `{"results":[`, apiRerank, 200, schemas.ErrMalformedStream, -1},
+		{"rerank error object", `{"object":"error","message":"boom"}`, apiRerank, 200, schemas.ErrServerEvent, -1},
+		{"tei 413", `{"error":"batch size 2 > maximum allowed batch size 1","error_type":"validation"}`, apiTEIRerank, 413, schemas.ErrHTTPStatus, -1},
 	}
 	for _, tt := range tests {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +123,7 @@ func TestDoRank(t *testing.T) {
 		}))
 		c := NewClient(ClientConfig{API: tt.api, MaxConns: 1, Timestamps: true})
 		res := new(Result)
-		c.Do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`), Documents: 2, Answers: 2}, res)
+		c.do(context.Background(), &Request{Seq: 1, URL: srv.URL, Body: []byte(`{}`), Documents: 2, Answers: 2}, res)
 		c.Close()
 		srv.Close()
 		q := res.Req
@@ -139,13 +139,13 @@ func TestDoRank(t *testing.T) {
 
 // TestParseRankAllocs: reading a ranking answer allocates nothing, as every event parse.
 func TestParseRankAllocs(t *testing.T) {
-	var p Payload
+	var p payload
 	rerank := []byte(`{"model":"m","usage":{"total_tokens":9},"results":[{"index":1,"relevance_score":0.9},{"index":0,"relevance_score":0.1}]}`)
 	tei := []byte(`[{"index":1,"score":0.9},{"index":0,"score":0.1}]`)
 	if n := testing.AllocsPerRun(100, func() {
-		ParseEvent(APIRerank, nil, rerank, &p, false)
-		ParseEvent(APITEIRerank, nil, tei, &p, false)
+		parseEvent(apiRerank, nil, rerank, &p, false)
+		parseEvent(apiTEIRerank, nil, tei, &p, false)
 	}); n != 0 {
-		t.Errorf("ParseEvent(rerank, tei) allocates %v times a run; want 0", n)
+		t.Errorf("parseEvent(rerank, tei) allocates %v times a run; want 0", n)
 	}
 }

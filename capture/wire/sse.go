@@ -5,21 +5,21 @@ import (
 	"errors"
 )
 
-// ErrLineTooLong is returned by Decoder.Err when one SSE line exceeds MaxLine bytes.
-var ErrLineTooLong = errors.New("sse line too long")
+// errLineTooLong is returned by decoder.Err when one SSE line exceeds maxLine bytes.
+var errLineTooLong = errors.New("sse line too long")
 
-// MaxLine bounds one SSE line (and one event's data) so a broken server cannot make the decoder
+// maxLine bounds one SSE line (and one event's data) so a broken server cannot make the decoder
 // grow without limit.
-const MaxLine = 16 << 20
+const maxLine = 16 << 20
 
-// Event is one SSE event or comment line. Type, ID and Data alias the decoder's buffers and stay
+// event is one SSE event or comment line. Type, ID and Data alias the decoder's buffers and stay
 // valid only until the next call to Next or Feed.
 //
 // Offsets count response-body bytes (after HTTP framing is removed) from 0. End is the offset
 // just after the event's last byte: the terminator of the blank line that dispatched it, where a
 // CRLF terminator ends at its CR (the event is complete when the CR arrives; the LF is counted
 // with the next event). This keeps End the same however the body is split into reads.
-type Event struct {
+type event struct {
 	Start, End int64
 	Comment    bool   // a comment line (":text"); Data holds the text after the colon, one leading space removed
 	CR         bool   // the dispatching line ended with CR (a following LF is not part of End)
@@ -28,14 +28,14 @@ type Event struct {
 	Data       []byte // data: lines joined by LF
 }
 
-// Decoder is an incremental Server-Sent Events decoder (WHATWG HTML §9.2) over a response body.
+// decoder is an incremental Server-Sent Events decoder (WHATWG HTML §9.2) over a response body.
 // It accepts CRLF, LF and CR line ends, comments, multi-line data:, event:, id: and retry:
 // fields, and (unlike the standard) dispatches a pending event at the end of the body when the
 // final blank line is missing. It allocates nothing in steady state: its buffers are reused.
 //
 // Use: Feed(p), then call Next until it returns false; at the end of the body call Finish and
 // Next again until it returns false.
-type Decoder struct {
+type decoder struct {
 	buf     []byte // current input, consumed from pos
 	pos     int
 	base    int64  // body offset of buf[0]
@@ -52,37 +52,37 @@ type Decoder struct {
 }
 
 // Reset prepares the decoder for a new body, keeping its buffers.
-func (d *Decoder) Reset() {
-	*d = Decoder{line: d.line[:0], data: d.data[:0], typ: d.typ[:0], id: d.id[:0]}
+func (d *decoder) Reset() {
+	*d = decoder{line: d.line[:0], data: d.data[:0], typ: d.typ[:0], id: d.id[:0]}
 }
 
 // pending returns the bytes of the partial line and event the decoder holds (memory budget);
 // capacity what its buffers have allocated.
-func (d *Decoder) pending() int  { return len(d.line) + len(d.data) }
-func (d *Decoder) capacity() int { return cap(d.line) + cap(d.data) + cap(d.typ) + cap(d.id) }
+func (d *decoder) pending() int  { return len(d.line) + len(d.data) }
+func (d *decoder) capacity() int { return cap(d.line) + cap(d.data) + cap(d.typ) + cap(d.id) }
 
 // Offset returns the number of body bytes consumed so far.
-func (d *Decoder) Offset() int64 { return d.base + int64(d.pos) }
+func (d *decoder) Offset() int64 { return d.base + int64(d.pos) }
 
-// Err returns the first decoding error (a line longer than MaxLine).
-func (d *Decoder) Err() error { return d.err }
+// Err returns the first decoding error (a line longer than maxLine).
+func (d *decoder) Err() error { return d.err }
 
 // Feed hands the decoder the next body bytes. The previous input must have been consumed (Next
 // returned false). p must stay unchanged until then.
-func (d *Decoder) Feed(p []byte) {
+func (d *decoder) Feed(p []byte) {
 	d.base += int64(d.pos)
 	d.buf, d.pos = p, 0
 }
 
 // Finish marks the end of the body: Next then yields a pending event whose final blank line is
 // missing.
-func (d *Decoder) Finish() { d.eof = true }
+func (d *decoder) Finish() { d.eof = true }
 
 // Next decodes the next event or comment into ev. It returns false when it needs more input (or,
 // after Finish, when the body is done). It is the SSE parser's state machine (line ends, fields,
 // dispatch, as the WHATWG event-stream rules order them), kept in one function over the 80-line
 // rule: it runs for every event on the read path, and its states read best together.
-func (d *Decoder) Next(ev *Event) bool {
+func (d *decoder) Next(ev *event) bool {
 	if d.sent {
 		d.sent = false
 		d.data, d.typ, d.id = d.data[:0], d.typ[:0], d.id[:0]
@@ -105,9 +105,9 @@ func (d *Decoder) Next(ev *Event) bool {
 		}
 		if k < 0 {
 			if len(rest) > 0 {
-				if len(d.line)+len(rest) > MaxLine {
+				if len(d.line)+len(rest) > maxLine {
 					if d.err == nil {
-						d.err = ErrLineTooLong
+						d.err = errLineTooLong
 					}
 					d.line = d.line[:0]
 				} else {
@@ -147,9 +147,9 @@ func (d *Decoder) Next(ev *Event) bool {
 			}
 		}
 		if len(d.line) > 0 {
-			if len(d.line)+len(line) > MaxLine {
+			if len(d.line)+len(line) > maxLine {
 				if d.err == nil {
-					d.err = ErrLineTooLong
+					d.err = errLineTooLong
 				}
 				d.line = d.line[:0]
 				continue
@@ -165,7 +165,7 @@ func (d *Decoder) Next(ev *Event) bool {
 }
 
 // field processes one complete line ending at body offset end; it reports whether ev was filled.
-func (d *Decoder) field(line []byte, ev *Event, end int64, cr bool) bool {
+func (d *decoder) field(line []byte, ev *event, end int64, cr bool) bool {
 	if len(line) == 0 {
 		if !d.hasData {
 			d.typ = d.typ[:0]
@@ -177,7 +177,7 @@ func (d *Decoder) field(line []byte, ev *Event, end int64, cr bool) bool {
 		return true
 	}
 	if line[0] == ':' {
-		*ev = Event{Start: d.start, End: end, Comment: true, CR: cr, Data: trimSpace1(line[1:])}
+		*ev = event{Start: d.start, End: end, Comment: true, CR: cr, Data: trimSpace1(line[1:])}
 		if !d.hasData && len(d.typ) == 0 {
 			d.start = end
 		}
@@ -192,9 +192,9 @@ func (d *Decoder) field(line []byte, ev *Event, end int64, cr bool) bool {
 		if d.hasData {
 			d.data = append(d.data, '\n')
 		}
-		if len(d.data)+len(value) > MaxLine {
+		if len(d.data)+len(value) > maxLine {
 			if d.err == nil {
-				d.err = ErrLineTooLong
+				d.err = errLineTooLong
 			}
 			return false
 		}
@@ -210,8 +210,8 @@ func (d *Decoder) field(line []byte, ev *Event, end int64, cr bool) bool {
 	return false
 }
 
-func (d *Decoder) dispatch(ev *Event, end int64, cr bool) {
-	*ev = Event{Start: d.start, End: end, CR: cr, Type: d.typ, ID: d.id, Data: d.data}
+func (d *decoder) dispatch(ev *event, end int64, cr bool) {
+	*ev = event{Start: d.start, End: end, CR: cr, Type: d.typ, ID: d.id, Data: d.data}
 	d.sent = true // the slices stay valid until the next Next, which reuses the arrays
 	d.hasData = false
 	d.start = end

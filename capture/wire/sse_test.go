@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// decoded is an Event copied out of the decoder's buffers.
+// decoded is an event copied out of the decoder's buffers.
 type decoded struct {
 	Start, End int64
 	Comment    bool
@@ -21,8 +21,8 @@ func (e decoded) String() string {
 
 // decodeSplit feeds b to a decoder in pieces cut at the given offsets and returns the events.
 func decodeSplit(b []byte, cuts []int) ([]decoded, error) {
-	var d Decoder
-	var ev Event
+	var d decoder
+	var ev event
 	var out []decoded
 	prev := 0
 	collect := func() {
@@ -84,10 +84,10 @@ func TestDecoder(t *testing.T) {
 }
 
 func TestDecoderLineTooLong(t *testing.T) {
-	in := "data: " + strings.Repeat("x", MaxLine) + "\n\ndata: y\n\n"
-	got, err := decodeSplit([]byte(in), []int{100, MaxLine / 2})
-	if err != ErrLineTooLong {
-		t.Errorf("decode(long line) error = %v; want ErrLineTooLong", err)
+	in := "data: " + strings.Repeat("x", maxLine) + "\n\ndata: y\n\n"
+	got, err := decodeSplit([]byte(in), []int{100, maxLine / 2})
+	if err != errLineTooLong {
+		t.Errorf("decode(long line) error = %v; want errLineTooLong", err)
 	}
 	if len(got) != 1 || got[0].Data != "y" {
 		t.Errorf("decode(long line) = %v; want only the event y", got)

@@ -23,8 +23,8 @@ import (
 // read that carried its last ciphertext byte, its place in the receive stream (for the packet
 // tap) the offset just past that byte.
 //
-// A Conn.Read returns the plaintext of every record the latest socket read completed (it keeps
-// calling crypto/tls while whole records of that read are buffered), so one Conn.Read is one
+// A stampedConn.Read returns the plaintext of every record the latest socket read completed (it keeps
+// calling crypto/tls while whole records of that read are buffered), so one stampedConn.Read is one
 // socket read, as on plain HTTP, and an event is exact when its record is the last of the read
 // to carry body bytes and nothing came after it in the read (a record that only ends the
 // chunked framing may follow, as the framing may follow the last event on plain HTTP). The
@@ -40,16 +40,16 @@ const recordHeaderLen = 5
 // tlsReadBuf holds one socket read of ciphertext: a whole record of the largest size with room.
 const tlsReadBuf = 16<<10 + 2048
 
-// maxPieces bounds the records one Conn.Read returns, so that the marks of a read (markRing)
+// maxPieces bounds the records one stampedConn.Read returns, so that the marks of a read (markRing)
 // outlive its decoding.
 const maxPieces = markRing / 2
 
-// tlsSocket is the net.Conn under a tls.Client: record-at-a-time reads of the Conn's socket
+// tlsSocket is the net.Conn under a tls.Client: record-at-a-time reads of the stampedConn's socket
 // and buffered writes. Reads happen on one goroutine at a time (the handshake's, then the
 // connection's reader).
 type tlsSocket struct {
 	net.Conn // the TCP connection (deadlines, Close, addresses)
-	c        *Conn
+	c        *stampedConn
 	tc       *tls.Conn
 	name     string // the server name the certificate was checked against
 
@@ -169,7 +169,7 @@ func (s *tlsSocket) read(p []byte) (int, error) {
 // recordTLS records a read of TLS plaintext p made of pieces: the framing tracker sees each
 // piece, a mark per piece maps body offsets to records, and r.streamEnd is the end of the last
 // record that carried body bytes.
-func (c *Conn) recordTLS(p []byte, pieces []tlsPiece, r readRecord) {
+func (c *stampedConn) recordTLS(p []byte, pieces []tlsPiece, r readRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := len(p)
@@ -196,7 +196,7 @@ func (c *Conn) recordTLS(p []byte, pieces []tlsPiece, r readRecord) {
 
 // recordOf returns the receive-stream end of the record holding body byte end − 1 of response
 // resp; ok is false when its mark was overwritten or never made.
-func (c *Conn) recordOf(resp, end int64) (stream int64, ok bool) {
+func (c *stampedConn) recordOf(resp, end int64) (stream int64, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := c.nmarks - 1; i >= max(0, c.nmarks-int64(len(c.marks))); i-- {
@@ -266,7 +266,7 @@ func (pc *plainConn) reportTLS(res *Result) {
 
 // startTLS runs the TLS handshake on c's socket and switches c's reads to plaintext. It returns
 // the handshake's duration, whether it resumed a session, and the bytes it wrote.
-func startTLS(ctx context.Context, c *Conn, cfg *tls.Config) (ns int64, resumed bool, written int64, err error) {
+func startTLS(ctx context.Context, c *stampedConn, cfg *tls.Config) (ns int64, resumed bool, written int64, err error) {
 	s := &tlsSocket{Conn: c.Conn, c: c, name: cfg.ServerName, buf: make([]byte, tlsReadBuf), direct: true}
 	s.tc = tls.Client(s, cfg)
 	t0 := time.Now()

@@ -48,7 +48,7 @@ func TestTLSStream(t *testing.T) {
 			defer c.Close()
 			for i := range 2 {
 				var res Result
-				c.Do(context.Background(), &Request{Seq: 7, URL: srv.URL + "/v1/chat/completions", Body: []byte(`{}`)}, &res)
+				c.do(context.Background(), &Request{Seq: 7, URL: srv.URL + "/v1/chat/completions", Body: []byte(`{}`)}, &res)
 				mustOK(t, fmt.Sprintf("request %d", i), &res, 8)
 				q := &res.Req
 				if q.ConnReused != (i == 1) || (q.TLSHandshakeNs != nil) != (i == 0) || (q.TLSResumed != nil) != (i == 0) {
@@ -93,7 +93,7 @@ func TestTLSResumption(t *testing.T) {
 			defer c.Close()
 			for i := range 3 {
 				var res Result
-				c.Do(context.Background(), &Request{URL: srv.URL, Body: []byte(`{}`)}, &res)
+				c.do(context.Background(), &Request{URL: srv.URL, Body: []byte(`{}`)}, &res)
 				mustOK(t, fmt.Sprintf("request %d", i), &res, 3)
 				if r := res.Req.TLSResumed; r == nil || *r != (i > 0) {
 					t.Errorf("request %d: tls_resumed %v; want %v", i, r, i > 0)
@@ -199,7 +199,7 @@ func TestTLSRecordsMapToStream(t *testing.T) {
 	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true, KeepText: true, TLS: &tls.Config{RootCAs: pool}})
 	defer c.Close()
 	var res Result
-	c.Do(context.Background(), &Request{URL: "https://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
+	c.do(context.Background(), &Request{URL: "https://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
 	<-served
 	if serr != nil {
 		t.Fatal(serr)
@@ -225,7 +225,7 @@ func TestTLSRecordsMapToStream(t *testing.T) {
 				coalesced = true // the client read a later record together with this one
 			}
 		}
-		if wantQ := map[bool]string{false: QualityExact, true: QualityUpperBound}[coalesced]; ch.Quality != wantQ {
+		if wantQ := map[bool]string{false: qualityExact, true: qualityUpperBound}[coalesced]; ch.Quality != wantQ {
 			t.Errorf("event %s: quality %s; want %s", name, ch.Quality, wantQ)
 		}
 	}
@@ -283,7 +283,7 @@ func TestTLSHandshakeErrors(t *testing.T) {
 			c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true, TLS: tt.client})
 			defer c.Close()
 			var res Result
-			c.Do(context.Background(), &Request{URL: srv.URL, Body: []byte(`{}`)}, &res)
+			c.do(context.Background(), &Request{URL: srv.URL, Body: []byte(`{}`)}, &res)
 			q := res.Req
 			if tt.msg == "" {
 				mustOK(t, tt.name, &res, 3)
@@ -323,7 +323,7 @@ func TestTLSHTTP2OnlyServer(t *testing.T) {
 	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true, TLS: &tls.Config{RootCAs: pool}})
 	defer c.Close()
 	var res Result
-	c.Do(context.Background(), &Request{URL: "https://" + l.Addr().String(), Body: []byte(`{}`)}, &res)
+	c.do(context.Background(), &Request{URL: "https://" + l.Addr().String(), Body: []byte(`{}`)}, &res)
 	if q := res.Req; q.ErrorKind != schemas.ErrMalformedStream || !strings.Contains(q.ErrorMessage, "HTTP/2") {
 		t.Errorf("%s %q; want malformed_stream naming HTTP/2", q.ErrorKind, q.ErrorMessage)
 	}
