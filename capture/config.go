@@ -165,7 +165,8 @@ type Live struct {
 // while the old run is still whole.
 func Check(cfg Config, rc *schemas.Config) error { return resolve(&cfg, rc) }
 
-// resolve fills cfg from the manifest's config and the defaults.
+// resolve fills cfg from the manifest's config and the defaults, and checks it; its Options
+// in resolveOptions.
 func resolve(cfg *Config, rc *schemas.Config) error {
 	co := rc.Capture
 	if eps := rc.Target.URLs; len(eps) > 1 {
@@ -184,9 +185,7 @@ func resolve(cfg *Config, rc *schemas.Config) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("target %q: want an http:// or https:// base URL", cfg.Target)
 	}
-	if cfg.Workers == 0 {
-		cfg.Workers = co.Workers
-	}
+	cfg.Workers = cmp.Or(cfg.Workers, co.Workers)
 	if cfg.Workers < 0 {
 		return fmt.Errorf("workers %d: want >= 1 (0 = the CPUs this process may use)", cfg.Workers)
 	}
