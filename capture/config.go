@@ -20,7 +20,7 @@ import (
 // Options are the capture options a user may set, declared once (capture/internal/worker):
 // Config embeds them, the command line's flags are their fields (the help tags say what each
 // means), and each worker is told them. Zero = not given: resolve, for every caller, takes the
-// config's capture or target value, else the default below.
+// config's capture or target value, else its Default constant (DefaultConnections and the rest).
 type Options = worker.Options
 
 // Config is one capture of a run directory. Zero values take the manifest's config
