@@ -47,7 +47,7 @@ func TestDoStream(t *testing.T) {
 				}
 				// On loopback the kernel stamps a segment inside the sender's write: an exact
 				// event's kernel time lies between the server's stamps around that write.
-				if ch.ServerSentNs != nil && ch.ServerSentEndNs != nil && ch.RxKernelNs != nil && ch.Quality == QualityExact {
+				if ch.ServerSentNs != nil && ch.ServerSentEndNs != nil && ch.RxKernelNs != nil && ch.Quality == qualityExact {
 					if k := *ch.RxKernelNs; k < *ch.ServerSentNs || k > *ch.ServerSentEndNs {
 						t.Errorf("crlf=%v chunk %d: kernel time %d outside the server's write [%d, %d]", crlf, j, k, *ch.ServerSentNs, *ch.ServerSentEndNs)
 					}
