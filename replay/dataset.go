@@ -347,6 +347,66 @@ func csvError(path string, err error) error {
 	return fmt.Errorf("%s: %w", path, err)
 }
 
+// datasetKind is workload.dataset: prompts (and output lengths, when they have them) from a
+// ShareGPT, JSON Lines or CSV file.
+type datasetKind struct{ *schemas.Dataset }
+
+func datasetOf(w *schemas.Workload) workloadKind {
+	if w.Dataset == nil {
+		return nil
+	}
+	return datasetKind{w.Dataset}
+}
+
+func (k datasetKind) ownTiming() bool { return false }
+
+func (k datasetKind) setDefaults() {
+	if k.PromptColumn == "" {
+		k.PromptColumn = "prompt"
+	}
+	if k.MaxTokensColumn == "" {
+		k.MaxTokensColumn = "max_tokens"
+	}
+}
+
+func (k datasetKind) files() []fileField {
+	out := []fileField{{"workload.dataset.file", &k.File, true}}
+	if k.Output != nil {
+		out = append(out, distFile("workload.dataset.output", k.Output))
+	}
+	return out
+}
+
+func (k datasetKind) validate(v *validator, api string) {
+	f := "workload.dataset."
+	switch k.Format {
+	case "sharegpt", "jsonl", "csv":
+	default:
+		v.errf(f+"format", "%q: want sharegpt, jsonl or csv", k.Format)
+	}
+	if k.File == "" {
+		v.errf(f+"file", "required")
+	}
+	if k.WholeConversation && (k.Format != "sharegpt" || !schemas.MessageAPI(api)) {
+		v.errf(f+"whole_conversation", "needs format: sharegpt and target.api chat, responses or messages")
+	}
+	if k.MaxInputTokens > 0 && k.MaxInputTokens < k.MinInputTokens {
+		v.errf(f+"max_input_tokens", "%d < min_input_tokens %d", k.MaxInputTokens, k.MinInputTokens)
+	}
+	if k.MaxOutputTokens > 0 && k.MaxOutputTokens < k.MinOutputTokens {
+		v.errf(f+"max_output_tokens", "%d < min_output_tokens %d", k.MaxOutputTokens, k.MinOutputTokens)
+	}
+	if k.Output != nil {
+		v.length(k.Output, f+"output")
+	}
+}
+
+func (k datasetKind) plan(p *planner) ([]schemas.StageInfo, error) {
+	return p.planLoad(func(_ *textGen, rng *rand.Rand, so *output) (source, error) {
+		return newDataset(k.Dataset, p.cfg.Target.API, p.tok, rng, so)
+	})
+}
+
 // dataset serves the filtered, shuffled rows in turn; a row's prompt is stored the first time
 // it is used, so the prompts file holds only rows the plan uses.
 type dataset struct {

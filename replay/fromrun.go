@@ -11,6 +11,33 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
+// runKind is workload.run: an earlier run's schedule, copied row for row.
+type runKind struct{ *schemas.FromRun }
+
+func runOf(w *schemas.Workload) workloadKind {
+	if w.Run == nil {
+		return nil
+	}
+	return runKind{w.Run}
+}
+
+func (k runKind) setDefaults()    {}
+func (k runKind) ownTiming() bool { return true }
+
+func (k runKind) files() []fileField {
+	return []fileField{{"workload.run.dir", &k.Dir, true}}
+}
+
+func (k runKind) validate(v *validator, _ string) {
+	if k.Dir == "" {
+		v.errf("workload.run.dir", "required")
+	}
+}
+
+func (k runKind) plan(p *planner) ([]schemas.StageInfo, error) {
+	return copyRun(k.Dir, p.cfg.Target.API, p.o)
+}
+
 // copyRun copies an earlier run's schedule (requests, prompts and stages) row for row. Its
 // prompts were built for its target API, so that must match.
 func copyRun(dir, api string, o *output) ([]schemas.StageInfo, error) {

@@ -245,16 +245,8 @@ func setDefaults(c *schemas.Config) {
 		}
 	}
 	w := &c.Workload
-	if d := w.Dataset; d != nil {
-		if d.PromptColumn == "" {
-			d.PromptColumn = "prompt"
-		}
-		if d.MaxTokensColumn == "" {
-			d.MaxTokensColumn = "max_tokens"
-		}
-	}
-	if t := w.Trace; t != nil && t.BlockTokens == 0 {
-		t.BlockTokens = 512
+	for _, k := range workloadKinds(w) {
+		k.setDefaults()
 	}
 	if im := w.Images; im != nil {
 		if im.Format == "" {
@@ -281,39 +273,22 @@ type fileField struct {
 	check bool
 }
 
+// distFile is the file of a length distribution (field names it); only an empirical one is read.
+func distFile(field string, d *schemas.LengthDist) fileField {
+	return fileField{field + ".file", &d.File, d.Kind == "empirical"}
+}
+
 // fileFields lists every path the config names.
 func fileFields(c *schemas.Config) []fileField {
 	tls := &c.Target.TLS
 	out := []fileField{{"target.tls.ca_file", &tls.CAFile, false}, {"target.tls.cert_file", &tls.CertFile, false},
 		{"target.tls.key_file", &tls.KeyFile, false}}
-	dist := func(field string, d *schemas.LengthDist) {
-		out = append(out, fileField{field + ".file", &d.File, d.Kind == "empirical"})
-	}
 	w := &c.Workload
-	if s := w.Synthetic; s != nil {
-		dist("workload.synthetic.input", &s.Input)
-		dist("workload.synthetic.output", &s.Output)
+	for _, k := range workloadKinds(w) {
+		out = append(out, k.files()...)
 	}
 	if d := w.Documents; d != nil {
-		dist("workload.documents.count", &d.Count)
-		dist("workload.documents.tokens", &d.Tokens)
-	}
-	if cv := w.Conversations; cv != nil {
-		dist("workload.conversations.turns", &cv.Turns)
-		dist("workload.conversations.input", &cv.Input)
-		dist("workload.conversations.output", &cv.Output)
-	}
-	if d := w.Dataset; d != nil {
-		out = append(out, fileField{"workload.dataset.file", &d.File, true})
-		if d.Output != nil {
-			dist("workload.dataset.output", d.Output)
-		}
-	}
-	if t := w.Trace; t != nil {
-		out = append(out, fileField{"workload.trace.file", &t.File, true})
-	}
-	if r := w.Run; r != nil {
-		out = append(out, fileField{"workload.run.dir", &r.Dir, true})
+		out = append(out, distFile("workload.documents.count", &d.Count), distFile("workload.documents.tokens", &d.Tokens))
 	}
 	switch c.Tokenizer {
 	case "whitespace", "o200k_base", "cl100k_base":
@@ -347,34 +322,13 @@ func (v *validator) files(c *schemas.Config) {
 	}
 }
 
-func synthIn(w *schemas.Workload) *schemas.LengthDist {
-	if w.Synthetic == nil {
-		return nil
-	}
-	return &w.Synthetic.Input
-}
-
-func synthOut(w *schemas.Workload) *schemas.LengthDist {
-	if w.Synthetic == nil {
-		return nil
-	}
-	return &w.Synthetic.Output
-}
-
 func (v *validator) config(c *schemas.Config) {
 	v.target(&c.Target, c.Workload.Tools != nil)
-	w := &c.Workload
-	n := 0
-	for _, set := range []bool{w.Synthetic != nil, w.SharedPrefix != nil, w.Conversations != nil, w.Dataset != nil, w.Trace != nil, w.Run != nil} {
-		if set {
-			n++
-		}
+	ks := workloadKinds(&c.Workload)
+	if len(ks) != 1 {
+		v.errf("workload", "set exactly one of %s (got %d)", kindKeys(), len(ks))
 	}
-	if n != 1 {
-		v.errf("workload", "set exactly one of synthetic, shared_prefix, conversations, dataset, trace, run (got %d)", n)
-	}
-	ownTiming := w.Trace != nil || w.Run != nil
-	if ownTiming {
+	if slices.ContainsFunc(ks, workloadKind.ownTiming) {
 		if len(c.Load.Stages) > 0 || c.Load.Sweep != nil || c.Load.Warmup != nil {
 			v.errf("load", "must be empty with workload.trace or workload.run (they bring their own timing)")
 		}
@@ -382,90 +336,15 @@ func (v *validator) config(c *schemas.Config) {
 		v.load(&c.Load, !searchOnly(c))
 	}
 	v.search(&c.Search)
-	if s := w.Synthetic; s != nil {
-		v.length(&s.Input, "workload.synthetic.input")
-		if s.Output.Kind != "" || schemas.OutputAPI(c.Target.API) {
-			v.length(&s.Output, "workload.synthetic.output") // embeddings and the ranking APIs need none
-		}
-	}
-	if s := w.SharedPrefix; s != nil {
-		f := "workload.shared_prefix."
-		for _, p := range []struct {
-			name string
-			val  int
-		}{{"groups", s.Groups}, {"prefix_tokens", s.PrefixTokens}, {"users_per_group", s.UsersPerGroup}, {"question_tokens", s.QuestionTokens}, {"output_tokens", s.OutputTokens}} {
-			switch {
-			case p.name == "output_tokens" && !schemas.OutputAPI(c.Target.API): // embeddings, ranking: none needed
-				if p.val < 0 {
-					v.errf(f+p.name, "must be >= 0")
-				}
-			case p.val <= 0:
-				v.errf(f+p.name, "must be > 0")
-			}
-		}
-	}
-	if s := w.Conversations; s != nil {
-		f := "workload.conversations."
-		v.length(&s.Turns, f+"turns")
-		v.length(&s.Input, f+"input")
-		v.length(&s.Output, f+"output")
-		if s.ThinkTime < 0 {
-			v.errf(f+"think_time", "must be >= 0")
-		}
-		if s.SystemPromptTokens < 0 {
-			v.errf(f+"system_prompt_tokens", "must be >= 0")
-		}
-	}
-	if d := w.Dataset; d != nil {
-		f := "workload.dataset."
-		switch d.Format {
-		case "sharegpt", "jsonl", "csv":
-		default:
-			v.errf(f+"format", "%q: want sharegpt, jsonl or csv", d.Format)
-		}
-		if d.File == "" {
-			v.errf(f+"file", "required")
-		}
-		if d.WholeConversation && (d.Format != "sharegpt" || !schemas.MessageAPI(c.Target.API)) {
-			v.errf(f+"whole_conversation", "needs format: sharegpt and target.api chat, responses or messages")
-		}
-		if d.MaxInputTokens > 0 && d.MaxInputTokens < d.MinInputTokens {
-			v.errf(f+"max_input_tokens", "%d < min_input_tokens %d", d.MaxInputTokens, d.MinInputTokens)
-		}
-		if d.MaxOutputTokens > 0 && d.MaxOutputTokens < d.MinOutputTokens {
-			v.errf(f+"max_output_tokens", "%d < min_output_tokens %d", d.MaxOutputTokens, d.MinOutputTokens)
-		}
-		if d.Output != nil {
-			v.length(d.Output, f+"output")
-		}
-	}
-	if t := w.Trace; t != nil {
-		f := "workload.trace."
-		switch t.Format {
-		case "azure", "burstgpt", "mooncake":
-		default:
-			v.errf(f+"format", "%q: want azure, burstgpt or mooncake", t.Format)
-		}
-		if t.File == "" {
-			v.errf(f+"file", "required")
-		}
-		if t.TimeScale < 0 || math.IsNaN(t.TimeScale) {
-			v.errf(f+"time_scale", "must be > 0")
-		}
-		if t.Rate < 0 {
-			v.errf(f+"rate", "must be > 0")
-		}
-		if t.TimeScale > 0 && t.Rate > 0 {
-			v.errf(f+"rate", "set time_scale or rate, not both")
-		}
-		if t.Start < 0 || t.Duration < 0 || t.MaxRequests < 0 || t.BlockTokens <= 0 {
-			v.errf(f[:len(f)-1], "start, duration, max_requests must be >= 0 and block_tokens > 0")
-		}
-	}
-	if r := w.Run; r != nil && r.Dir == "" {
-		v.errf("workload.run.dir", "required")
+	for _, k := range ks {
+		k.validate(v, c.Target.API)
 	}
 	validateAPIWorkload(v, c)
+	v.limits(c)
+}
+
+// limits checks the SLO, the bias allowances and the capture options: none negative.
+func (v *validator) limits(c *schemas.Config) {
 	sl := c.SLO
 	for _, d := range []struct {
 		name string

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -226,71 +225,6 @@ func newManifest(cfg *schemas.Config, stages []schemas.StageInfo, o *output, opt
 	m.AddFile(schemas.EntryOf[schemas.ScheduleRequest](o.reqW.Rows()))
 	m.AddFile(schemas.EntryOf[schemas.Prompt](o.promptW.Rows()))
 	return m, nil
-}
-
-// plan expands the load and draws the workload into o; it returns the stages with offsets.
-func plan(ctx context.Context, cfg *schemas.Config, tok tokenizer.Tokenizer, o *output) ([]schemas.StageInfo, error) {
-	w := &cfg.Workload
-	o.models, o.perModel = newModelPicker(&cfg.Target, cfg.Seed), map[string]int64{}
-	if w.Run != nil {
-		return copyRun(w.Run.Dir, cfg.Target.API, o)
-	}
-	gen := newTextGen(tok)
-	if w.Trace != nil {
-		rows, err := loadTrace(w.Trace)
-		if err != nil {
-			return nil, err
-		}
-		info, err := planTrace(w.Trace, rows, gen, cfg.Seed, o)
-		return []schemas.StageInfo{info}, err
-	}
-	stages := expandStages(cfg.Load)
-	o.stats = make([]*stageStats, len(stages))
-	for i := range o.stats {
-		o.stats[i] = newStageStats()
-	}
-	rng := mrand.New(mrand.NewPCG(uint64(cfg.Seed), 1))
-	chat := schemas.MessageAPI(cfg.Target.API)
-	if w.Images != nil {
-		o.images = newImagePicker(w.Images, cfg.Seed)
-	}
-	// Embeddings: the source's prompts go to a private output and each request carries a batch
-	// of them (see batched).
-	so := o
-	if (cfg.Target.API == "embeddings" && w.Batch > 1) || schemas.RankAPI(cfg.Target.API) {
-		so = &output{keep: true}
-	}
-	var src source
-	var err error
-	switch {
-	case w.Synthetic != nil:
-		src, err = newSynthetic(w.Synthetic, gen, rng, so)
-	case w.SharedPrefix != nil:
-		src, err = newSharedPrefix(w.SharedPrefix, chat, gen, rng, so)
-	case w.Conversations != nil:
-		src, err = newConversations(w.Conversations, chat, gen, rng, so)
-	case w.Dataset != nil:
-		src, err = newDataset(w.Dataset, cfg.Target.API, tok, rng, so)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Target.API == "embeddings" {
-		src = &batched{inner: src, n: w.Batch, o: o, priv: so}
-	}
-	if schemas.RankAPI(cfg.Target.API) {
-		if src, err = newRanked(src, w, gen, cfg.Seed, o, so); err != nil {
-			return nil, err
-		}
-	}
-	if err := planStages(ctx, stages, src, cfg.Seed, o); err != nil {
-		return nil, err
-	}
-	out := make([]schemas.StageInfo, len(stages))
-	for i, s := range stages {
-		out[i] = s.info
-	}
-	return out, nil
 }
 
 // scheduleArgs drops the arguments that do not shape the schedule (output directory, --force,

@@ -12,6 +12,62 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
+// traceKind is workload.trace: a production trace's requests at its own times (or rescaled),
+// as one open-loop stage.
+type traceKind struct{ *schemas.Trace }
+
+func traceOf(w *schemas.Workload) workloadKind {
+	if w.Trace == nil {
+		return nil
+	}
+	return traceKind{w.Trace}
+}
+
+func (k traceKind) ownTiming() bool { return true }
+
+func (k traceKind) setDefaults() {
+	if k.BlockTokens == 0 {
+		k.BlockTokens = 512
+	}
+}
+
+func (k traceKind) files() []fileField {
+	return []fileField{{"workload.trace.file", &k.File, true}}
+}
+
+func (k traceKind) validate(v *validator, _ string) {
+	f := "workload.trace."
+	switch k.Format {
+	case "azure", "burstgpt", "mooncake":
+	default:
+		v.errf(f+"format", "%q: want azure, burstgpt or mooncake", k.Format)
+	}
+	if k.File == "" {
+		v.errf(f+"file", "required")
+	}
+	if k.TimeScale < 0 || math.IsNaN(k.TimeScale) {
+		v.errf(f+"time_scale", "must be > 0")
+	}
+	if k.Rate < 0 {
+		v.errf(f+"rate", "must be > 0")
+	}
+	if k.TimeScale > 0 && k.Rate > 0 {
+		v.errf(f+"rate", "set time_scale or rate, not both")
+	}
+	if k.Start < 0 || k.Duration < 0 || k.MaxRequests < 0 || k.BlockTokens <= 0 {
+		v.errf(f[:len(f)-1], "start, duration, max_requests must be >= 0 and block_tokens > 0")
+	}
+}
+
+func (k traceKind) plan(p *planner) ([]schemas.StageInfo, error) {
+	rows, err := loadTrace(k.Trace)
+	if err != nil {
+		return nil, err
+	}
+	info, err := planTrace(k.Trace, rows, newTextGen(p.tok), p.cfg.Seed, p.o)
+	return []schemas.StageInfo{info}, err
+}
+
 // traceRow is one request of a trace.
 type traceRow struct {
 	ns     int64 // trace time, ns (any origin)
