@@ -52,25 +52,30 @@ func parseConfig(path string, data []byte, files bool) (*schemas.Config, []error
 		return nil, nil, yamlError(path, data, err)
 	}
 	v := &validator{path: path, file: file}
-	setDefaults(&cfg)
-	resolvePaths(&cfg, filepath.Dir(path))
-	v.config(&cfg)
+	if err := v.check(&cfg, filepath.Dir(path), files); err != nil {
+		return nil, nil, err
+	}
+	return &cfg, v.unsetEnv(&cfg), nil
+}
+
+// check fills in c's defaults, resolves its relative paths against dir ("": leaves them) and
+// validates it; with files it also checks that every file replay reads opens.
+func (v *validator) check(c *schemas.Config, dir string, files bool) error {
+	setDefaults(c)
+	if dir != "" {
+		resolvePaths(c, dir)
+	}
+	v.config(c)
 	if len(v.errs) == 0 && files {
-		v.files(&cfg)
+		v.files(c)
 	}
 	if len(v.errs) > 0 {
-		return nil, nil, errors.Join(v.errs...)
+		return errors.Join(v.errs...)
 	}
-	if len(cfg.Target.URLs) > 0 {
-		cfg.Target.URL = cfg.Target.URLs[0].URL // what model discovery and the co-location check use
+	if len(c.Target.URLs) > 0 {
+		c.Target.URL = c.Target.URLs[0].URL // what model discovery and the co-location check use
 	}
-	// Valid: what is left to report is the variables this host lacks.
-	for _, e := range cfg.Target.EnvVars() {
-		if os.Getenv(e.Name) == "" {
-			v.errf(e.Field, "environment variable %s is not set (or empty)", e.Name)
-		}
-	}
-	return &cfg, v.errs, nil
+	return nil
 }
 
 // fileError is the one line for a file that cannot be read: what it is, its path and why
@@ -89,16 +94,15 @@ func pathReason(err error) error {
 	return err
 }
 
-// unsetEnv is parseConfig's check of the environment for a config already loaded: one error
-// per variable the target reads that is unset or empty here, naming the file (not the line).
-func unsetEnv(path string, cfg *schemas.Config) []error {
-	var errs []error
-	for _, e := range cfg.Target.EnvVars() {
+// unsetEnv is what is left to report of a valid config: one error per environment variable the
+// target reads (target.api_key_env, ${VAR} in target.headers) that is unset or empty here.
+func (v *validator) unsetEnv(c *schemas.Config) []error {
+	for _, e := range c.Target.EnvVars() {
 		if os.Getenv(e.Name) == "" {
-			errs = append(errs, fmt.Errorf("%s: %s: environment variable %s is not set (or empty)", path, e.Field, e.Name))
+			v.errf(e.Field, "environment variable %s is not set (or empty)", e.Name)
 		}
 	}
-	return errs
+	return v.errs
 }
 
 // yamlError turns a go-yaml error into "file:line:col: message" with the offending key or value.
@@ -172,7 +176,7 @@ func typeName(k reflect.Kind) string {
 }
 
 // validator collects field errors with the line of the field (or of its nearest parent present
-// in the file).
+// in the file); without a file (a config passed as a value) errors name the field only.
 type validator struct {
 	path string
 	file *ast.File
@@ -180,7 +184,12 @@ type validator struct {
 }
 
 func (v *validator) errf(field, format string, args ...any) {
-	v.errs = append(v.errs, fmt.Errorf("%s:%d: %s: %s", v.path, v.line(field), field, fmt.Sprintf(format, args...)))
+	msg := fmt.Sprintf(format, args...)
+	if v.file == nil { // a config passed as a value (Plan): no lines
+		v.errs = append(v.errs, fmt.Errorf("%s: %s: %s", v.path, field, msg))
+		return
+	}
+	v.errs = append(v.errs, fmt.Errorf("%s:%d: %s: %s", v.path, v.line(field), field, msg))
 }
 
 // line finds the line of field ("load.stages[1].rate") in the YAML, falling back to parents.

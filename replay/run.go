@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -24,9 +25,9 @@ import (
 	"github.com/wirebench/wirebench/tokenizer"
 )
 
-// Options are the inputs of Run besides the config file.
+// Options are the inputs of Run and Plan besides the config.
 type Options struct {
-	ConfigPath  string
+	ConfigPath  string    // Run: the config file to read; Plan: names the config in errors ("" = "config")
 	Out         string    // run directory
 	Target      string    // overrides target.url when set
 	DryRun      bool      // plan and print the per-stage table to DryRunOut; write nothing
@@ -43,10 +44,6 @@ type Options struct {
 	// written: `wirebench run` checks its capture options with it, so that a run it would not
 	// capture never replaces the one in RUN.
 	Check func(*schemas.Config) error
-	// Config, when set, is planned instead of the file at ConfigPath, which then only names it
-	// in errors: `wirebench search` plans each step from the loaded config with its own load.
-	// It must have been loaded by LoadConfig (defaults set, paths resolved, validated).
-	Config *schemas.Config
 }
 
 // Run plans the whole schedule of a config and writes RUN/schedule/requests.parquet,
@@ -60,11 +57,72 @@ type Options struct {
 // aggregated under the new config), then the new files take their final names. On any error
 // before that the old run is left as it was.
 func Run(ctx context.Context, opts Options, log *slog.Logger) error {
-	started := time.Now()
-	cfg, unset, err := configOf(opts)
+	cfg, unset, err := loadConfig(opts.ConfigPath, true)
 	if err != nil {
 		return err
 	}
+	return planRun(ctx, cfg, unset, opts, log)
+}
+
+// Plan is Run for a config passed as a value: one built in Go (calibrate, internal/construn)
+// or one LoadConfig returned and the caller changed (`wirebench search` gives each step its own
+// load). Like LoadConfig it fills in cfg's defaults (in place) and validates it, and checks
+// that the files it names open (relative paths are taken from the working directory); errors
+// name opts.ConfigPath and the field. The config is not written anywhere: the manifest records
+// it, as for Run.
+func Plan(ctx context.Context, cfg *schemas.Config, opts Options, log *slog.Logger) error {
+	name := cmp.Or(opts.ConfigPath, "config")
+	c := *cfg // --target and a discovered model change the copy only
+	if len(c.Target.URLs) > 0 && c.Target.URL == c.Target.URLs[0].URL {
+		c.Target.URL = "" // LoadConfig's copy of the first endpoint; check sets it again
+	}
+	v := &validator{path: name}
+	if err := v.check(&c, "", true); err != nil {
+		return err
+	}
+	return planRun(ctx, &c, v.unsetEnv(&c), opts, log)
+}
+
+// planRun plans a valid config; unset are the errors for the environment variables its target
+// reads that are unset here.
+func planRun(ctx context.Context, cfg *schemas.Config, unset []error, opts Options, log *slog.Logger) error {
+	started := time.Now()
+	if err := prepare(ctx, cfg, unset, opts, log); err != nil {
+		return err
+	}
+	tok, err := tokenizer.Load(cfg.Tokenizer)
+	if err != nil {
+		return fmt.Errorf("tokenizer: %w", err)
+	}
+	o := &output{ctx: ctx, traffic: newTraffic(cfg)}
+	files := &scheduleFiles{o: o}
+	if !opts.DryRun {
+		if files, err = createSchedule(o, opts.Out, opts.Args); err != nil {
+			return err
+		}
+	}
+	o.start()
+	stages, err := plan(ctx, cfg, tok, o)
+	if err == nil {
+		err = o.finish()
+	}
+	if err != nil {
+		return files.abort(err)
+	}
+	if opts.DryRun {
+		w := opts.DryRunOut
+		if w == nil {
+			w = os.Stdout
+		}
+		return printPlan(w, stages, o)
+	}
+	return files.commit(cfg, stages, opts, started, log)
+}
+
+// prepare readies a valid config for planning: it applies --target; for a run (not a dry run)
+// it checks the target's environment variables, its URL and the run directory; it calls
+// opts.Check; and for a run it asks the server for the model when the config names none.
+func prepare(ctx context.Context, cfg *schemas.Config, unset []error, opts Options, log *slog.Logger) error {
 	if searchOnly(cfg) {
 		return fmt.Errorf("%s: load: no stages or sweep; a config with only a search section is for `wirebench search`", opts.ConfigPath)
 	}
@@ -99,76 +157,75 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 			return fmt.Errorf("%s: %w", opts.ConfigPath, err)
 		}
 	}
-	if !opts.DryRun {
-		if len(cfg.Target.Mix()) == 0 {
-			if cfg.Target.Model, err = discoverModel(ctx, &cfg.Target); err != nil {
-				return err
-			}
-			log.Info("discovered model", "model", cfg.Target.Model, "url", cfg.Target.URL)
+	if !opts.DryRun && len(cfg.Target.Mix()) == 0 {
+		var err error
+		if cfg.Target.Model, err = discoverModel(ctx, &cfg.Target); err != nil {
+			return err
 		}
+		log.Info("discovered model", "model", cfg.Target.Model, "url", cfg.Target.URL)
 	}
-	tok, err := tokenizer.Load(cfg.Tokenizer)
-	if err != nil {
-		return fmt.Errorf("tokenizer: %w", err)
-	}
+	return nil
+}
 
-	o := &output{ctx: ctx, traffic: newTraffic(cfg)}
-	var schedDir string
-	var createdOut bool
-	if !opts.DryRun {
-		if _, err := os.Stat(opts.Out); errors.Is(err, os.ErrNotExist) {
-			createdOut = true
-		}
-		schedDir = filepath.Dir(schemas.FileOf[schemas.Prompt](opts.Out))
-		p := schemas.Producer{Command: "replay", Args: scheduleArgs(opts.Args)}
-		if o.promptW, err = schemas.Create[schemas.Prompt](schemas.FileOf[schemas.Prompt](opts.Out), p); err != nil {
-			return err
-		}
-		if o.reqW, err = schemas.Create[schemas.ScheduleRequest](schemas.FileOf[schemas.ScheduleRequest](opts.Out), p); err != nil {
-			o.promptW.Abort()
-			return err
-		}
+// scheduleFiles are the schedule files of a run being planned: written under temporary names
+// until commit; abort leaves RUN as it was. Its output has no writers in a dry run.
+type scheduleFiles struct {
+	o       *output
+	out     string // RUN
+	created bool   // RUN did not exist: abort removes it
+}
+
+// createSchedule opens the writers of RUN/schedule/prompts.parquet and requests.parquet into o.
+func createSchedule(o *output, out string, args []string) (*scheduleFiles, error) {
+	f := &scheduleFiles{o: o, out: out}
+	if _, err := os.Stat(out); errors.Is(err, os.ErrNotExist) {
+		f.created = true
 	}
-	o.start()
-	fail := func(err error) error {
-		if o.reqW != nil {
-			if ferr := o.finish(); ferr != nil && errors.Is(err, errWriterFailed) {
-				err = ferr
-			}
-			o.reqW.Abort()
-			o.promptW.Abort()
-			if createdOut {
-				os.RemoveAll(opts.Out)
-			} else {
-				os.Remove(schedDir) // only if empty
-			}
-		}
+	p := schemas.Producer{Command: "replay", Args: scheduleArgs(args)}
+	var err error
+	if o.promptW, err = schemas.Create[schemas.Prompt](schemas.FileOf[schemas.Prompt](out), p); err != nil {
+		return nil, err
+	}
+	if o.reqW, err = schemas.Create[schemas.ScheduleRequest](schemas.FileOf[schemas.ScheduleRequest](out), p); err != nil {
+		o.promptW.Abort()
+		return nil, err
+	}
+	return f, nil
+}
+
+// abort drops the files being written (and RUN, when it was made for them) and returns err, or
+// the writer's own error when err only says that a writer failed.
+func (f *scheduleFiles) abort(err error) error {
+	o := f.o
+	if o.reqW == nil {
 		return err
 	}
+	if ferr := o.finish(); ferr != nil && errors.Is(err, errWriterFailed) {
+		err = ferr
+	}
+	o.reqW.Abort()
+	o.promptW.Abort()
+	if f.created {
+		os.RemoveAll(f.out)
+	} else {
+		os.Remove(filepath.Dir(schemas.FileOf[schemas.Prompt](f.out))) // schedule/, only if empty
+	}
+	return err
+}
 
-	stages, err := plan(ctx, cfg, tok, o)
-	if err != nil {
-		return fail(err)
-	}
-	if err := o.finish(); err != nil {
-		return fail(err)
-	}
-	if opts.DryRun {
-		w := opts.DryRunOut
-		if w == nil {
-			w = os.Stdout
-		}
-		return printPlan(w, stages, o)
-	}
+// commit seals the schedule files, removes the results of the run RUN held (opts.Force), gives
+// the files their final names and writes the manifest.
+func (f *scheduleFiles) commit(cfg *schemas.Config, stages []schemas.StageInfo, opts Options, started time.Time, log *slog.Logger) error {
+	o := f.o
 	if err := o.promptW.Seal(); err != nil {
-		return fail(err)
+		return f.abort(err)
 	}
 	if err := o.reqW.Seal(); err != nil {
-		return fail(err)
+		return f.abort(err)
 	}
 	m, err := newManifest(cfg, stages, o, opts, started)
 	if err != nil {
-		return fail(err)
+		return f.abort(err)
 	}
 	// Everything is checked and written out: from here the run in RUN is replaced.
 	if opts.Force {
@@ -177,14 +234,14 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 			log.Warn("--force: removed the earlier run's results", "run", opts.Out, "removed", removed)
 		}
 		if err != nil {
-			return fail(err)
+			return f.abort(err)
 		}
 	}
 	if err := o.promptW.Close(); err != nil {
-		return fail(err)
+		return f.abort(err)
 	}
 	if err := o.reqW.Close(); err != nil {
-		return fail(err)
+		return f.abort(err)
 	}
 	m.Steps = []schemas.Step{{Name: schemas.StepReplay, Args: opts.Args, Started: started.UTC(), Ended: time.Now().UTC(), Status: schemas.StepOK}}
 	if err := m.Write(filepath.Join(opts.Out, schemas.ManifestName)); err != nil {
@@ -195,16 +252,6 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 		log.Info("planned models", "requests", o.perModel)
 	}
 	return nil
-}
-
-// configOf returns the config to plan (Options.Config, or the file at ConfigPath) and the
-// errors for the environment variables its target reads that are unset here.
-func configOf(opts Options) (*schemas.Config, []error, error) {
-	if opts.Config == nil {
-		return loadConfig(opts.ConfigPath, true)
-	}
-	cfg := *opts.Config
-	return &cfg, unsetEnv(opts.ConfigPath, &cfg), nil
 }
 
 // newManifest is the manifest of a planned run (status planned), its replay step to be added.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wirebench/wirebench/schemas"
 	"github.com/wirebench/wirebench/tokenizer"
@@ -422,5 +423,67 @@ workload: {synthetic: {input: {kind: fixed, value: 4}, output: {kind: fixed, val
 		if !bytes.Contains(raw, []byte(s)) {
 			t.Errorf("manifest.json lacks %s", s)
 		}
+	}
+}
+
+// TestPlanValue: Plan of a config built in Go writes the schedule Run writes from the same
+// config as a file, byte for byte; so does Plan of what LoadConfig returned (planning it again
+// finds it valid: target.urls included); and a value's errors name the field with no line.
+func TestPlanValue(t *testing.T) {
+	yaml := `seed: 3
+target:
+  urls: [{url: "http://127.0.0.1:8000"}, {url: "http://127.0.0.1:8001", weight: 2}]
+  model: m
+load:
+  stages:
+    - {name: a, rate: 40, duration: 1s, arrival: constant}
+    - {rate: 80, duration: 1s}
+workload:
+  synthetic: {input: {kind: uniform, min: 4, max: 40}, output: {kind: fixed, value: 8}}
+`
+	value := func() *schemas.Config {
+		return &schemas.Config{Seed: 3,
+			Target: schemas.Target{URLs: []schemas.Endpoint{{URL: "http://127.0.0.1:8000"}, {URL: "http://127.0.0.1:8001", Weight: 2}}, Model: "m"},
+			Load: schemas.Load{Stages: []schemas.StageSpec{
+				{Name: "a", Rate: 40, Duration: schemas.Duration(time.Second), Arrival: "constant"},
+				{Rate: 80, Duration: schemas.Duration(time.Second)}}},
+			Workload: schemas.Workload{Synthetic: &schemas.Synthetic{
+				Input:  schemas.LengthDist{Kind: "uniform", Min: 4, Max: 40},
+				Output: schemas.LengthDist{Kind: "fixed", Value: 8}}},
+		}
+	}
+	dir := t.TempDir()
+	path := writeConfig(t, yaml)
+	plan1(t, path, filepath.Join(dir, "file"))
+	loaded, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := func(out string) Options {
+		return Options{ConfigPath: "value", Out: filepath.Join(dir, out), Args: []string{"replay", "fixed-args"}}
+	}
+	for name, cfg := range map[string]*schemas.Config{"built": value(), "loaded": loaded} {
+		if err := Plan(context.Background(), cfg, opts(name), quiet); err != nil {
+			t.Fatalf("Plan(%s config): %v", name, err)
+		}
+		for _, f := range []string{"requests.parquet", "prompts.parquet"} {
+			x, _ := os.ReadFile(filepath.Join(dir, "file", "schedule", f))
+			y, _ := os.ReadFile(filepath.Join(dir, name, "schedule", f))
+			if len(x) == 0 || !bytes.Equal(x, y) {
+				t.Errorf("schedule/%s of Plan(%s config) differs from Run's of the file (%d and %d bytes)", f, name, len(y), len(x))
+			}
+		}
+	}
+	bad := value()
+	bad.Load.Stages[1].Rate = -1
+	bad.Workload.Synthetic.Output.Kind = "zipf"
+	err = Plan(context.Background(), bad, opts("bad"), quiet)
+	want := "value: load.stages[1].rate: must be > 0\n" +
+		`value: workload.synthetic.output.kind: "zipf": want fixed, uniform, normal, lognormal, exponential or empirical`
+	if err == nil || err.Error() != want {
+		t.Errorf("Plan(invalid config) = %v; want %q", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Plan(invalid config) left %s: %v", filepath.Join(dir, "bad"), err)
 	}
 }

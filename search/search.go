@@ -129,7 +129,7 @@ func runStep(ctx context.Context, cfg Config, loaded *schemas.Config, s schemas.
 		return nil, err
 	}
 	defer lock.Release()
-	if err := replay.Run(ctx, replay.Options{ConfigPath: cfg.ConfigPath, Config: &stepCfg, Out: dir, Target: cfg.Target,
+	if err := replay.Plan(ctx, &stepCfg, replay.Options{ConfigPath: cfg.ConfigPath, Out: dir, Target: cfg.Target,
 		ToolVersion: cfg.ToolVersion, Args: cfg.Args, NeedEnv: true}, log); err != nil {
 		lock.RemoveIfCreated()
 		return nil, fmt.Errorf("%s: replay: %w", name, err)
