@@ -318,103 +318,138 @@ func (a *asyncWriter[T]) finish(last []T) error {
 
 // planStages writes the rows of every stage; stages run back to back and set info.OffsetNs.
 func planStages(ctx context.Context, stages []stage, src source, seed int64, out *output) error {
-	var (
-		seq   int64
-		conv  int64
-		start int64
-		units []turn
-	)
-	row := func(st *stage, t turn, planned int64) schemas.ScheduleRequest {
-		return schemas.ScheduleRequest{
-			Seq: seq, Stage: st.info.Index, Warmup: st.info.Warmup, PlannedOffsetNs: planned,
-			User: -1, Conversation: -1, DependsOn: -1, PromptID: t.promptID,
-			InputTokens: t.input, MaxTokens: t.output, PrefixGroup: t.group, Source: src.name(), Documents: t.docs,
-		}
-	}
+	sp := &stagePlanner{src: src, out: out}
+	var start int64
 	for i := range stages {
 		st := &stages[i]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		st.info.OffsetNs = start
-		n0 := seq
+		n0 := sp.seq
+		var err error
 		if st.info.Mode == schemas.ModeOpen {
-			rng := rand.New(rand.NewPCG(uint64(seed), 1000+uint64(i)))
-			arr := newArrivals(st.spec.Arrival, st.spec.Rate, st.spec.Burstiness, st.spec.Duration.D(), rng)
-			for {
-				off, ok := arr.next()
-				if !ok {
-					break
-				}
-				var err error
-				if units, err = src.unit(units[:0], math.MaxInt64); err != nil {
-					return err
-				}
-				planned, prev := start+off, int64(-1)
-				for k, t := range units {
-					if k > 0 {
-						planned += t.think
-					}
-					r := row(st, t, planned)
-					if src.multiTurn() {
-						r.Conversation, r.Turn, r.DependsOn = conv, int32(k), prev
-						if k > 0 {
-							r.ThinkNs = t.think
-						}
-					}
-					if err := out.addRequest(r); err != nil {
-						return err
-					}
-					prev = seq
-					seq++
-				}
-				if src.multiTurn() {
-					conv++
-				}
-			}
+			err = sp.open(st, start, rand.New(rand.NewPCG(uint64(seed), 1000+uint64(i))))
 		} else {
-			c := st.spec.Concurrency
-			total := int64(st.spec.Requests)
-			if total == 0 {
-				per := int64(math.Ceil(float64(st.spec.Duration) / float64(st.spec.ThinkTime.D()+closedMinCycle)))
-				total = int64(c) * per
-			}
-			started := make([]bool, c)
-			var done int64
-			for u := 0; done < total; u++ {
-				var err error
-				if units, err = src.unit(units[:0], total-done); err != nil {
-					return err
-				}
-				user := u % c
-				prev := int64(-1)
-				for k, t := range units {
-					r := row(st, t, start)
-					r.User = int32(user)
-					if started[user] {
-						r.ThinkNs = int64(st.spec.ThinkTime)
-					}
-					if src.multiTurn() {
-						r.Conversation, r.Turn, r.DependsOn = conv, int32(k), prev
-						if k > 0 {
-							r.ThinkNs = t.think
-						}
-					}
-					started[user] = true
-					if err := out.addRequest(r); err != nil {
-						return err
-					}
-					prev = seq
-					seq++
-					done++
-				}
-				if src.multiTurn() {
-					conv++
-				}
-			}
+			err = sp.closed(st, start)
 		}
-		st.info.Requests = seq - n0
+		if err != nil {
+			return err
+		}
+		st.info.Requests = sp.seq - n0
 		start += st.info.DurationNs
 	}
 	return nil
+}
+
+// stagePlanner writes the rows of the stages in turn; seq and conv number the requests and the
+// conversations across stages.
+type stagePlanner struct {
+	src   source
+	out   *output
+	seq   int64
+	conv  int64
+	units []turn
+}
+
+// open plans an open-loop stage starting at start: a unit of work at each arrival, the later
+// turns of a conversation each its think time after the one before.
+func (sp *stagePlanner) open(st *stage, start int64, rng *rand.Rand) error {
+	arr := newArrivals(st.spec.Arrival, st.spec.Rate, st.spec.Burstiness, st.spec.Duration.D(), rng)
+	for {
+		off, ok := arr.next()
+		if !ok {
+			return nil
+		}
+		var err error
+		if sp.units, err = sp.src.unit(sp.units[:0], math.MaxInt64); err != nil {
+			return err
+		}
+		planned, prev := start+off, int64(-1)
+		for k, t := range sp.units {
+			if k > 0 {
+				planned += t.think
+			}
+			r := sp.row(st, t, planned)
+			sp.converse(&r, k, t, prev)
+			if prev, err = sp.add(r); err != nil {
+				return err
+			}
+		}
+		sp.endUnit()
+	}
+}
+
+// closed plans a closed-loop stage starting at start: units of work handed to its users in
+// turn, each user's next request sent think_time after its previous answer. A stage given by
+// duration only holds rows for the fastest users it could have (closedMinCycle).
+func (sp *stagePlanner) closed(st *stage, start int64) error {
+	c := st.spec.Concurrency
+	total := int64(st.spec.Requests)
+	if total == 0 {
+		per := int64(math.Ceil(float64(st.spec.Duration) / float64(st.spec.ThinkTime.D()+closedMinCycle)))
+		total = int64(c) * per
+	}
+	started := make([]bool, c)
+	var done int64
+	for u := 0; done < total; u++ {
+		var err error
+		if sp.units, err = sp.src.unit(sp.units[:0], total-done); err != nil {
+			return err
+		}
+		user := u % c
+		prev := int64(-1)
+		for k, t := range sp.units {
+			r := sp.row(st, t, start)
+			r.User = int32(user)
+			if started[user] {
+				r.ThinkNs = int64(st.spec.ThinkTime)
+			}
+			sp.converse(&r, k, t, prev)
+			started[user] = true
+			if prev, err = sp.add(r); err != nil {
+				return err
+			}
+			done++
+		}
+		sp.endUnit()
+	}
+	return nil
+}
+
+// row is the request of turn t in stage st, planned at offset planned (ns), numbered seq.
+func (sp *stagePlanner) row(st *stage, t turn, planned int64) schemas.ScheduleRequest {
+	return schemas.ScheduleRequest{
+		Seq: sp.seq, Stage: st.info.Index, Warmup: st.info.Warmup, PlannedOffsetNs: planned,
+		User: -1, Conversation: -1, DependsOn: -1, PromptID: t.promptID,
+		InputTokens: t.input, MaxTokens: t.output, PrefixGroup: t.group, Source: sp.src.name(), Documents: t.docs,
+	}
+}
+
+// converse makes r turn k of the current conversation, after request prev, when the source
+// makes conversations.
+func (sp *stagePlanner) converse(r *schemas.ScheduleRequest, k int, t turn, prev int64) {
+	if !sp.src.multiTurn() {
+		return
+	}
+	r.Conversation, r.Turn, r.DependsOn = sp.conv, int32(k), prev
+	if k > 0 {
+		r.ThinkNs = t.think
+	}
+}
+
+// add writes r and returns its seq.
+func (sp *stagePlanner) add(r schemas.ScheduleRequest) (int64, error) {
+	if err := sp.out.addRequest(r); err != nil {
+		return 0, err
+	}
+	sp.seq++
+	return r.Seq, nil
+}
+
+// endUnit ends a unit of work: a conversation, when the source makes them.
+func (sp *stagePlanner) endUnit() {
+	if sp.src.multiTurn() {
+		sp.conv++
+	}
 }
