@@ -5,6 +5,6 @@
 // cover the truth. It writes DIR/calibration.json beside an ordinary run directory, and plans
 // how many hosts a target rate needs (PlanHosts).
 //
-// It imports replay, capture, aggregate, schemas, internal/cpuset and internal/simkit; only the
-// command imports it.
+// It imports replay, capture, aggregate, schemas, internal/cpuset, internal/simproc and
+// internal/construn; only the command imports it.
 package calibrate

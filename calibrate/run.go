@@ -10,14 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/wirebench/wirebench/aggregate"
 	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/cpuset"
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/simproc"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -59,7 +59,62 @@ const breakFidelity = 0.9
 // (Config.StopBelowFidelity = breakFidelity) once a rate ends with under 90% of its sends made
 // on time: the client has broken, and faster rates would only measure it more.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibration, error) {
-	if err := checkCalibrate(&cfg); err != nil {
+	rates, err := setup(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := schemas.LockRun(cfg.Dir, cfg.Args, log)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	cal, err := newCalibration(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	target := cfg.Target
+	if target == "" {
+		url, stop, err := startSim(cfg, cal.SimCPU, log)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		target = url
+	}
+	if err := planSweep(ctx, cfg, rates, target, log); err != nil {
+		return nil, err
+	}
+	log.Info("calibrating", "rates", rates, "stage", cfg.StageDuration, "workers", cal.Workers, "single_process", cfg.SingleProcess, "target", target)
+	if err := capture.Run(ctx, captureConfig(cfg, cal, target, lock.File()), log); err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	var aggErr error
+	if _, err := aggregate.Run(ctx, aggregate.Config{Runs: []string{cfg.Dir}, Args: cfg.Args}, log); err != nil {
+		aggErr = fmt.Errorf("aggregate %s (calibration.json is still written): %w", cfg.Dir, err)
+		log.Error("aggregate", "err", err)
+	}
+	d, err := loadRaw(ctx, cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	summarise(cal, d, cfg.ForRate)
+	if aggErr == nil { // the bounds are aggregate's
+		aggErr = addBounds(cal, cfg.Dir, d)
+	}
+	if err := write(cal, filepath.Join(cfg.Dir, "calibration.json")); err != nil {
+		return cal, err
+	}
+	if cfg.Out != nil {
+		if err := WriteTable(cfg.Out, cal); err != nil {
+			return cal, fmt.Errorf("write table: %w", err)
+		}
+	}
+	return cal, aggErr
+}
+
+// setup checks cfg and fills in its defaults; it returns the rates of the sweep.
+func setup(cfg *Config) ([]float64, error) {
+	if err := checkCalibrate(cfg); err != nil {
 		return nil, err
 	}
 	rates, err := sweepRates(cfg.MinRate, cfg.MaxRate, cfg.Steps, cfg.Factor)
@@ -74,14 +129,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 	if ents, _ := os.ReadDir(cfg.Dir); len(ents) > 0 {
 		return nil, fmt.Errorf("%s is not empty: calibrate writes a fresh run directory", cfg.Dir)
 	}
-	lock, err := schemas.LockRun(cfg.Dir, cfg.Args, log)
-	if err != nil {
-		return nil, err
+	if cfg.ForRate == 0 {
+		cfg.ForRate = cfg.MaxRate
 	}
-	defer lock.Release()
+	return rates, nil
+}
+
+// newCalibration is the calibration's record before the sweep: the machine, the simulator's
+// timing and where the simulator and the workers run. The single process turns cfg's tap off.
+func newCalibration(cfg *Config) (*schemas.Calibration, error) {
 	cal := &schemas.Calibration{SimCPU: -1, SingleProcess: cfg.SingleProcess, Kernel: !cfg.SingleProcess,
 		InputTokens: cfg.InputTokens, OutputTokens: cfg.OutputTokens, SimTTFTNs: int64(cfg.TTFT), SimITLNs: int64(cfg.ITL),
-		SimStampLead: int64(cfg.StampLead), StageNs: int64(cfg.StageDuration), FaithfulRule: faithfulRule}
+		SimStampLead: int64(cfg.StampLead), StageNs: int64(cfg.StageDuration), FaithfulRule: faithfulRule, ForRate: cfg.ForRate}
 	cal.Host, _ = os.Hostname()
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		cal.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
@@ -91,21 +150,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 		return nil, err
 	}
 	cal.CPUs = usable
-
-	// CPUs: the simulator gets the last allowed CPU of its own when there are 3 or more; with
-	// fewer, client and server share them and the output says so.
-	workerCPUs := cpus
-	target := cfg.Target
-	switch {
-	case target != "":
-		cal.Notes = append(cal.Notes, "calibrating against "+target+" (not started by calibrate): its CPU placement is unknown")
-	case usable >= 3 && len(cpus) >= 3:
-		cal.SimCPU = cpus[len(cpus)-1]
-		workerCPUs = cpus[:len(cpus)-1]
-	default:
-		cal.SharedCPUs = true
-		cal.Notes = append(cal.Notes, fmt.Sprintf("this machine has %d usable CPUs (fewer than 3): the client and the simulator SHARE them, so the simulator's own CPU use and the client's interfere; figures are pessimistic", usable))
-	}
+	workerCPUs := placeSim(cal, cfg.Target, cpus)
 	if cal.Workers = cfg.Workers; cal.Workers == 0 {
 		cal.Workers = max(1, min(len(workerCPUs), usable-boolInt(cal.SimCPU >= 0)))
 		if cal.SharedCPUs { // the simulator is a co-located server: capture's default beside one
@@ -121,47 +166,76 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 	for i := range cal.Workers {
 		cal.WorkerCPUs = append(cal.WorkerCPUs, workerCPUs[i%len(workerCPUs)])
 	}
-	if cfg.ForRate == 0 {
-		cfg.ForRate = cfg.MaxRate
-	}
-	cal.ForRate = cfg.ForRate
+	return cal, nil
+}
 
-	if target == "" {
-		url, stop, err := startSim(cfg, cal.SimCPU, log)
-		if err != nil {
-			return nil, err
-		}
-		defer stop()
-		target = url
+// placeSim gives the simulator the last allowed CPU of its own when there are 3 or more (none
+// when calibrating against a running target); with fewer, client and simulator share them and
+// the notes say so. It returns the CPUs left to the workers.
+func placeSim(cal *schemas.Calibration, target string, cpus []int) []int {
+	switch {
+	case target != "":
+		cal.Notes = append(cal.Notes, "calibrating against "+target+" (not started by calibrate): its CPU placement is unknown")
+	case cal.CPUs >= 3 && len(cpus) >= 3:
+		cal.SimCPU = cpus[len(cpus)-1]
+		return cpus[:len(cpus)-1]
+	default:
+		cal.SharedCPUs = true
+		cal.Notes = append(cal.Notes, fmt.Sprintf("this machine has %d usable CPUs (fewer than 3): the client and the simulator SHARE them, so the simulator's own CPU use and the client's interfere; figures are pessimistic", cal.CPUs))
 	}
+	return cpus
+}
 
-	// Plan with replay: the one place schedules are made.
-	confPath := filepath.Join(cfg.Dir, "calibrate.yaml")
-	if err := os.WriteFile(confPath, calibrateYAML(cfg, rates, target), 0o644); err != nil {
-		return nil, fmt.Errorf("write calibration config: %w", err)
+// planSweep plans the sweep into cfg.Dir with replay, the one place schedules are made, and
+// keeps its config as DIR/calibrate.yaml.
+func planSweep(ctx context.Context, cfg Config, rates []float64, target string, log *slog.Logger) error {
+	sweep, err := sweepConfig(cfg, rates, target)
+	if err != nil {
+		return fmt.Errorf("plan calibration: %w", err)
 	}
-	if err := replay.Run(ctx, replay.Options{ConfigPath: confPath, Out: cfg.Dir, ToolVersion: cfg.ToolVersion, Args: cfg.Args}, log); err != nil {
-		return nil, fmt.Errorf("plan calibration: %w", err)
+	path := filepath.Join(cfg.Dir, "calibrate.yaml")
+	if err := replay.WriteConfig(path, sweep, "Written by wirebench calibrate: one constant-rate stage per rate of the sweep."); err != nil {
+		return fmt.Errorf("write calibration config: %w", err)
 	}
-	log.Info("calibrating", "rates", rates, "stage", cfg.StageDuration, "workers", cal.Workers, "single_process", cfg.SingleProcess, "target", target)
-	ccfg := capture.Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, CPUs: cal.WorkerCPUs,
-		Options:            capture.Options{GOMAXPROCS: cal.GOMAXPROCS, DrainTimeout: 5 * time.Second},
-		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, WorkerArgs: cfg.WorkerArgs,
-		Tap:               cmp.Or(cfg.Tap, capture.TapAuto),
-		StopBelowFidelity: breakFidelity, Lock: lock.File()}
-	if err := capture.Run(ctx, ccfg, log); err != nil {
-		return nil, fmt.Errorf("capture: %w", err)
+	if err := replay.Plan(ctx, sweep, replay.Options{ConfigPath: path, Out: cfg.Dir, ToolVersion: cfg.ToolVersion, Args: cfg.Args}, log); err != nil {
+		return fmt.Errorf("plan calibration: %w", err)
 	}
-	var aggErr error
-	if _, err := aggregate.Run(ctx, aggregate.Config{Runs: []string{cfg.Dir}, Args: cfg.Args}, log); err != nil {
-		aggErr = fmt.Errorf("aggregate %s (calibration.json is still written): %w", cfg.Dir, err)
-		log.Error("aggregate", "err", err)
-	}
+	return nil
+}
 
-	d, err := loadRaw(ctx, cfg.Dir)
+// sweepConfig is the replay config of the sweep: a constant run (internal/construn) of one
+// stage per rate against the simulator's model "sim", after a warmup at the first rate when
+// cfg asks for one.
+func sweepConfig(cfg Config, rates []float64, target string) (*schemas.Config, error) {
+	stages := make([]construn.Stage, len(rates))
+	for i, r := range rates {
+		stages[i] = construn.Stage{Rate: r, Duration: cfg.StageDuration, InputTokens: int32(cfg.InputTokens), MaxTokens: int32(cfg.OutputTokens)}
+	}
+	timeout := schemas.Duration(60 * time.Second)
+	sweep, err := construn.Config(schemas.Target{URL: target, API: "completions", Model: "sim", Timeout: &timeout}, stages)
 	if err != nil {
 		return nil, err
 	}
+	sweep.Name, sweep.Seed = "calibrate", 1
+	if cfg.Warmup > 0 {
+		sweep.Load.Warmup = &schemas.StageSpec{Rate: rates[0], Duration: schemas.Duration(cfg.Warmup), Arrival: "constant"}
+	}
+	return sweep, nil
+}
+
+// captureConfig is the capture of the sweep: the calibration's workers on their CPUs, the naive
+// client's settings for the single process, and the early stop once the client breaks.
+func captureConfig(cfg Config, cal *schemas.Calibration, target string, lock *os.File) capture.Config {
+	return capture.Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, CPUs: cal.WorkerCPUs,
+		Options:            capture.Options{GOMAXPROCS: cal.GOMAXPROCS, DrainTimeout: 5 * time.Second},
+		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, WorkerArgs: cfg.WorkerArgs,
+		Tap:               cmp.Or(cfg.Tap, capture.TapAuto),
+		StopBelowFidelity: breakFidelity, Lock: lock}
+}
+
+// summarise fills in the calibration's rates and what follows from them: the faithful rate, the
+// client's CPU there, the worker CPU model and the workers forRate needs.
+func summarise(cal *schemas.Calibration, d *rawData, forRate float64) {
 	cal.Tap = d.tap != nil && len(d.tap.Rx) > 0
 	// Rates never sent (the sweep stopped early) are left out.
 	for _, r := range analyse(d) {
@@ -169,24 +243,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 			cal.Rates = append(cal.Rates, r)
 		}
 	}
-	if aggErr == nil {
-		if err := addBounds(cal, cfg.Dir, d); err != nil {
-			aggErr = err
-		}
-	}
 	cal.FaithfulRate = faithfulRate(cal.Rates)
 	cal.FaithfulCPUPerReqNs = faithfulCPU(cal.Rates, cal.FaithfulRate)
 	cal.Fit = fitCPU(cal.Rates, cal.Workers)
-	cal.WorkersFor = cal.Fit.WorkersFor(cfg.ForRate)
-	if err := write(cal, filepath.Join(cfg.Dir, "calibration.json")); err != nil {
-		return cal, err
-	}
-	if cfg.Out != nil {
-		if err := WriteTable(cfg.Out, cal); err != nil {
-			return cal, fmt.Errorf("write table: %w", err)
-		}
-	}
-	return cal, aggErr
+	cal.WorkersFor = cal.Fit.WorkersFor(forRate)
 }
 
 func boolInt(b bool) int {
@@ -225,32 +285,12 @@ func checkCalibrate(cfg *Config) error {
 	return errors.Join(errs...)
 }
 
-// calibrateYAML is the replay config of the sweep: constant arrivals, fixed lengths, the
-// whitespace tokenizer the simulator counts with.
-func calibrateYAML(cfg Config, rates []float64, target string) []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by wirebench calibrate: one constant-rate stage per rate of the sweep.\n")
-	fmt.Fprintf(&b, "name: calibrate\nseed: 1\n")
-	fmt.Fprintf(&b, "target:\n  url: %s\n  api: completions\n  model: sim\n  ignore_eos: true\n  timeout: 60s\n", strconv.Quote(target))
-	fmt.Fprintf(&b, "load:\n")
-	if cfg.Warmup > 0 {
-		fmt.Fprintf(&b, "  warmup: {rate: %g, duration: %s, arrival: constant}\n", rates[0], cfg.Warmup)
-	}
-	fmt.Fprintf(&b, "  stages:\n")
-	for _, r := range rates {
-		fmt.Fprintf(&b, "    - {name: rate-%g, rate: %g, duration: %s, arrival: constant}\n", r, r, cfg.StageDuration)
-	}
-	fmt.Fprintf(&b, "workload:\n  synthetic:\n    input: {kind: fixed, value: %d}\n    output: {kind: fixed, value: %d}\n", cfg.InputTokens, cfg.OutputTokens)
-	fmt.Fprintf(&b, "tokenizer: whitespace\n")
-	return []byte(b.String())
-}
-
 // startSim starts the calibration's `wirebench sim` (fixed timing, no queueing) on a free
 // loopback port, pinned to cpu when cpu >= 0.
 func startSim(cfg Config, cpu int, log *slog.Logger) (string, func(), error) {
 	args := []string{"--log-level", "error", "sim", "--listen", "127.0.0.1:0", "--mode", "fixed",
 		"--ttft", cfg.TTFT.String(), "--itl", cfg.ITL.String(), "--max-num-seqs", "0", "--stamp-lead", cfg.StampLead.String()}
-	url, stop, err := simkit.StartSim(cfg.Exe, args, cpu, os.Stderr, log)
+	url, stop, err := simproc.Start(cfg.Exe, args, cpu, os.Stderr, log)
 	if err == nil {
 		log.Info("sim started", "url", url, "cpu", cpu, "ttft", cfg.TTFT, "itl", cfg.ITL, "stamp_lead", cfg.StampLead)
 	}

@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/cpuset"
-	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -164,8 +164,8 @@ func TestRunKeepsPinnedCPUsAwake(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		t.Run(fmt.Sprintf("keep-awake=%v", !off), func(t *testing.T) {
 			run := t.TempDir()
-			if err := simkit.WriteConstantRun(run, schemas.Target{URL: srv.URL, API: "completions", Model: "m"},
-				[]simkit.ConstantStage{{Rate: 50, Duration: 1500 * time.Millisecond, MaxTokens: 2}}); err != nil {
+			if err := construn.Write(run, schemas.Target{URL: srv.URL, API: "completions", Model: "m"},
+				[]construn.Stage{{Rate: 50, Duration: 1500 * time.Millisecond, MaxTokens: 2}}); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/capture/internal/worker"
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -142,8 +142,8 @@ func TestRunSendsEveryPlannedRequestOnce(t *testing.T) {
 	srv := sseServer(t, time.Millisecond)
 	run := t.TempDir()
 	const rate, maxTokens = 200, 5
-	if err := simkit.WriteConstantRun(run, schemas.Target{URL: srv.URL, API: "completions", Model: "m"},
-		[]simkit.ConstantStage{{Rate: rate, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}, {Rate: rate / 2, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}}); err != nil {
+	if err := construn.Write(run, schemas.Target{URL: srv.URL, API: "completions", Model: "m"},
+		[]construn.Stage{{Rate: rate, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}, {Rate: rate / 2, Duration: time.Second, InputTokens: 8, MaxTokens: maxTokens}}); err != nil {
 		t.Fatal(err)
 	}
 	// PartRows small enough to roll several parts.
@@ -231,8 +231,8 @@ func TestRunSendsEveryPlannedRequestOnce(t *testing.T) {
 func TestRunRecordsClockAndShard(t *testing.T) {
 	srv := sseServer(t, time.Millisecond)
 	run := t.TempDir()
-	if err := simkit.WriteConstantRun(run, schemas.Target{URL: srv.URL, API: "completions", Model: "m"},
-		[]simkit.ConstantStage{{Rate: 50, Duration: 400 * time.Millisecond, MaxTokens: 2}, {Rate: 100, Duration: 200 * time.Millisecond, MaxTokens: 2}}); err != nil {
+	if err := construn.Write(run, schemas.Target{URL: srv.URL, API: "completions", Model: "m"},
+		[]construn.Stage{{Rate: 50, Duration: 400 * time.Millisecond, MaxTokens: 2}, {Rate: 100, Duration: 200 * time.Millisecond, MaxTokens: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	readings := []schemas.Clock{
@@ -263,7 +263,7 @@ func TestRunStopsOnRefusedTarget(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	run := t.TempDir()
-	if err := simkit.WriteConstantRun(run, schemas.Target{URL: url, Model: "m"}, []simkit.ConstantStage{{Rate: 50, Duration: 60 * time.Second, MaxTokens: 4}}); err != nil {
+	if err := construn.Write(run, schemas.Target{URL: url, Model: "m"}, []construn.Stage{{Rate: 50, Duration: 60 * time.Second, MaxTokens: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	begin := time.Now()
@@ -296,7 +296,7 @@ func TestRunStopsOnRefusedTarget(t *testing.T) {
 
 func TestRunRefusesUsedRunDir(t *testing.T) {
 	run := t.TempDir()
-	if err := simkit.WriteConstantRun(run, schemas.Target{URL: "http://127.0.0.1:9", Model: "m"}, []simkit.ConstantStage{{Rate: 1, Duration: time.Second}}); err != nil {
+	if err := construn.Write(run, schemas.Target{URL: "http://127.0.0.1:9", Model: "m"}, []construn.Stage{{Rate: 1, Duration: time.Second}}); err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(run, "raw"), 0o755)

@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/simproc"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -167,7 +167,7 @@ func oneRun(bin, simCfg, dir string, rate float64, d time.Duration, output int, 
 		return result{}, err
 	}
 	os.RemoveAll(dir)
-	url, stop, err := simkit.StartSim(bin, []string{"sim", "--listen", "127.0.0.1:0", "--config", simCfg}, -1, io.Discard, slog.New(slog.DiscardHandler))
+	url, stop, err := simproc.Start(bin, []string{"sim", "--listen", "127.0.0.1:0", "--config", simCfg}, -1, io.Discard, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return result{}, fmt.Errorf("start the simulator: %w", err)
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/hostile"
-	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -31,7 +31,7 @@ func TestAPIKeyWrittenNowhere(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	target := schemas.Target{URL: srv.URL, API: "completions", Model: "sim", APIKeyEnv: "WIREBENCH_E2E_API_KEY"}
-	if err := simkit.WriteConstantRun(dir, target, []simkit.ConstantStage{{Rate: 20, Duration: time.Second, MaxTokens: 4}}); err != nil {
+	if err := construn.Write(dir, target, []construn.Stage{{Rate: 20, Duration: time.Second, MaxTokens: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "run")

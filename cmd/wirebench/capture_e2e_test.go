@@ -17,15 +17,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/schemas"
 )
 
 // captureRun writes a constant-rate run against url.
-func captureRun(t *testing.T, url string, stages ...simkit.ConstantStage) string {
+func captureRun(t *testing.T, url string, stages ...construn.Stage) string {
 	t.Helper()
 	run := t.TempDir()
-	if err := simkit.WriteConstantRun(run, schemas.Target{URL: url, API: "completions", Model: "sim"}, stages); err != nil {
+	if err := construn.Write(run, schemas.Target{URL: url, API: "completions", Model: "sim"}, stages); err != nil {
 		t.Fatal(err)
 	}
 	return run
@@ -94,7 +94,7 @@ func chunkTime(c *schemas.RawChunk) int64 {
 func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
 	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
 	const maxTokens = 8
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 50, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: maxTokens})
+	run := captureRun(t, url, construn.Stage{Rate: 50, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: maxTokens})
 	// --keep-awake: on a VM whose idle CPUs halt, the simulator's own wake-ups (reading the
 	// request, emitting the first chunk) add 0.3-0.5 ms to its 20 ms and crowd the ±0.5 ms
 	// check; the client's own error is checked against the simulator's stamps below.
@@ -261,7 +261,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, limit time.Duration, stderr fmt.Strin
 
 func TestCaptureSIGINTDrainsAndMarksInterrupted(t *testing.T) {
 	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 100, Duration: 10 * time.Second, MaxTokens: 8})
+	run := captureRun(t, url, construn.Stage{Rate: 100, Duration: 10 * time.Second, MaxTokens: 8})
 	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet")
 	waitWorkers(t, cmd.Process.Pid, 2)
 	cmd.Process.Signal(os.Interrupt)
@@ -288,7 +288,7 @@ func TestCaptureSIGINTDrainsAndMarksInterrupted(t *testing.T) {
 
 func TestCaptureSIGKILLOneWorkerOthersGoOn(t *testing.T) {
 	url := startSim(t, "--ttft", "5ms", "--itl", "2ms")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 100, Duration: 3 * time.Second, MaxTokens: 4})
+	run := captureRun(t, url, construn.Stage{Rate: 100, Duration: 3 * time.Second, MaxTokens: 4})
 	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet")
 	kids := waitWorkers(t, cmd.Process.Pid, 2)
 	syscall.Kill(kids[1], syscall.SIGKILL)
@@ -321,7 +321,7 @@ func TestCaptureSIGKILLOneWorkerOthersGoOn(t *testing.T) {
 
 func TestCaptureSIGKILLCoordinatorKeepsParts(t *testing.T) {
 	url := startSim(t, "--ttft", "5ms", "--itl", "2ms")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 100, Duration: 10 * time.Second, MaxTokens: 4})
+	run := captureRun(t, url, construn.Stage{Rate: 100, Duration: 10 * time.Second, MaxTokens: 4})
 	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet", "--keep-awake")
 	kids := waitWorkers(t, cmd.Process.Pid, 2)
 	// The spinner process too (absent only under a cgroup CPU quota; capture's own tests check
@@ -399,7 +399,7 @@ func benchCapture(b *testing.B, rate float64, tokens int32) {
 func measureCapture(b *testing.B, tgt schemas.Target, rate float64, tokens int32) {
 	run := b.TempDir()
 	const dur = 3 * time.Second
-	if err := simkit.WriteConstantRun(run, tgt, []simkit.ConstantStage{{Rate: rate, Duration: dur, InputTokens: 16, MaxTokens: tokens}}); err != nil {
+	if err := construn.Write(run, tgt, []construn.Stage{{Rate: rate, Duration: dur, InputTokens: 16, MaxTokens: tokens}}); err != nil {
 		b.Fatal(err)
 	}
 	// WIREBENCH_BENCH_CAPTURE_FLAGS adds capture flags, to compare settings (e.g. --keep-awake).

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/hostile"
-	"github.com/wirebench/wirebench/internal/simkit"
 )
 
 // TestConnectionsNearInflight: against the simulator answering in 50 ms at 400 req/s (about 20
@@ -16,7 +16,7 @@ import (
 // the terminal shows them, and they stay near what the requests in flight need: no spiral.
 func TestConnectionsNearInflight(t *testing.T) {
 	url := startSim(t, "--mode", "fixed", "--ttft", "50ms", "--itl", "0")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 400, Duration: 3 * time.Second, MaxTokens: 4})
+	run := captureRun(t, url, construn.Stage{Rate: 400, Duration: 3 * time.Second, MaxTokens: 4})
 	_, st, out, rep := footprintRun(t, run, "--workers", "1", "--connections", "8")
 	s := st[0]
 	t.Logf("opened %d, open at most %d, in flight at most %d, warm %d", s.ConnectionsOpened, s.ConnectionsPeak, s.InflightPeak, s.ConnectionsWarm)
@@ -50,7 +50,7 @@ func TestConnectionSpiralReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: 100, Duration: 2 * time.Second, MaxTokens: 4})
+	run := captureRun(t, srv.URL, construn.Stage{Rate: 100, Duration: 2 * time.Second, MaxTokens: 4})
 	_, st, out, rep := footprintRun(t, run, "--workers", "1", "--connections", "4", "--tap", "off")
 	s := st[0]
 	t.Logf("opened %d, open at most %d, in flight at most %d, warm %d", s.ConnectionsOpened, s.ConnectionsPeak, s.InflightPeak, s.ConnectionsWarm)

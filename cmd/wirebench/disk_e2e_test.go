@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -37,7 +37,7 @@ func smallDisk(t *testing.T, size string) string {
 func TestRunOnFullDisk(t *testing.T) {
 	disk := smallDisk(t, "400k")
 	url := startSim(t, "--ttft", "5ms", "--itl", "1ms")
-	cfg := filepath.Join(captureRun(t, url, simkit.ConstantStage{Rate: 100, Duration: 5 * time.Second, InputTokens: 16, MaxTokens: 64}), "constant.yaml")
+	cfg := filepath.Join(captureRun(t, url, construn.Stage{Rate: 100, Duration: 5 * time.Second, InputTokens: 16, MaxTokens: 64}), "constant.yaml")
 	out := filepath.Join(disk, "run")
 	_, stderr, err := wirebench(t, time.Minute, "run", cfg, "-o", out, "--workers", "1", "--tap", "off", "--quiet", "--part-interval", "500ms")
 	var ee *exec.ExitError

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/internal/hostile"
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/simproc"
 )
 
 // binary is the wirebench binary under test.
@@ -71,7 +71,7 @@ func wirebench(t *testing.T, timeout time.Duration, args ...string) (string, str
 func startSim(t testing.TB, args ...string) string {
 	t.Helper()
 	var errb syncBuffer
-	url, stop, err := simkit.StartSim(binary, append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), -1, &errb, slog.Default())
+	url, stop, err := simproc.Start(binary, append([]string{"sim", "--listen", "127.0.0.1:0"}, args...), -1, &errb, slog.Default())
 	if err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, errb.String())
 	}

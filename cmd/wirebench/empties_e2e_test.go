@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/hostile"
-	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -25,7 +25,7 @@ var unavailable = hostile.Case{Name: "503", Respond: func(w io.Writer) {
 
 // twoStages plans two stages of 10 requests (10/s for 1 s each) against url.
 func twoStages(t *testing.T, url string) string {
-	st := simkit.ConstantStage{Rate: 10, Duration: time.Second, MaxTokens: 4}
+	st := construn.Stage{Rate: 10, Duration: time.Second, MaxTokens: 4}
 	return captureRun(t, url, st, st)
 }
 
@@ -181,7 +181,7 @@ func lineStarting(s, prefix string) string {
 // terminal) show the TTFT percentiles as –, never 0s.
 func TestProgressBeforeFirstToken(t *testing.T) {
 	url := startSim(t, "--ttft", "2500ms", "--itl", "1ms")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 2, Duration: time.Second, MaxTokens: 2})
+	run := captureRun(t, url, construn.Stage{Rate: 2, Duration: time.Second, MaxTokens: 2})
 	_, errOut, err := wirebench(t, time.Minute, "capture", run, "--workers", "1", "--tap", "off")
 	if err != nil {
 		t.Fatalf("capture: %v\n%s", err, errOut)
@@ -215,7 +215,7 @@ func TestWholeJSONAnswerIsNotStreamed(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: 10, Duration: time.Second, MaxTokens: 4})
+		run := captureRun(t, srv.URL, construn.Stage{Rate: 10, Duration: time.Second, MaxTokens: 4})
 		var out []byte
 		for _, args := range [][]string{{"capture", run, "--workers", "1", "--quiet", "--tap", "off"}, {"aggregate", run}} {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

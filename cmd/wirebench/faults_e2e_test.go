@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -41,7 +41,7 @@ func startFaultySim(t *testing.T) string {
 func checkFaultMix(t *testing.T, tgt schemas.Target) {
 	t.Helper()
 	const rate, planned, maxTokens = 100, 300, 8
-	cfg := filepath.Join(constantRun(t, tgt, simkit.ConstantStage{Rate: rate, Duration: planned / rate * time.Second, InputTokens: 16, MaxTokens: maxTokens}), "constant.yaml")
+	cfg := filepath.Join(constantRun(t, tgt, construn.Stage{Rate: rate, Duration: planned / rate * time.Second, InputTokens: 16, MaxTokens: maxTokens}), "constant.yaml")
 	out := filepath.Join(t.TempDir(), "run")
 	stdout, stderr, err := wirebench(t, time.Minute, "run", cfg, "-o", out, "--workers", "1", "--tap", "off", "--quiet")
 	if err != nil {

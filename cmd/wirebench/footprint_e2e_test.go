@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/cpuset"
-	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -62,7 +62,7 @@ func TestServerDisturbedVerdict(t *testing.T) {
 
 	heavy := t.TempDir()
 	target := schemas.Target{URL: url, API: "completions", Model: "sim"}
-	if err := simkit.WriteConstantRun(heavy, target, []simkit.ConstantStage{
+	if err := construn.Write(heavy, target, []construn.Stage{
 		{Rate: 4000, Duration: 3 * time.Second, InputTokens: 64, MaxTokens: 64},
 		{Rate: 10, Duration: time.Second, InputTokens: 64, MaxTokens: 64}, // the drain falls here, not in stage 0
 	}); err != nil {
@@ -95,7 +95,7 @@ func TestServerDisturbedVerdict(t *testing.T) {
 	}
 
 	light := t.TempDir()
-	if err := simkit.WriteConstantRun(light, target, []simkit.ConstantStage{{Rate: 20, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: 4}}); err != nil {
+	if err := construn.Write(light, target, []construn.Stage{{Rate: 20, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: 4}}); err != nil {
 		t.Fatal(err)
 	}
 	m, st, out, rep = footprintRun(t, light)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/hostile"
-	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -29,7 +29,7 @@ func TestCaptureAgainstHostileServer(t *testing.T) {
 		}
 		defer srv.Close()
 		planned := 2 * len(hostile.Cases)
-		run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: 10, Duration: time.Duration(planned) * 100 * time.Millisecond, MaxTokens: 4})
+		run := captureRun(t, srv.URL, construn.Stage{Rate: 10, Duration: time.Duration(planned) * 100 * time.Millisecond, MaxTokens: 4})
 		t0 := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

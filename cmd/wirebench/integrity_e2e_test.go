@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -30,7 +30,7 @@ const integrityPlanned = 160
 func integrityRun(t *testing.T) string {
 	t.Helper()
 	url := startSim(t, "--ttft", "5ms", "--itl", "1ms")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 40, Duration: 4 * time.Second, MaxTokens: 4})
+	run := captureRun(t, url, construn.Stage{Rate: 40, Duration: 4 * time.Second, MaxTokens: 4})
 	if _, stderr, err := wirebench(t, time.Minute, "capture", run, "--workers", "2", "--tap", "off", "--part-interval", "1s", "--quiet"); err != nil {
 		t.Fatalf("capture: %v\n%s", err, stderr)
 	}

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/hostile"
-	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -60,7 +60,7 @@ func blackHole(t *testing.T) string {
 // instead of queueing requests behind long dials.
 func TestDialBoundedByConnectTimeout(t *testing.T) {
 	url := blackHole(t)
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 2, Duration: 6 * time.Second, MaxTokens: 4})
+	run := captureRun(t, url, construn.Stage{Rate: 2, Duration: 6 * time.Second, MaxTokens: 4})
 	t0 := time.Now()
 	_, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--workers", "1", "--connections", "1", "--tap", "off", "--connect-timeout", "2s")
 	took := time.Since(t0)
@@ -106,7 +106,7 @@ func TestDrippedHeadersCutByTTFTTimeout(t *testing.T) {
 		}
 		defer srv.Close()
 		const planned = 4
-		run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: planned, Duration: time.Second, MaxTokens: 4})
+		run := captureRun(t, srv.URL, construn.Stage{Rate: planned, Duration: time.Second, MaxTokens: 4})
 		cmd := exec.Command(binary, "capture", run, "--workers", "1", "--connections", "2", "--quiet", "--tap", "off",
 			"--ttft-timeout", "3s", "--gap-timeout", "3s")
 		t0 := time.Now()
@@ -173,7 +173,7 @@ func TestRequestTimeoutDefault(t *testing.T) {
 				}
 				target.Timeout = (*schemas.Duration)(&d)
 			}
-			if err := simkit.WriteConstantRun(run, target, []simkit.ConstantStage{{Rate: 2, Duration: time.Second, MaxTokens: 2}}); err != nil {
+			if err := construn.Write(run, target, []construn.Stage{{Rate: 2, Duration: time.Second, MaxTokens: 2}}); err != nil {
 				t.Fatal(err)
 			}
 			_, stderr, err := wirebench(t, 60*time.Second, append([]string{"capture", run, "--workers", "1", "--connections", "1", "--tap", "off", "--quiet"}, tc.args...)...)
@@ -197,7 +197,7 @@ func TestRequestTimeoutDefault(t *testing.T) {
 // once it was resumed, said complete).
 func TestStoppedWorkerIsKilledByWatchdog(t *testing.T) {
 	url := startSim(t, "--ttft", "10ms", "--itl", "2ms")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 20, Duration: 8 * time.Second, MaxTokens: 4})
+	run := captureRun(t, url, construn.Stage{Rate: 20, Duration: 8 * time.Second, MaxTokens: 4})
 	cmd, errb := startCapture(t, run, "--workers", "2", "--tap", "off", "--quiet", "--watchdog", "3s")
 	kids := waitWorkers(t, cmd.Process.Pid, 2)
 	stopped := kids[len(kids)-1] // started last: worker 1

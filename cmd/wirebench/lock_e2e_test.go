@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -90,7 +90,7 @@ func TestSecondWriterFailsAtOnce(t *testing.T) {
 // workers' temporary part files and an aggregate's scratch directory, and names them.
 func TestLeftoversOfAKilledCaptureRemovedNextTime(t *testing.T) {
 	url := startSim(t, "--ttft", "5ms", "--itl", "2ms")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 50, Duration: 10 * time.Second, MaxTokens: 4})
+	run := captureRun(t, url, construn.Stage{Rate: 50, Duration: 10 * time.Second, MaxTokens: 4})
 	cmd, errb := startCapture(t, run, "--workers", "2", "--part-interval", "500ms", "--quiet")
 	kids := waitWorkers(t, cmd.Process.Pid, 2)
 	t.Cleanup(func() {

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/hostile"
-	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -25,7 +25,7 @@ func TestMemoryBudgetBoundsAWorker(t *testing.T) {
 	defer srv.Close()
 	// 6 requests in 100 ms: two good answers (so the first second is not all failures), then
 	// four long streams in flight together.
-	run := captureRun(t, srv.URL, simkit.ConstantStage{Rate: 60, Duration: 100 * time.Millisecond, MaxTokens: 4})
+	run := captureRun(t, srv.URL, construn.Stage{Rate: 60, Duration: 100 * time.Millisecond, MaxTokens: 4})
 	if _, errOut, err := wirebench(t, 3*time.Minute, "capture", run, "--workers", "1", "--connections", "6", "--quiet", "--tap", "off"); err != nil {
 		t.Fatalf("capture: %v\n%s", err, errOut)
 	}

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/internal/cpuset"
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/simproc"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -510,7 +510,7 @@ func netnsHosts(t *testing.T) (srv string, hostNS []string) {
 func TestMultiHostNetns(t *testing.T) {
 	srv, hostNS := netnsHosts(t)
 	var errb syncBuffer
-	_, stop, err := simkit.StartSim("ip", []string{"netns", "exec", srv, binary, "sim", "--listen", "0.0.0.0:8000", "--ttft", "10ms", "--itl", "2ms"}, -1, &errb, slog.Default())
+	_, stop, err := simproc.Start("ip", []string{"netns", "exec", srv, binary, "sim", "--listen", "0.0.0.0:8000", "--ttft", "10ms", "--itl", "2ms"}, -1, &errb, slog.Default())
 	if err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, errb.String())
 	}

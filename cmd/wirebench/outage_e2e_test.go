@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -62,7 +62,7 @@ func TestRunSurvivesServerDeath(t *testing.T) {
 	simArgs := []string{"--listen", addr, "--ttft", "10ms", "--itl", "5ms"}
 	url := startSim(t, simArgs...)
 	const rate, planned = 40, 240
-	cfg := filepath.Join(captureRun(t, url, simkit.ConstantStage{Rate: rate, Duration: planned / rate * time.Second, InputTokens: 16, MaxTokens: 8}), "constant.yaml")
+	cfg := filepath.Join(captureRun(t, url, construn.Stage{Rate: rate, Duration: planned / rate * time.Second, InputTokens: 16, MaxTokens: 8}), "constant.yaml")
 	out := filepath.Join(t.TempDir(), "run")
 	cmd, stdout, stderr := startWirebench(t, "run", cfg, "-o", out, "--workers", "1", "--tap", "off", "--quiet")
 	waitSending(t, out, 1500*time.Millisecond)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -18,7 +18,7 @@ import (
 // overloaded and kept its rate, naming the limit (its connection cap).
 func TestOverloadKeepsItsRate(t *testing.T) {
 	url := startSim(t, "--mode", "fixed", "--ttft", "50ms", "--itl", "0")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 1000, Duration: 2 * time.Second, MaxTokens: 2})
+	run := captureRun(t, url, construn.Stage{Rate: 1000, Duration: 2 * time.Second, MaxTokens: 2})
 	_, st, out, _ := footprintRun(t, run, "--workers", "1", "--max-connections", "20", "--connections", "20")
 	s := st[0]
 	t.Logf("achieved %.0f/s, completed %d of %d, send lag p99 %v; %s", val(s.AchievedRate), s.Completed, s.Requests, time.Duration(val(s.SendLag.P99)), s.LoadReason)

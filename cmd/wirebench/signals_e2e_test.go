@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/synthrun"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -23,7 +23,7 @@ func TestSIGTERMIsTheFirstCtrlC(t *testing.T) {
 	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
 	for _, cmdName := range []string{"capture", "run"} {
 		t.Run(cmdName, func(t *testing.T) {
-			run := captureRun(t, url, simkit.ConstantStage{Rate: 50, Duration: 10 * time.Second, MaxTokens: 8})
+			run := captureRun(t, url, construn.Stage{Rate: 50, Duration: 10 * time.Second, MaxTokens: 8})
 			dir := run
 			args := []string{"capture", run}
 			if cmdName == "run" {
@@ -67,7 +67,7 @@ func TestSIGTERMIsTheFirstCtrlC(t *testing.T) {
 // whole.
 func TestSecondSIGTERMExitsAtOnce(t *testing.T) {
 	url := startSim(t, "--ttft", "20ms", "--itl", "50ms")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 50, Duration: 10 * time.Second, MaxTokens: 100})
+	run := captureRun(t, url, construn.Stage{Rate: 50, Duration: 10 * time.Second, MaxTokens: 100})
 	cmd, errb := startCapture(t, run, "--workers", "1", "--tap", "off", "--quiet", "--part-interval", "500ms")
 	kids := waitWorkers(t, cmd.Process.Pid, 1)
 	cmd.Process.Signal(syscall.SIGTERM)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/wirebench/wirebench/aggregate"
 	"github.com/wirebench/wirebench/capture/tap"
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -162,7 +162,7 @@ func TestTapUnderLoad(t *testing.T) {
 		tokens int32
 	}{{2000, 16}, {5000, 4}} {
 		t.Run(fmt.Sprintf("%g×%d", tt.rate, tt.tokens), func(t *testing.T) {
-			run := captureRun(t, url, simkit.ConstantStage{Rate: tt.rate, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: tt.tokens})
+			run := captureRun(t, url, construn.Stage{Rate: tt.rate, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: tt.tokens})
 			if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--tap", "on"); err != nil {
 				t.Fatalf("capture: %v\n%s", err, stderr)
 			}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -21,7 +21,7 @@ func TestGapTimeoutCutsStalledStreams(t *testing.T) {
 		maxTokens = 8
 	)
 	url := startSim(t, "--ttft", ttft.String(), "--itl", itl.String(), "--fault-stall", "0.2", "--stall", "3s")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 20, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: maxTokens})
+	run := captureRun(t, url, construn.Stage{Rate: 20, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: maxTokens})
 	if _, stderr, err := wirebench(t, 40*time.Second, "capture", run, "--workers", "1", "--quiet", "--gap-timeout", gap.String()); err != nil {
 		t.Fatalf("capture: %v\n%s", err, stderr)
 	}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/aggregate"
+	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/hostile"
-	"github.com/wirebench/wirebench/internal/simkit"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -147,10 +147,10 @@ func (p proxy) tlsTarget(mutual bool) schemas.Target {
 }
 
 // constantRun writes a constant-rate run against tgt.
-func constantRun(t *testing.T, tgt schemas.Target, st simkit.ConstantStage) string {
+func constantRun(t *testing.T, tgt schemas.Target, st construn.Stage) string {
 	t.Helper()
 	run := t.TempDir()
-	if err := simkit.WriteConstantRun(run, tgt, []simkit.ConstantStage{st}); err != nil {
+	if err := construn.Write(run, tgt, []construn.Stage{st}); err != nil {
 		t.Fatal(err)
 	}
 	return run
@@ -257,7 +257,7 @@ func TestHTTPSThroughNginx(t *testing.T) {
 			if tap == "on" {
 				needTap(t)
 			}
-			run := constantRun(t, p.tlsTarget(false), simkit.ConstantStage{Rate: 100, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: 16})
+			run := constantRun(t, p.tlsTarget(false), construn.Stage{Rate: 100, Duration: 2 * time.Second, InputTokens: 16, MaxTokens: 16})
 			if _, stderr, err := wirebench(t, time.Minute, "capture", run, "--quiet", "--workers", "1", "--connections", "1", "--tap", tap); err != nil {
 				t.Fatalf("capture: %v\n%s", err, stderr)
 			}
@@ -310,7 +310,7 @@ func TestHTTPSMutualTLS(t *testing.T) {
 		{"wrong CA", wrongCA, "not signed by a trusted CA"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := filepath.Join(constantRun(t, tt.tgt, simkit.ConstantStage{Rate: 20, Duration: 2 * time.Second, InputTokens: 8, MaxTokens: 4}), "constant.yaml")
+			cfg := filepath.Join(constantRun(t, tt.tgt, construn.Stage{Rate: 20, Duration: 2 * time.Second, InputTokens: 8, MaxTokens: 4}), "constant.yaml")
 			out := filepath.Join(t.TempDir(), "run")
 			_, stderr, err := wirebench(t, time.Minute, "run", cfg, "-o", out, "--quiet", "--tap", "off")
 			if tt.want == "" {

@@ -15,7 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wirebench/wirebench/calibrate"
-	"github.com/wirebench/wirebench/internal/simkit"
+	"github.com/wirebench/wirebench/internal/construn"
+	"github.com/wirebench/wirebench/internal/simproc"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -73,7 +74,7 @@ func TestBoundsCoverGroundTruth(t *testing.T) {
 			if tt.tap == "on" {
 				needTap(t)
 			}
-			run := captureRun(t, url, simkit.ConstantStage{Rate: tt.rate, Duration: tt.dur, InputTokens: 16, MaxTokens: 16})
+			run := captureRun(t, url, construn.Stage{Rate: tt.rate, Duration: tt.dur, InputTokens: 16, MaxTokens: 16})
 			if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--tap", tt.tap); err != nil {
 				t.Fatalf("capture: %v\n%s", err, stderr)
 			}
@@ -171,12 +172,12 @@ func starvedCapture(t *testing.T, itl, tapMode string) string {
 		t.Skipf("needs CPUs 0 and 1 (affinity %v, %v)", set, err)
 	}
 	var errb syncBuffer
-	url, stop, err := simkit.StartSim(binary, []string{"sim", "--listen", "127.0.0.1:0", "--ttft", "20ms", "--itl", itl}, 1, &errb, slog.New(slog.DiscardHandler))
+	url, stop, err := simproc.Start(binary, []string{"sim", "--listen", "127.0.0.1:0", "--ttft", "20ms", "--itl", itl}, 1, &errb, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("%v; stderr:\n%s", err, errb.String())
 	}
 	t.Cleanup(stop)
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 500, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 16})
+	run := captureRun(t, url, construn.Stage{Rate: 500, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 16})
 	var quit atomic.Bool
 	const hogs = 3
 	done := make(chan struct{}, hogs)
@@ -272,7 +273,7 @@ func TestPoissonSentAsPlannedIsDelivered(t *testing.T) {
 // fast enough, with the waits recorded as connection waits.
 func TestServerAcceptingSlowlyIsBlamed(t *testing.T) {
 	url := startSim(t, "--ttft", "300ms", "--itl", "1ms", "--listen-backlog", "4", "--accept-pace", "10ms")
-	run := captureRun(t, url, simkit.ConstantStage{Rate: 400, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 4})
+	run := captureRun(t, url, construn.Stage{Rate: 400, Duration: 3 * time.Second, InputTokens: 16, MaxTokens: 4})
 	if _, stderr, err := wirebench(t, 90*time.Second, "capture", run, "--quiet", "--connections", "1"); err != nil {
 		t.Fatalf("capture: %v\n%s", err, stderr)
 	}

@@ -38,14 +38,15 @@ var below = map[string][]string{
 	"aggregate":               {"schemas", "tokenizer", "internal/interval"},
 	"compare":                 {"schemas", "internal/interval"}, // the comparison of two runs: wirebench compare and the report's A/B tables
 	"report":                  {"schemas", "compare"},
-	"internal/simkit":         {"replay", "schemas", "internal/cpuset"},
-	"calibrate":               {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simkit"},
+	"internal/simproc":        {"internal/cpuset"},   // runs `wirebench sim` as a child process
+	"internal/construn":       {"replay", "schemas"}, // constant-rate runs: calibrate, benchmarks, tests
+	"calibrate":               {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simproc", "internal/construn"},
 	"search":                  {"replay", "capture", "aggregate", "schemas"},
 	"internal/synthrun":       {"schemas"},
 	"internal/objstore":       {"schemas", "internal/redact"},
 	"internal/s3server":       {},
 	"bench/scale":             {"internal/synthrun"}, // a benchmark command
-	"bench/intervals":         {"internal/simkit", "schemas"},
+	"bench/intervals":         {"internal/simproc", "schemas"},
 	"cmd/wirebench":           nil, // the command may import every package
 	"internal/layering":       {},
 	"internal/doclinks":       {},

@@ -1,4 +1,7 @@
-package simkit
+// Package simproc runs the built-in simulator (`wirebench sim`) as a child process on loopback,
+// optionally pinned to a CPU of its own, and stops it: calibrate, the interval benchmark and the
+// end-to-end tests start their simulators with it. It imports internal/cpuset only.
+package simproc
 
 import (
 	"bufio"
@@ -17,11 +20,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// StartSim runs `exe args...` (args starting a `wirebench sim` that listens on 127.0.0.1:0),
+// Start runs `exe args...` (args starting a `wirebench sim` that listens on 127.0.0.1:0),
 // pinned to cpu when cpu >= 0, and returns the base URL it prints as its first stdout line and
 // a function that stops it (SIGINT, then SIGKILL after 5 s). Calibration and the end-to-end
 // tests start their simulators with it.
-func StartSim(exe string, args []string, cpu int, stderr io.Writer, log *slog.Logger) (string, func(), error) {
+func Start(exe string, args []string, cpu int, stderr io.Writer, log *slog.Logger) (string, func(), error) {
 	cmd := exec.Command(exe, args...)
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's Ctrl-C is ours to handle
