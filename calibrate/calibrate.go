@@ -227,28 +227,44 @@ func (d *rawData) tapRx(c *schemas.RawChunk) (int64, bool) {
 
 // analyse computes one Rate per non-warmup stage.
 func analyse(d *rawData) []schemas.CalibrationRate {
-	type acc struct {
-		r                 schemas.CalibrationRate
-		sent              []int64
-		lag, rlag, ttft   []int64
-		chunk, itl        []int64
-		content, exact    int64
-		tapped            int64
-		cpu, wall, maxRho float64
-		workers           int
-	}
-	accs := map[int32]*acc{}
+	accs := map[int32]*stageAcc{}
 	var order []int32
 	for _, s := range d.stages {
 		if s.Warmup || s.Mode != schemas.ModeOpen {
 			continue
 		}
-		accs[s.Index] = &acc{r: schemas.CalibrationRate{Stage: s.Index, TargetRate: s.Rate}}
+		accs[s.Index] = &stageAcc{r: schemas.CalibrationRate{Stage: s.Index, TargetRate: s.Rate}}
 		order = append(order, s.Index)
 	}
+	bySeq := addRequests(accs, d.requests)
+	addChunks(accs, bySeq, d)
+	addWorkers(accs, d.workers)
+	out := make([]schemas.CalibrationRate, 0, len(order))
+	for _, idx := range order {
+		out = append(out, accs[idx].rate(d.usage))
+	}
+	slices.SortFunc(out, func(a, b schemas.CalibrationRate) int { return cmp.Compare(a.TargetRate, b.TargetRate) })
+	return out
+}
+
+// stageAcc gathers what analyse reads of one stage.
+type stageAcc struct {
+	r                 schemas.CalibrationRate
+	sent              []int64
+	lag, rlag, ttft   []int64
+	chunk, itl        []int64
+	content, exact    int64
+	tapped            int64
+	cpu, wall, maxRho float64
+	workers           int
+}
+
+// addRequests counts the requests of each stage analysed, their errors, tokens, send times and
+// lags; it returns them by seq.
+func addRequests(accs map[int32]*stageAcc, requests []schemas.RawRequest) map[int64]*schemas.RawRequest {
 	bySeq := map[int64]*schemas.RawRequest{}
-	for i := range d.requests {
-		q := &d.requests[i]
+	for i := range requests {
+		q := &requests[i]
 		a := accs[q.Stage]
 		if a == nil || q.Warmup {
 			continue
@@ -266,10 +282,17 @@ func analyse(d *rawData) []schemas.CalibrationRate {
 			a.r.Tokens += int64(*q.UsageComplete)
 		}
 	}
-	// Chunks: per request, in order. prevT/prevS are the previous content chunk's times.
+	return bySeq
+}
+
+// addChunks gathers each request's chunks, in order: read lags, exact and tapped shares, and
+// the errors of arrival times (the tap's when it saw the event) against the simulator's send
+// stamps: every chunk's, the first's (TTFT), and the gaps' (ITL).
+func addChunks(accs map[int32]*stageAcc, bySeq map[int64]*schemas.RawRequest, d *rawData) {
+	// prevT/prevS are the previous content chunk's times.
 	var cur int64 = -1
 	var q *schemas.RawRequest
-	var a *acc
+	var a *stageAcc
 	var prevT, prevS int64
 	first := false
 	for i := range d.chunks {
@@ -318,7 +341,11 @@ func analyse(d *rawData) []schemas.CalibrationRate {
 		}
 		prevT, prevS, first = t, s, false
 	}
-	for _, w := range d.workers {
+}
+
+// addWorkers adds up the workers' CPU per stage, and the busiest worker's share of its wall time.
+func addWorkers(accs map[int32]*stageAcc, workers []schemas.Worker) {
+	for _, w := range workers {
 		a := accs[w.Stage]
 		if a == nil || w.WallNs <= 0 {
 			continue
@@ -329,42 +356,40 @@ func analyse(d *rawData) []schemas.CalibrationRate {
 		a.maxRho = max(a.maxRho, cpu/float64(w.WallNs))
 		a.workers++
 	}
-	out := make([]schemas.CalibrationRate, 0, len(order))
-	for _, idx := range order {
-		a := accs[idx]
-		r := a.r
-		slices.Sort(a.sent)
-		if n := len(a.sent); n > 0 {
-			r.AchievedRate, _ = schemas.AchievedRate(int64(n), a.sent[0], a.sent[n-1]) // 0: no rate
-		}
-		if r.TargetRate > 0 {
-			r.Fidelity = r.AchievedRate / r.TargetRate
-		}
-		r.SendLag, r.ReadLag = quant(a.lag, false), quant(a.rlag, false)
-		r.TTFTErr, r.ChunkErr, r.ITLErr = quant(a.ttft, false), quant(a.chunk, false), quant(a.itl, true)
-		if a.content > 0 {
-			r.ExactShare = float64(a.exact) / float64(a.content)
-			r.TapShare = float64(a.tapped) / float64(a.content)
-		}
-		r.WorkerRhoMax = a.maxRho
-		if a.wall > 0 {
-			r.CPUPerSecond = a.cpu / a.wall
-		}
-		// Per request: the workers' CPU rate over their stage window divided by the send rate.
-		// (CPU / requests would be off: a stage's window runs to the next stage's start, or to the end
-		// of the drain for the last.)
-		if r.AchievedRate > 0 {
-			r.CPUPerReqNs = r.CPUPerSecond * 1e9 / r.AchievedRate
-		}
-		if r.Tokens > 0 {
-			r.CPUPerTokNs = r.CPUPerReqNs * float64(r.Requests) / float64(r.Tokens)
-		}
-		clientCPU(&r, d.usage)
-		judge(&r)
-		out = append(out, r)
+}
+
+// rate is the stage's Rate, judged; usage gives the client's CPU beside the workers'.
+func (a *stageAcc) rate(usage []schemas.StageUsage) schemas.CalibrationRate {
+	r := a.r
+	slices.Sort(a.sent)
+	if n := len(a.sent); n > 0 {
+		r.AchievedRate, _ = schemas.AchievedRate(int64(n), a.sent[0], a.sent[n-1]) // 0: no rate
 	}
-	slices.SortFunc(out, func(a, b schemas.CalibrationRate) int { return cmp.Compare(a.TargetRate, b.TargetRate) })
-	return out
+	if r.TargetRate > 0 {
+		r.Fidelity = r.AchievedRate / r.TargetRate
+	}
+	r.SendLag, r.ReadLag = quant(a.lag, false), quant(a.rlag, false)
+	r.TTFTErr, r.ChunkErr, r.ITLErr = quant(a.ttft, false), quant(a.chunk, false), quant(a.itl, true)
+	if a.content > 0 {
+		r.ExactShare = float64(a.exact) / float64(a.content)
+		r.TapShare = float64(a.tapped) / float64(a.content)
+	}
+	r.WorkerRhoMax = a.maxRho
+	if a.wall > 0 {
+		r.CPUPerSecond = a.cpu / a.wall
+	}
+	// Per request: the workers' CPU rate over their stage window divided by the send rate.
+	// (CPU / requests would be off: a stage's window runs to the next stage's start, or to the end
+	// of the drain for the last.)
+	if r.AchievedRate > 0 {
+		r.CPUPerReqNs = r.CPUPerSecond * 1e9 / r.AchievedRate
+	}
+	if r.Tokens > 0 {
+		r.CPUPerTokNs = r.CPUPerReqNs * float64(r.Requests) / float64(r.Tokens)
+	}
+	clientCPU(&r, usage)
+	judge(&r)
+	return r
 }
 
 // quant summarises v (sorted in place): median, and the 99th percentile of v or, with abs, of |v|.
