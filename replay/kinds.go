@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"encoding/json"
 	mrand "math/rand/v2"
 	"strings"
 
@@ -122,18 +121,4 @@ func (p *planner) planLoad(newSource newSourceFunc) ([]schemas.StageInfo, error)
 		out[i] = s.info
 	}
 	return out, nil
-}
-
-// message is one chat message in Prompt.MessagesJSON.
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-func messagesJSON(ms []message) string {
-	if len(ms) == 0 {
-		return ""
-	}
-	b, _ := json.Marshal(ms) // strings only: cannot fail
-	return string(b)
 }

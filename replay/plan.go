@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -98,6 +99,20 @@ type source interface {
 	multiTurn() bool
 	// name is the schedule's source column.
 	name() string
+}
+
+// message is one chat message in Prompt.MessagesJSON.
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+func messagesJSON(ms []message) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(ms) // strings only: cannot fail
+	return string(b)
 }
 
 // stageStats collects the per-stage figures of --dry-run and the log.
