@@ -400,8 +400,8 @@ func BenchmarkHTTPSNginx(b *testing.B) {
 // httpsCase runs one case of BenchmarkHTTPSNginx and reports its figures.
 func httpsCase(b *testing.B, tgt schemas.Target, rate float64, tap string) {
 	run := b.TempDir()
-	st := simkit.ConstantStage{Rate: rate, Duration: 5 * time.Second, InputTokens: 16, MaxTokens: 16}
-	if err := simkit.WriteConstantRun(run, tgt, []simkit.ConstantStage{st}); err != nil {
+	st := construn.Stage{Rate: rate, Duration: 5 * time.Second, InputTokens: 16, MaxTokens: 16}
+	if err := construn.Write(run, tgt, []construn.Stage{st}); err != nil {
 		b.Fatal(err)
 	}
 	capture := append([]string{"capture", run, "--quiet", "--tap", tap}, strings.Fields(os.Getenv("WIREBENCH_BENCH_CAPTURE_FLAGS"))...)
