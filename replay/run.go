@@ -66,20 +66,20 @@ func Run(ctx context.Context, opts Options, log *slog.Logger) error {
 
 // Plan is Run for a config passed as a value: one built in Go (calibrate, internal/construn)
 // or one LoadConfig returned and the caller changed (`wirebench search` gives each step its own
-// load). Like LoadConfig it fills in cfg's defaults (in place) and validates it, and checks
-// that the files it names open (relative paths are taken from the working directory); errors
-// name opts.ConfigPath and the field. The config is not written anywhere: the manifest records
-// it, as for Run.
+// load). Like LoadConfig it fills in cfg's defaults, in cfg, validates it and checks that the
+// files it names open (relative paths are taken from the working directory); errors name
+// opts.ConfigPath ("config" when empty) and the field, with no line. --target and a discovered
+// model change a copy only. Nothing writes the config out but the manifest, as for Run.
 func Plan(ctx context.Context, cfg *schemas.Config, opts Options, log *slog.Logger) error {
-	name := cmp.Or(opts.ConfigPath, "config")
-	c := *cfg // --target and a discovered model change the copy only
-	if len(c.Target.URLs) > 0 && c.Target.URL == c.Target.URLs[0].URL {
-		c.Target.URL = "" // LoadConfig's copy of the first endpoint; check sets it again
+	opts.ConfigPath = cmp.Or(opts.ConfigPath, "config")
+	if len(cfg.Target.URLs) > 0 && cfg.Target.URL == cfg.Target.URLs[0].URL {
+		cfg.Target.URL = "" // LoadConfig's copy of the first endpoint; check sets it again
 	}
-	v := &validator{path: name}
-	if err := v.check(&c, "", true); err != nil {
+	v := &validator{path: opts.ConfigPath}
+	if err := v.check(cfg, "", true); err != nil {
 		return err
 	}
+	c := *cfg
 	return planRun(ctx, &c, v.unsetEnv(&c), opts, log)
 }
 
