@@ -103,7 +103,7 @@ func TestBoundsMeetTruthOfDelayedWrite(t *testing.T) {
 	const lead = 2 * time.Millisecond
 	url := startSim(t, "--ttft", "20ms", "--itl", "5ms", "--stamp-lead", lead.String())
 	const rate, dur = 20, 3 * time.Second
-	run := captureRun(t, url, simkit.ConstantStage{Rate: rate, Duration: dur, InputTokens: 16, MaxTokens: 4})
+	run := captureRun(t, url, construn.Stage{Rate: rate, Duration: dur, InputTokens: 16, MaxTokens: 4})
 	if _, stderr, err := wirebench(t, 60*time.Second, "capture", run, "--quiet", "--tap", "off"); err != nil {
 		t.Fatalf("capture: %v\n%s", err, stderr)
 	}
