@@ -102,6 +102,16 @@ func faithfulRate(rates []schemas.CalibrationRate) float64 {
 	return best
 }
 
+// workersFor returns the smallest k with IdleRho + slope·rate/k <= TargetRho, or 0 when no k
+// does (the idle cost alone reaches it, or nothing was fitted).
+func workersFor(f schemas.WorkerFit, rate float64) int {
+	if f.CPUPerReqNs <= 0 || f.IdleRho >= schemas.TargetRho || rate <= 0 {
+		return 0
+	}
+	k := math.Ceil(f.CPUPerReqNs * 1e-9 * rate / (schemas.TargetRho - f.IdleRho))
+	return max(1, int(k))
+}
+
 // fitCPU fits the worker CPU model over the faithful stages (every stage when none is faithful;
 // one faithful stage gives CPU per request with no idle cost). k is the number of workers.
 func fitCPU(rates []schemas.CalibrationRate, k int) schemas.WorkerFit {

@@ -134,8 +134,8 @@ func TestWorkersFor(t *testing.T) {
 		{schemas.WorkerFit{IdleRho: 0, CPUPerReqNs: 25e3}, 40000, 2},   // 1.0 / 0.5 = 2 exactly
 	}
 	for _, r := range rows {
-		if got := r.fit.WorkersFor(r.rate); got != r.want {
-			t.Errorf("Fit{idle %g, %g ns}.WorkersFor(%g) = %d; want %d", r.fit.IdleRho, r.fit.CPUPerReqNs, r.rate, got, r.want)
+		if got := workersFor(r.fit, r.rate); got != r.want {
+			t.Errorf("Fit{idle %g, %g ns}: workersFor(%g) = %d; want %d", r.fit.IdleRho, r.fit.CPUPerReqNs, r.rate, got, r.want)
 		}
 	}
 }

@@ -246,7 +246,7 @@ func summarise(cal *schemas.Calibration, d *rawData, forRate float64) {
 	cal.FaithfulRate = faithfulRate(cal.Rates)
 	cal.FaithfulCPUPerReqNs = faithfulCPU(cal.Rates, cal.FaithfulRate)
 	cal.Fit = fitCPU(cal.Rates, cal.Workers)
-	cal.WorkersFor = cal.Fit.WorkersFor(forRate)
+	cal.WorkersFor = workersFor(cal.Fit, forRate)
 }
 
 func boolInt(b bool) int {

@@ -32,7 +32,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	clock := readClock()
 	c := newCoord(p, clock, log)
 	// Room for the last manifest writes when the disk fills up; deleted after them.
-	release, err := schemas.Reserve(p.cfg.Run)
+	release, err := Reserve(p.cfg.Run)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,5 @@
 package schemas
 
-import "math"
-
 // CalibrationVersion is the version of calibration.json's layout; it changes when a field is
 // renamed or removed (added fields keep it).
 const CalibrationVersion = 1
@@ -75,16 +73,6 @@ type Quant struct {
 	N   int   `json:"n" doc:"values"`
 	P50 int64 `json:"p50" doc:"median (nearest rank)"`
 	P99 int64 `json:"p99" doc:"99th percentile (nearest rank)"`
-}
-
-// WorkersFor returns the smallest k with IdleRho + slope·rate/k <= TargetRho, or 0 when no k
-// does (the idle cost alone reaches it, or nothing was fitted).
-func (f WorkerFit) WorkersFor(rate float64) int {
-	if f.CPUPerReqNs <= 0 || f.IdleRho >= TargetRho || rate <= 0 {
-		return 0
-	}
-	k := math.Ceil(f.CPUPerReqNs * 1e-9 * rate / (TargetRho - f.IdleRho))
-	return max(1, int(k))
 }
 
 // WorkerFit is the linear CPU model of a worker, fitted over the sweep:

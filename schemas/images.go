@@ -1,13 +1,7 @@
 package schemas
 
 import (
-	"bytes"
-	"encoding/base64"
 	"fmt"
-	"image"
-	"image/jpeg"
-	"image/png"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 )
@@ -19,7 +13,7 @@ const MaxImageSide = 8192
 // Synthetic images are part of the prompts file's contract: Prompt.ImagesJSON may hold a
 // reference synthetic:FORMAT:WxH:SEED instead of an image, and the bytes it stands for are a
 // function of the reference alone (seeded noise pixels), so replay stores a few bytes and
-// capture renders the same image on every host.
+// capture renders the same image on every host (capture/internal/worker's resolveImage).
 
 // ImageRef is a parsed synthetic image reference.
 type ImageRef struct {
@@ -50,37 +44,4 @@ func ParseImageRef(s string) (ref ImageRef, ok bool, err error) {
 		return ImageRef{}, true, bad
 	}
 	return ref, true, nil
-}
-
-// Render encodes the image: seeded noise pixels, the same bytes for the same reference.
-func (r ImageRef) Render() ([]byte, error) {
-	img := image.NewRGBA(image.Rect(0, 0, r.Width, r.Height))
-	rng := rand.New(rand.NewPCG(uint64(r.Seed), 0x706978))
-	for i := 0; i < len(img.Pix); i += 4 {
-		v := rng.Uint32()
-		img.Pix[i], img.Pix[i+1], img.Pix[i+2], img.Pix[i+3] = byte(v), byte(v>>8), byte(v>>16), 0xff
-	}
-	var b bytes.Buffer
-	var err error
-	if r.Format == "jpeg" {
-		err = jpeg.Encode(&b, img, &jpeg.Options{Quality: 90})
-	} else {
-		// Every alpha is 0xff, so img.Opaque() holds and the encoder writes RGB.
-		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&b, img)
-	}
-	return b.Bytes(), err
-}
-
-// ResolveImage returns the URL to send for an images_json entry: a synthetic reference rendered
-// as a data: URL, anything else as it is.
-func ResolveImage(s string) (string, error) {
-	ref, ok, err := ParseImageRef(s)
-	if !ok || err != nil {
-		return s, err
-	}
-	b, err := ref.Render()
-	if err != nil {
-		return "", fmt.Errorf("render %s: %w", s, err)
-	}
-	return "data:image/" + ref.Format + ";base64," + base64.StdEncoding.EncodeToString(b), nil
 }

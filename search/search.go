@@ -134,7 +134,7 @@ func runStep(ctx context.Context, cfg Config, loaded *schemas.Config, s schemas.
 		lock.RemoveIfCreated()
 		return nil, fmt.Errorf("%s: replay: %w", name, err)
 	}
-	release, err := schemas.Reserve(dir)
+	release, err := capture.Reserve(dir)
 	if err != nil {
 		return nil, err
 	}

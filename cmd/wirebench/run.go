@@ -62,8 +62,8 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) (err er
 		lock.RemoveIfCreated()
 		return fmt.Errorf("replay: %w", err)
 	}
-	// Room to record a failure in the manifest when the disk fills up (see schemas.Reserve).
-	release, err := schemas.Reserve(out)
+	// Room to record a failure in the manifest when the disk fills up (see capture.Reserve).
+	release, err := capture.Reserve(out)
 	if err != nil {
 		return err
 	}
@@ -80,11 +80,11 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) (err er
 	actx := context.WithoutCancel(ctx)
 	started := time.Now()
 	if _, err := aggregate.Run(actx, aggregate.Config{Runs: []string{out}, Args: args}, log); err != nil {
-		return recordFailure(out, "aggregate", started, args, err, log)
+		return recordFailure(out, schemas.StepAggregate, started, args, err, log)
 	}
 	started = time.Now()
 	if err := report.Run(actx, report.Config{Runs: []string{out}, Open: c.Open, Args: args}, log); err != nil {
-		return recordFailure(out, "report", started, args, err, log)
+		return recordFailure(out, schemas.StepReport, started, args, err, log)
 	}
 	if err := report.Summary(os.Stdout, out); err != nil {
 		return err
@@ -100,8 +100,21 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) (err er
 // disk names the file it could not write), and returns the error for the exit status.
 func recordFailure(dir, step string, started time.Time, args []string, err error, log *slog.Logger) error {
 	err = fmt.Errorf("%s: %w", step, err)
-	if merr := schemas.RecordFailure(dir, step, started, args, err); merr != nil {
+	if merr := markFailed(dir, schemas.Step{Name: step, Args: args, Started: started, Ended: time.Now(),
+		Status: schemas.StatusFailed, Error: err.Error()}); merr != nil {
 		log.Error("the manifest does not say the run failed", "err", merr)
 	}
 	return err
+}
+
+// markFailed appends the failed step to RUN/manifest.json and sets the run's status to failed.
+func markFailed(dir string, step schemas.Step) error {
+	path := filepath.Join(dir, schemas.ManifestName)
+	m, err := schemas.ReadManifest(path)
+	if err != nil {
+		return err
+	}
+	m.Steps = append(m.Steps, step)
+	m.Status = schemas.StatusFailed
+	return m.Write(path)
 }

@@ -172,7 +172,7 @@ func (bb *bodyBuilder) prepareImages(imagesJSON string) error {
 		if _, ok := bb.urls[r]; ok {
 			continue
 		}
-		u, err := schemas.ResolveImage(r)
+		u, err := resolveImage(r)
 		if err != nil {
 			return err
 		}

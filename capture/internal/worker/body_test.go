@@ -104,7 +104,7 @@ func TestBodyBuilderSyntheticImage(t *testing.T) {
 	if err := bb.prepareImages(p.ImagesJSON); err != nil {
 		t.Fatal(err)
 	}
-	want, err := schemas.ResolveImage("synthetic:png:8x4:7")
+	want, err := resolveImage("synthetic:png:8x4:7")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package schemas
+package worker
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 // TestImageRefs: a synthetic reference renders to an image of its format and size, the same
 // bytes every time; malformed references are errors; URLs pass unchanged.
 func TestImageRefs(t *testing.T) {
-	u, err := ResolveImage("synthetic:png:3x2:5")
+	u, err := resolveImage("synthetic:png:3x2:5")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,14 +20,14 @@ func TestImageRefs(t *testing.T) {
 		t.Errorf("synthetic:png:3x2:5 -> %dx%d (%v); want a 3x2 PNG", c.Width, c.Height, err)
 	}
 	for _, bad := range []string{"synthetic:gif:3x2:5", "synthetic:png:3:5", "synthetic:png:0x2:5", "synthetic:png:3x2:x", "synthetic:png:3x2"} {
-		if _, err := ResolveImage(bad); err == nil {
-			t.Errorf("ResolveImage(%q) = nil error; want an error", bad)
+		if _, err := resolveImage(bad); err == nil {
+			t.Errorf("resolveImage(%q) = nil error; want an error", bad)
 		}
 	}
-	if again, _ := ResolveImage("synthetic:png:3x2:5"); again != u {
+	if again, _ := resolveImage("synthetic:png:3x2:5"); again != u {
 		t.Error("synthetic:png:3x2:5 renders differently twice; want the same bytes")
 	}
-	if u, err := ResolveImage("https://x/a.png"); err != nil || u != "https://x/a.png" {
-		t.Errorf("ResolveImage(URL) = %q, %v; want it unchanged", u, err)
+	if u, err := resolveImage("https://x/a.png"); err != nil || u != "https://x/a.png" {
+		t.Errorf("resolveImage(URL) = %q, %v; want it unchanged", u, err)
 	}
 }
