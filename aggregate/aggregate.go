@@ -313,7 +313,7 @@ func (a *aggregator) addPart(ctx context.Context, pr *partReader, p *part, pw *s
 		m := s.metric(a.slo)
 		p.run.recorded[m.Stage]++
 		p.run.lastSentNs = max(p.run.lastSentNs, s.sentNs)
-		if m.DecompositionSource == SourceServer {
+		if m.DecompositionSource == schemas.DecompositionServer {
 			a.srvRows++
 		}
 		if s.acc != nil {
@@ -377,11 +377,11 @@ func (a *aggregator) planDecomposition(runs []*runDir, mode string) (*plan, erro
 func (a *aggregator) setPrefillPerToken(fitB float64) {
 	for _, acc := range a.stages {
 		switch majority(acc.sources) {
-		case SourceHistograms:
+		case schemas.DecompositionHistograms:
 			acc.prefillPerTok = ptr(acc.histPerTokNs)
-		case SourceFit:
+		case schemas.DecompositionFit:
 			acc.prefillPerTok = ptr(fitB)
-		case SourceServer:
+		case schemas.DecompositionServer:
 			if acc.srvIn > 0 {
 				acc.prefillPerTok = ptr(float64(acc.srvPrefill) / float64(acc.srvIn))
 			}

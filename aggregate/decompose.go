@@ -10,19 +10,12 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// Decomposition sources, in order of preference.
-const (
-	SourceServer     = "server"     // per-request timings sent by the server
-	SourceHistograms = "histograms" // per-stage deltas of the scraped server histograms
-	SourceFit        = "fit"        // Theil–Sen fit TTFT ≈ a + b·I on the least-loaded stage
-)
-
 // DecompositionAuto (or "") picks, per request, the first source that applies: server, then
 // histograms, then fit.
 const DecompositionAuto = "auto"
 
 // Decompositions lists the values of Config.Decomposition.
-var Decompositions = []string{DecompositionAuto, SourceServer, SourceHistograms, SourceFit}
+var Decompositions = []string{DecompositionAuto, schemas.DecompositionServer, schemas.DecompositionHistograms, schemas.DecompositionFit}
 
 // vLLM histogram series used for the histograms source.
 const (
@@ -169,7 +162,7 @@ func fitDecompose(m *schemas.MetricRequest, a, b float64) {
 	if m.InputTokens == nil {
 		return
 	}
-	split(m, int64(math.Round(b*float64(*m.InputTokens))), int64(math.Round(a)), SourceFit)
+	split(m, int64(math.Round(b*float64(*m.InputTokens))), int64(math.Round(a)), schemas.DecompositionFit)
 }
 
 // plan is the decomposition pass 2 applies: the mode, each stage's histogram statistics and
@@ -185,18 +178,18 @@ type plan struct {
 // timings when the server sent some; a forced histograms or fit mode replaces those, a forced
 // server mode leaves the other requests undecomposed.
 func (p *plan) decompose(m *schemas.MetricRequest) {
-	if m.DecompositionSource == SourceServer && p.mode != DecompositionAuto && p.mode != SourceServer {
+	if m.DecompositionSource == schemas.DecompositionServer && p.mode != DecompositionAuto && p.mode != schemas.DecompositionServer {
 		m.QueueNs, m.PrefillNs, m.DecodeNs, m.DecompositionSource = nil, nil, nil, ""
 	}
 	if m.DecompositionSource != "" || m.TTFTNs == nil || m.E2ENs == nil || m.InputTokens == nil {
 		return
 	}
 	auto := p.mode == DecompositionAuto
-	if h := p.hist[m.Stage]; (auto || p.mode == SourceHistograms) && h.ok() {
-		split(m, h.prefill(*m.InputTokens, p.fb, p.fitOK && p.fb >= 0), 0, SourceHistograms)
+	if h := p.hist[m.Stage]; (auto || p.mode == schemas.DecompositionHistograms) && h.ok() {
+		split(m, h.prefill(*m.InputTokens, p.fb, p.fitOK && p.fb >= 0), 0, schemas.DecompositionHistograms)
 		return
 	}
-	if (auto || p.mode == SourceFit) && p.fitOK {
+	if (auto || p.mode == schemas.DecompositionFit) && p.fitOK {
 		fitDecompose(m, p.fa, p.fb)
 	}
 }
@@ -207,11 +200,11 @@ func (p *plan) decompose(m *schemas.MetricRequest) {
 // had two TTFTs). A forced histograms mode warns about each measured stage without histograms.
 func (p *plan) check(runs []*runDir, srvRows int64, samples int, stages []int32, least *stageAcc, w *warner) error {
 	switch p.mode {
-	case SourceServer:
+	case schemas.DecompositionServer:
 		if srvRows == 0 {
 			return fmt.Errorf("decomposition server: no request in %s has server timings (server_queue_ns, server_prefill_ns, server_decode_ns): the server does not report them; use histograms or fit", filepath.Join(runs[0].dir, schemas.KindOf[schemas.RawRequest]().Path))
 		}
-	case SourceHistograms:
+	case schemas.DecompositionHistograms:
 		metrics := schemas.FileOf[schemas.ServerMetric](runs[0].dir)
 		if samples == 0 {
 			return fmt.Errorf("decomposition histograms: no server metrics in %s: set target.metrics_url so that capture scrapes the server's /metrics", metrics)
@@ -230,7 +223,7 @@ func (p *plan) check(runs []*runDir, srvRows int64, samples int, stages []int32,
 				return err
 			}
 		}
-	case SourceFit:
+	case schemas.DecompositionFit:
 		if least == nil {
 			return fmt.Errorf("decomposition fit: no measured stage has two requests with a TTFT")
 		}

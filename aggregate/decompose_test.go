@@ -96,18 +96,18 @@ func TestForcedDecomposition(t *testing.T) {
 		source [2]string
 		exact  [2]bool
 	}{
-		{"auto without server data is fit", linearRun, "", false, "", [2]string{SourceFit, SourceFit}, [2]bool{true, true}},
-		{"auto prefers server timings", func() *fixture { return withServerTimings(linearRun()) }, "auto", false, "", [2]string{SourceServer, SourceServer}, [2]bool{false, false}},
-		{"server forced without server timings", linearRun, SourceServer, false, "no request in", [2]string{}, [2]bool{}},
-		{"histograms forced without scrapes", linearRun, SourceHistograms, false, "metrics_url", [2]string{}, [2]bool{}},
-		{"fit forced over server timings", func() *fixture { return withServerTimings(linearRun()) }, SourceFit, false, "", [2]string{SourceFit, SourceFit}, [2]bool{true, true}},
-		{"server forced leaves no-timing requests empty", func() *fixture { return withServerTimings(withFixedCostHistograms(linearRun())) }, SourceServer, false, "", [2]string{SourceServer, SourceServer}, [2]bool{false, false}},
+		{"auto without server data is fit", linearRun, "", false, "", [2]string{schemas.DecompositionFit, schemas.DecompositionFit}, [2]bool{true, true}},
+		{"auto prefers server timings", func() *fixture { return withServerTimings(linearRun()) }, "auto", false, "", [2]string{schemas.DecompositionServer, schemas.DecompositionServer}, [2]bool{false, false}},
+		{"server forced without server timings", linearRun, schemas.DecompositionServer, false, "no request in", [2]string{}, [2]bool{}},
+		{"histograms forced without scrapes", linearRun, schemas.DecompositionHistograms, false, "metrics_url", [2]string{}, [2]bool{}},
+		{"fit forced over server timings", func() *fixture { return withServerTimings(linearRun()) }, schemas.DecompositionFit, false, "", [2]string{schemas.DecompositionFit, schemas.DecompositionFit}, [2]bool{true, true}},
+		{"server forced leaves no-timing requests empty", func() *fixture { return withServerTimings(withFixedCostHistograms(linearRun())) }, schemas.DecompositionServer, false, "", [2]string{schemas.DecompositionServer, schemas.DecompositionServer}, [2]bool{false, false}},
 		// Stage 0 has histograms with a fixed per-request cost: P̄ spread with the fit's slope
 		// recovers 2 ms + 10 µs·I exactly. Stage 1 has no scrapes: left undecomposed, a warning.
-		{"histograms forced over server timings", func() *fixture { return withServerTimings(withFixedCostHistograms(linearRun())) }, SourceHistograms, false, "", [2]string{SourceHistograms, ""}, [2]bool{true, false}},
-		{"histograms forced, a stage without scrapes, strict", func() *fixture { return withWorkers(withFixedCostHistograms(linearRun())) }, SourceHistograms, true, "stage 1 has no prefill histogram", [2]string{}, [2]bool{}},
-		{"auto: histograms where scraped, fit elsewhere", func() *fixture { return withFixedCostHistograms(linearRun()) }, "", false, "", [2]string{SourceHistograms, SourceFit}, [2]bool{true, true}},
-		{"fit forced with one input length", func() *fixture { return withServerTimings(oneLengthRun()) }, SourceFit, false, "single input length", [2]string{}, [2]bool{}},
+		{"histograms forced over server timings", func() *fixture { return withServerTimings(withFixedCostHistograms(linearRun())) }, schemas.DecompositionHistograms, false, "", [2]string{schemas.DecompositionHistograms, ""}, [2]bool{true, false}},
+		{"histograms forced, a stage without scrapes, strict", func() *fixture { return withWorkers(withFixedCostHistograms(linearRun())) }, schemas.DecompositionHistograms, true, "stage 1 has no prefill histogram", [2]string{}, [2]bool{}},
+		{"auto: histograms where scraped, fit elsewhere", func() *fixture { return withFixedCostHistograms(linearRun()) }, "", false, "", [2]string{schemas.DecompositionHistograms, schemas.DecompositionFit}, [2]bool{true, true}},
+		{"fit forced with one input length", func() *fixture { return withServerTimings(oneLengthRun()) }, schemas.DecompositionFit, false, "single input length", [2]string{}, [2]bool{}},
 		{"unknown source", linearRun, "magic", false, `decomposition "magic"`, [2]string{}, [2]bool{}},
 	}
 	for _, tt := range tests {

@@ -117,7 +117,7 @@ func TestFitDecomposition(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range sum.Stages {
-		if s.DecompositionSource != SourceFit || val(s.PrefillPerTokenNs) != 10_000 {
+		if s.DecompositionSource != schemas.DecompositionFit || val(s.PrefillPerTokenNs) != 10_000 {
 			t.Errorf("stage %d: source %q, prefill per token %v; want fit, 10000", s.Stage, s.DecompositionSource, val(s.PrefillPerTokenNs))
 		}
 	}
@@ -145,10 +145,10 @@ func TestHistogramDecomposition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := sum.Stages[0]; s.DecompositionSource != SourceHistograms || int64(val(s.PrefillPerTokenNs)+0.5) != 10_000 {
+	if s := sum.Stages[0]; s.DecompositionSource != schemas.DecompositionHistograms || int64(val(s.PrefillPerTokenNs)+0.5) != 10_000 {
 		t.Errorf("stage 0: source %q, prefill per token %v; want histograms, 10000", s.DecompositionSource, val(s.PrefillPerTokenNs))
 	}
-	if s := sum.Stages[1]; s.DecompositionSource != SourceFit {
+	if s := sum.Stages[1]; s.DecompositionSource != schemas.DecompositionFit {
 		t.Errorf("stage 1 (no scrapes): source %q; want fit", s.DecompositionSource)
 	}
 	for _, m := range readRequests(t, dir) {

@@ -209,13 +209,13 @@ func (s *reqState) metric(slo schemas.SLO) schemas.MetricRequest {
 	var n int32
 	switch {
 	case s.hasUOut:
-		n, m.TokensSource = s.usageOut, "usage"
+		n, m.TokensSource = s.usageOut, schemas.TokensUsage
 	case s.textTokens >= 0:
-		n, m.TokensSource = s.textTokens, "tokenizer"
+		n, m.TokensSource = s.textTokens, schemas.TokensTokenizer
 	case s.evTokensOK && s.content > 0:
-		n, m.TokensSource = int32(s.evTokens), "chunks"
+		n, m.TokensSource = int32(s.evTokens), schemas.TokensChunks
 	default:
-		n, m.TokensSource = s.content, "chunks"
+		n, m.TokensSource = s.content, schemas.TokensChunks
 	}
 	m.OutputTokens = ptr(n)
 	// Intervals: a difference b − a lies in [b.lo − a.hi, b.hi − a.lo], the request's send time

@@ -229,7 +229,7 @@ func (a *stageAcc) addDecomposition(m *schemas.MetricRequest) {
 	a.prefill.add(p)
 	a.decode.addB(*m.DecodeNs, max(*m.E2ELoNs-*m.TTFTHiNs, 0), *m.E2EHiNs-*m.TTFTLoNs, 1)
 	a.sources[m.DecompositionSource]++
-	if m.DecompositionSource == SourceServer {
+	if m.DecompositionSource == schemas.DecompositionServer {
 		a.srvPrefill += *m.PrefillNs
 		a.srvIn += int64(*m.InputTokens)
 	}
@@ -386,7 +386,7 @@ func (a *stageAcc) timeseries(clockNs int64) []schemas.Timeseries {
 // source (server, then histograms, then fit).
 func majority(m map[string]int64) string {
 	best, n := "", int64(0)
-	for _, k := range []string{SourceServer, SourceHistograms, SourceFit} {
+	for _, k := range []string{schemas.DecompositionServer, schemas.DecompositionHistograms, schemas.DecompositionFit} {
 		if m[k] > n {
 			best, n = k, m[k]
 		}

@@ -73,10 +73,10 @@ func Compare(base, new *Run, opt Options) schemas.Comparison {
 		c.Pairs = append(c.Pairs, comparePair(base, new, p, reps[i], opt))
 	}
 	for _, i := range ub {
-		c.Unmatched = append(c.Unmatched, stageOf(&base.Stages[i], "base"))
+		c.Unmatched = append(c.Unmatched, stageOf(&base.Stages[i], schemas.CompareBase))
 	}
 	for _, i := range un {
-		c.Unmatched = append(c.Unmatched, stageOf(&new.Stages[i], "new"))
+		c.Unmatched = append(c.Unmatched, stageOf(&new.Stages[i], schemas.CompareNew))
 	}
 	c.Notes = notes(base, new, c)
 	if len(opt.Rules) > 0 {
@@ -101,7 +101,7 @@ func notes(base, new *Run, c schemas.Comparison) []string {
 		role string
 		run  *Run
 	}{{"BASE", base}, {"NEW", new}} {
-		if r.run.Trust != "" && r.run.Trust != "green" {
+		if r.run.Trust != "" && r.run.Trust != schemas.TrustGreen {
 			out = append(out, fmt.Sprintf("%s %s: trust %s: %s", r.role, r.run.Label, r.run.Trust, r.run.TrustSentence))
 		}
 		if r.run.Samples == nil {

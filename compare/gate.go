@@ -98,7 +98,7 @@ func percentileIndex(name string) int {
 // the time however many rules and stages it checks. A run whose trust is red,
 // or a check without an interval, makes the gate untrusted: it cannot pass.
 func gate(base, new *Run, pairs []StagePair, reps [][][]replicates, opt Options) *schemas.CompareGate {
-	g := &schemas.CompareGate{Tests: len(opt.Rules) * len(pairs), Verdict: "pass", Failures: []schemas.GateFailure{}}
+	g := &schemas.CompareGate{Tests: len(opt.Rules) * len(pairs), Verdict: schemas.GatePass, Failures: []schemas.GateFailure{}}
 	for _, r := range opt.Rules {
 		g.Rules = append(g.Rules, r.Text)
 	}
@@ -106,13 +106,13 @@ func gate(base, new *Run, pairs []StagePair, reps [][][]replicates, opt Options)
 		role string
 		run  *Run
 	}{{"BASE", base}, {"NEW", new}} {
-		if x.run.Trust == "red" {
-			g.Failures = append(g.Failures, schemas.GateFailure{Rule: strings.Join(g.Rules, " "), Verdict: "untrusted",
+		if x.run.Trust == schemas.TrustRed {
+			g.Failures = append(g.Failures, schemas.GateFailure{Rule: strings.Join(g.Rules, " "), Verdict: schemas.GateUntrusted,
 				Reason: fmt.Sprintf("%s %s's trust is red (%s): its figures cannot pass a gate", x.role, x.run.Label, x.run.TrustSentence)})
 		}
 	}
 	if len(pairs) == 0 {
-		g.Failures = append(g.Failures, schemas.GateFailure{Rule: strings.Join(g.Rules, " "), Verdict: "untrusted",
+		g.Failures = append(g.Failures, schemas.GateFailure{Rule: strings.Join(g.Rules, " "), Verdict: schemas.GateUntrusted,
 			Reason: "no stage of NEW has a partner in BASE: nothing to gate on"})
 	}
 	alpha := (1 - opt.Level) / float64(max(g.Tests, 1))
@@ -124,11 +124,11 @@ func gate(base, new *Run, pairs []StagePair, reps [][][]replicates, opt Options)
 		}
 	}
 	for _, f := range g.Failures {
-		if f.Verdict == "untrusted" {
-			g.Verdict = "untrusted"
+		if f.Verdict == schemas.GateUntrusted {
+			g.Verdict = schemas.GateUntrusted
 			break
 		}
-		g.Verdict = "fail"
+		g.Verdict = schemas.GateFail
 	}
 	return g
 }
@@ -141,7 +141,7 @@ func check(base, new *Run, p StagePair, r Rule, rep replicates, alpha float64) (
 	f.Change = change(pc.Get(m.Dist(sb)), pc.Get(m.Dist(sn)))
 	what := fmt.Sprintf("%s %s", m.Title, pc.Name)
 	if rep.note != "" || f.Change == nil {
-		f.Verdict = "untrusted"
+		f.Verdict = schemas.GateUntrusted
 		f.Reason = fmt.Sprintf("%s of stage %s cannot be judged: %s", what, f.Stage, orStr(rep.note, "no value in a run"))
 		return f, false
 	}
@@ -152,7 +152,7 @@ func check(base, new *Run, p StagePair, r Rule, rep replicates, alpha float64) (
 	if !past || !significant {
 		return f, true
 	}
-	f.Verdict = "fail"
+	f.Verdict = schemas.GateFail
 	f.Reason = fmt.Sprintf("%s of stage %s changed %s %s (%s → %s), past %s", what, f.Stage, Pct(*f.Change),
 		Interval(f.Lo, f.Hi), Dur(pc.Get(m.Dist(sb))), Dur(pc.Get(m.Dist(sn))), Pct(r.Threshold))
 	return f, false

@@ -83,7 +83,7 @@ var (
 	green       = rgb(0x59a14f)
 	grey        = rgb(0x888888)
 	dark        = rgb(0x444444)
-	levelColors = map[string]color.Color{Green: blue, Amber: amber, Red: red}
+	levelColors = map[string]color.Color{schemas.TrustGreen: blue, schemas.TrustAmber: amber, schemas.TrustRed: red}
 	runColors   = []color.Color{rgb(0x4e79a7), rgb(0xb07aa1), rgb(0x76b7b2), rgb(0x59a14f), rgb(0x9c755f), rgb(0x79706e)}
 	pctColors   = []color.Color{rgb(0x6baed6), rgb(0x2171b5), rgb(0x08306b)} // p50, p90, p99
 	pctDashes   = [][]vg.Length{{vg.Points(2), vg.Points(2)}, {vg.Points(6), vg.Points(3)}, nil}

@@ -380,7 +380,7 @@ func TestQualityLimitsAgreeWithVerdicts(t *testing.T) {
 				}
 				for i := range r.Stages {
 					s := &r.Stages[i]
-					if v := pn.get(s); !math.IsNaN(v) && pn.fails(v) && pn.barColor(s) == levelColors[Green] {
+					if v := pn.get(s); !math.IsNaN(v) && pn.fails(v) && pn.barColor(s) == levelColors[schemas.TrustGreen] {
 						t.Errorf("%s: stage %s's bar in %q is %.3g, past the limit %g, and coloured as passed", fx.name, s.Name, pn.title, v, pn.limit)
 					}
 				}

@@ -17,7 +17,7 @@ func TestServerDisturbedVerdict(t *testing.T) {
 		s.ClientCPUs, s.MachineCPUs, s.MachineBusy = 1.3, 2, 1
 	})
 	level, sentence := Trust(st)
-	if level != Amber || !strings.Contains(sentence, `server disturbed in stage b (`+why) {
+	if level != schemas.TrustAmber || !strings.Contains(sentence, `server disturbed in stage b (`+why) {
 		t.Errorf("Trust = %s, %q; want amber naming the stage and the figures", level, sentence)
 	}
 	if n := stageNotes(&st[1]); !strings.Contains(n, "SERVER DISTURBED") {
@@ -30,7 +30,7 @@ func TestServerDisturbedVerdict(t *testing.T) {
 	for i := range st {
 		rp.Stages = append(rp.Stages, stageProfile(&st[i], "", 2))
 	}
-	if q := rp.Stages[1].Quality; q.Trust != Amber || !q.Footprint.ServerDisturbed || q.Footprint.ServerDisturbedReason != why {
+	if q := rp.Stages[1].Quality; q.Trust != schemas.TrustAmber || !q.Footprint.ServerDisturbed || q.Footprint.ServerDisturbedReason != why {
 		t.Errorf("profile quality %+v; want amber with the footprint verdict", q)
 	}
 	row := qualityTable(rp).Rows[1].Cells
@@ -41,10 +41,10 @@ func TestServerDisturbedVerdict(t *testing.T) {
 	spiral := verdictStages(func(s *schemas.Stage) {
 		s.ConnectionSpiral, s.ConnectionsOpened, s.InflightPeak, s.ConnectionsWarm = true, 5984, 900, 128
 	})
-	if level, sentence := Trust(spiral); level != Amber || !strings.Contains(sentence, "opened 5984 connections for at most 900 requests in flight and 128 warm") {
+	if level, sentence := Trust(spiral); level != schemas.TrustAmber || !strings.Contains(sentence, "opened 5984 connections for at most 900 requests in flight and 128 warm") {
 		t.Errorf("Trust with a spiral = %s, %q; want amber with the counts", level, sentence)
 	}
-	if level, _ := Trust(verdictStages(nil)); level != Green {
+	if level, _ := Trust(verdictStages(nil)); level != schemas.TrustGreen {
 		t.Errorf("Trust without either = %s; want green", level)
 	}
 }

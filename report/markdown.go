@@ -126,7 +126,7 @@ func mdTable(b *strings.Builder, t table) {
 		b.WriteString("|")
 		for i, c := range r.Cells {
 			c = mdCell(c)
-			if r.Level != "" && r.Level != Green && i == 0 {
+			if r.Level != "" && r.Level != schemas.TrustGreen && i == 0 {
 				c = levelMark(r.Level) + " **" + c + "**"
 			}
 			b.WriteString(" " + c + " |")

@@ -127,9 +127,9 @@ type tableRow struct {
 // Class is the row's HTML class: bad (red), warn (amber), note (saturation) or none.
 func (r tableRow) Class() string {
 	switch {
-	case r.Level == Red:
+	case r.Level == schemas.TrustRed:
 		return "bad"
-	case r.Level == Amber:
+	case r.Level == schemas.TrustAmber:
 		return "warn"
 	case r.Note:
 		return "note"

@@ -10,15 +10,8 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// Trust levels: can a run's figures be trusted?
-const (
-	Green = "green" // every judged bound within tolerance, the load sent as planned, the server undisturbed
-	Amber = "amber" // the load was not sent as planned for a server, connection or shared-machine reason, latencies have wide bounds no client could narrow (events without a lower bound), or the client disturbed a server it shared the machine with
-	Red   = "red"   // some stage is client-bound, the client itself kept the load from being sent as planned, some of its planned requests are missing from the run's files, or it has no ok request
-)
-
 // levelRank orders the levels from best to worst.
-var levelRank = map[string]int{Green: 0, Amber: 1, Red: 2}
+var levelRank = map[string]int{schemas.TrustGreen: 0, schemas.TrustAmber: 1, schemas.TrustRed: 2}
 
 // clientLate reports whether the stage's load was not delivered and the load verdict blames
 // the client (its pacer or CPU, or its connection cap).
@@ -48,11 +41,11 @@ func missingData(s *schemas.Stage) bool {
 func stageLevel(s *schemas.Stage) string {
 	switch {
 	case s.ClientBound || clientLate(s) || missingData(s) || s.Completed == 0:
-		return Red
+		return schemas.TrustRed
 	case !s.LoadDelivered || unbounded(s) || s.ServerDisturbed || s.ConnectionSpiral:
-		return Amber
+		return schemas.TrustAmber
 	}
-	return Green
+	return schemas.TrustGreen
 }
 
 // unbounded reports whether the stage's latency bounds are too wide because its events have no
@@ -83,9 +76,9 @@ func footprintClauses(s *schemas.Stage, label string) []string {
 // the widest client uncertainty and the worst p99 lateness against the schedule.
 func Trust(stages []schemas.Stage) (level, sentence string) {
 	if len(stages) == 0 {
-		return Amber, "no measured stage: nothing to judge."
+		return schemas.TrustAmber, "no measured stage: nothing to judge."
 	}
-	level = Green
+	level = schemas.TrustGreen
 	var why []string
 	names := namesOf(stages)
 	for i := range stages {
@@ -196,9 +189,9 @@ func orNone(reason string) string {
 // levelMark is the coloured mark of a trust level in Markdown.
 func levelMark(level string) string {
 	switch level {
-	case Red:
+	case schemas.TrustRed:
 		return "🔴"
-	case Amber:
+	case schemas.TrustAmber:
 		return "🟠"
 	}
 	return "🟢"

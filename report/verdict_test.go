@@ -67,28 +67,28 @@ func TestTrust(t *testing.T) {
 		stages              []schemas.Stage
 		wantLevel, wantSent string
 	}{
-		{"green", verdictStages(nil), Green,
+		{"green", verdictStages(nil), schemas.TrustGreen,
 			trusted + `; load sent as planned, p99 lateness ≤ 300µs (stage a).`},
-		{"amber: the server", verdictStages(late(serverWhy)), Amber,
+		{"amber: the server", verdictStages(late(serverWhy)), schemas.TrustAmber,
 			`stage b did not get its planned load (` + serverWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage b).`},
-		{"amber: connections", verdictStages(late(connWhy)), Amber,
+		{"amber: connections", verdictStages(late(connWhy)), schemas.TrustAmber,
 			`stage b did not get its planned load (` + connWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage b).`},
-		{"red: client-bound", verdictStages(clientBound), Red,
+		{"red: client-bound", verdictStages(clientBound), schemas.TrustRed,
 			`stage b is client-bound (` + boundWhy + `); client uncertainty up to 2.20ms (itl p99 of stage b); load sent as planned, p99 lateness ≤ 300µs (stage a).`},
-		{"red: the client was late", verdictStages(late(clientWhy)), Red,
+		{"red: the client was late", verdictStages(late(clientWhy)), schemas.TrustRed,
 			`stage b did not get its planned load (` + clientWhy + "); " + trusted + `; p99 lateness up to 6.30ms (stage b).`},
-		{"red: data missing", verdictStages(dataMissing), Red,
+		{"red: data missing", verdictStages(dataMissing), schemas.TrustRed,
 			`stage b lacks data: its figures leave out requests it planned (` + missingWhy + "); " + trusted + `; p99 lateness up to 300µs (stage a).`},
-		{"red over amber", append(verdictStages(late(serverWhy)), stageC(clientBound)), Red,
+		{"red over amber", append(verdictStages(late(serverWhy)), stageC(clientBound)), schemas.TrustRed,
 			`stage b did not get its planned load (` + serverWhy + `); stage c is client-bound (` + boundWhy +
 				`); client uncertainty up to 2.20ms (itl p99 of stage c); p99 lateness up to 6.30ms (stage b).`},
-		{"amber: events without a lower bound", verdictStages(noLowerBound), Amber,
+		{"amber: events without a lower bound", verdictStages(noLowerBound), schemas.TrustAmber,
 			`stage b's latencies have wide bounds (` + unboundedWhy + `); client uncertainty up to 2.20ms (itl p99 of stage b); load sent as planned, p99 lateness ≤ 300µs (stage a).`},
 		{"every request failed", verdictStages(func(s *schemas.Stage) {
 			s.Completed, s.Errors, s.ErrorsByKind, s.UncertaintyNs, s.UncertaintyFigure = 0, 10, `{"http_status":3,"not_streamed":7}`, nil, ""
-		}), Red, `stage b has no ok request (10 failed: not_streamed 7, http_status 3), so it measured no latency; ` + trusted + `; load sent as planned, p99 lateness ≤ 300µs (stage a).`},
-		{"no request", []schemas.Stage{{Name: "x", LoadDelivered: true}}, Red, `stage x recorded no request, so it measured nothing; no latency to judge; no send to judge lateness by.`},
-		{"empty", nil, Amber, "no measured stage: nothing to judge."},
+		}), schemas.TrustRed, `stage b has no ok request (10 failed: not_streamed 7, http_status 3), so it measured no latency; ` + trusted + `; load sent as planned, p99 lateness ≤ 300µs (stage a).`},
+		{"no request", []schemas.Stage{{Name: "x", LoadDelivered: true}}, schemas.TrustRed, `stage x recorded no request, so it measured nothing; no latency to judge; no send to judge lateness by.`},
+		{"empty", nil, schemas.TrustAmber, "no measured stage: nothing to judge."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,7 +175,7 @@ func TestHostsInQualityTable(t *testing.T) {
 	if got := rows[1].Cells[rateCol]; strings.Contains(got, "clocks") {
 		t.Errorf("stage 1 rate cell %q; want no clock note on one clock", got)
 	}
-	if q := rp.Stages[1].Quality; q.Trust != Red || q.Missing != gap || !strings.Contains(rows[1].Cells[whyCol], gap) {
+	if q := rp.Stages[1].Quality; q.Trust != schemas.TrustRed || q.Missing != gap || !strings.Contains(rows[1].Cells[whyCol], gap) {
 		t.Errorf("stage 1: trust %q, missing %q, why cell %q; want red and the gap named", q.Trust, q.Missing, rows[1].Cells[whyCol])
 	}
 	if q := rp.Stages[0].Quality; q.ClockUncertaintyNs != 1_500_000 {

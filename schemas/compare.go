@@ -34,6 +34,12 @@ type CompareRun struct {
 	TrustSentence string `json:"trust_sentence" doc:"the stages and reasons behind it"`
 }
 
+// Which run an unmatched stage is of (CompareStage.Run).
+const (
+	CompareBase = "base"
+	CompareNew  = "new"
+)
+
 // CompareStage names one stage of a run.
 type CompareStage struct {
 	Run        string  `json:"run,omitempty" doc:"base or new (unmatched stages only)"`
@@ -72,6 +78,13 @@ type CompareChange struct {
 const (
 	ExitGateFailed    = 3 // a significant regression past a --fail-on threshold
 	ExitGateUntrusted = 4 // a run's trust is red, or a gated percentile has no interval: the gate cannot pass
+)
+
+// Verdicts of the gate (CompareGate.Verdict, GateFailure.Verdict).
+const (
+	GatePass      = "pass"      // no check failed
+	GateFail      = "fail"      // a significant regression past a threshold: exit 3
+	GateUntrusted = "untrusted" // a run's trust is red, or a gated percentile could not be judged: exit 4
 )
 
 // CompareGate is the verdict of the --fail-on rules.

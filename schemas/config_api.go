@@ -1,15 +1,33 @@
 package schemas
 
+// The APIs a target may speak (Target.API).
+const (
+	APICompletions = "completions" // /v1/completions
+	APIChat        = "chat"        // /v1/chat/completions
+	APIResponses   = "responses"   // /v1/responses
+	APIMessages    = "messages"    // Anthropic /v1/messages
+	APIEmbeddings  = "embeddings"  // /v1/embeddings
+	APIRerank      = "rerank"      // /v1/rerank
+	APIScore       = "score"       // vLLM /v1/score
+	APITEIRerank   = "tei_rerank"  // Hugging Face TEI /rerank
+)
+
+// How replay picks each request's endpoint among target.urls (Target.Pick).
+const (
+	PickRoundRobin = "round_robin" // smooth weighted round robin (the default)
+	PickRandom     = "random"      // a seeded draw by weight
+)
+
 // MessageAPI reports whether the API takes a list of messages (chat, responses, messages).
-func MessageAPI(api string) bool { return api == "chat" || api == "responses" || api == "messages" }
+func MessageAPI(api string) bool { return api == APIChat || api == APIResponses || api == APIMessages }
 
 // RankAPI reports whether the API ranks documents against a query (rerank, score, tei_rerank):
 // one whole JSON answer with a score per document, no output tokens.
-func RankAPI(api string) bool { return api == "rerank" || api == "score" || api == "tei_rerank" }
+func RankAPI(api string) bool { return api == APIRerank || api == APIScore || api == APITEIRerank }
 
 // OutputAPI reports whether the API generates output tokens: every API but embeddings and the
 // ranking APIs, which need no output length in the workload.
-func OutputAPI(api string) bool { return api != "embeddings" && !RankAPI(api) }
+func OutputAPI(api string) bool { return api != APIEmbeddings && !RankAPI(api) }
 
 // FixedBodyKey reports whether wirebench sets the request body key k itself for api (tools:
 // workload.tools is set), so target.extra_body may not.
@@ -18,19 +36,19 @@ func FixedBodyKey(api string, tools bool, k string) bool {
 	case "model", "stream", "max_tokens", "prompt", "messages":
 		return true
 	case "input":
-		return api == "responses" || api == "embeddings"
+		return api == APIResponses || api == APIEmbeddings
 	case "max_output_tokens":
-		return api == "responses"
+		return api == APIResponses
 	case "system":
-		return api == "messages"
+		return api == APIMessages
 	case "tools", "tool_choice":
 		return tools
 	case "query", "documents", "top_n":
-		return api == "rerank" || (k == "query" && api == "tei_rerank")
+		return api == APIRerank || (k == "query" && api == APITEIRerank)
 	case "texts":
-		return api == "tei_rerank"
+		return api == APITEIRerank
 	case "text_1", "text_2":
-		return api == "score"
+		return api == APIScore
 	}
 	return false
 }

@@ -9,6 +9,15 @@ type Load struct {
 	Sweep  *Sweep      `yaml:"sweep" json:"sweep,omitempty"`
 }
 
+// Arrival processes of an open-loop stage (StageSpec.Arrival, StageInfo.Arrival,
+// Search.Arrival).
+const (
+	ArrivalConstant = "constant" // evenly spaced sends
+	ArrivalPoisson  = "poisson"  // exponential gaps
+	ArrivalGamma    = "gamma"    // gamma gaps of the stage's burstiness
+	ArrivalTrace    = "trace"    // the send times of a trace (workload.trace)
+)
+
 // StageSpec is one stage: open loop {rate, duration, arrival} or closed loop
 // {concurrency, requests | duration, think_time}.
 type StageSpec struct {

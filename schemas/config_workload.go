@@ -47,7 +47,7 @@ type Images struct {
 	Count    int    `yaml:"count" json:"count"`
 	Width    int    `yaml:"width" json:"width"`
 	Height   int    `yaml:"height" json:"height"`
-	Format   string `yaml:"format" json:"format,omitempty"`     // png (default) or jpeg
+	Format   string `yaml:"format" json:"format,omitempty"`     // png (default) or jpeg (ImagePNG, ImageJPEG)
 	Distinct int    `yaml:"distinct" json:"distinct,omitempty"` // pool size; default 16
 }
 
@@ -68,6 +68,16 @@ type Synthetic struct {
 	Output       LengthDist `yaml:"output" json:"output"`
 	RandomTokens bool       `yaml:"random_tokens" json:"random_tokens,omitempty"`
 }
+
+// Length distribution kinds (LengthDist.Kind).
+const (
+	DistFixed       = "fixed"
+	DistUniform     = "uniform"
+	DistNormal      = "normal"
+	DistLognormal   = "lognormal"
+	DistExponential = "exponential"
+	DistEmpirical   = "empirical"
+)
 
 // LengthDist is a token-length distribution, clipped to [min, max] (min defaults to 1).
 //   - fixed: value
@@ -110,6 +120,13 @@ type Conversations struct {
 	SystemPromptTokens int        `yaml:"system_prompt_tokens" json:"system_prompt_tokens,omitempty"`
 }
 
+// Dataset formats (Dataset.Format).
+const (
+	DatasetShareGPT = "sharegpt"
+	DatasetJSONL    = "jsonl"
+	DatasetCSV      = "csv"
+)
+
 // Dataset reads prompts from a file (relative to the config file):
 //   - sharegpt: a JSON array of {"conversations": [{"from": "human"|"gpt", "value": ...}]}; the
 //     first human turn is the prompt and its answer's token count is max_tokens; with
@@ -136,6 +153,13 @@ type Dataset struct {
 	MaxOutputTokens   int         `yaml:"max_output_tokens" json:"max_output_tokens,omitempty"`
 	Output            *LengthDist `yaml:"output" json:"output,omitempty"`
 }
+
+// Trace formats (Trace.Format).
+const (
+	TraceAzure    = "azure"
+	TraceBurstGPT = "burstgpt"
+	TraceMooncake = "mooncake"
+)
 
 // Trace replays a timestamped production trace at its own times, as one open-loop stage:
 //   - azure: Azure LLM inference trace CSV, TIMESTAMP,ContextTokens,GeneratedTokens

@@ -15,6 +15,12 @@ const MaxImageSide = 8192
 // function of the reference alone (seeded noise pixels), so replay stores a few bytes and
 // capture renders the same image on every host (capture/internal/worker's resolveImage).
 
+// Image formats of a synthetic reference (ImageRef.Format, Images.Format).
+const (
+	ImagePNG  = "png"
+	ImageJPEG = "jpeg"
+)
+
 // ImageRef is a parsed synthetic image reference.
 type ImageRef struct {
 	Format        string // png or jpeg
@@ -39,7 +45,7 @@ func ParseImageRef(s string) (ref ImageRef, ok bool, err error) {
 	ref.Width, e1 = strconv.Atoi(w)
 	ref.Height, e2 = strconv.Atoi(h)
 	ref.Seed, e3 = strconv.ParseInt(parts[2], 10, 64)
-	if !found || e1 != nil || e2 != nil || e3 != nil || (ref.Format != "png" && ref.Format != "jpeg") ||
+	if !found || e1 != nil || e2 != nil || e3 != nil || (ref.Format != ImagePNG && ref.Format != ImageJPEG) ||
 		ref.Width <= 0 || ref.Height <= 0 || ref.Width > MaxImageSide || ref.Height > MaxImageSide {
 		return ImageRef{}, true, bad
 	}

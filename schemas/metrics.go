@@ -5,6 +5,21 @@ import (
 	"strconv"
 )
 
+// Where a request's output_tokens came from (MetricRequest.TokensSource).
+const (
+	TokensUsage     = "usage"     // the server's usage completion_tokens
+	TokensTokenizer = "tokenizer" // the configured tokenizer over the kept output text
+	TokensChunks    = "chunks"    // the events' token counts, else the content-bearing events
+)
+
+// Decomposition sources (MetricRequest.DecompositionSource, Stage.DecompositionSource), in
+// aggregate's order of preference.
+const (
+	DecompositionServer     = "server"     // per-request timings sent by the server
+	DecompositionHistograms = "histograms" // per-stage deltas of the scraped server histograms
+	DecompositionFit        = "fit"        // Theil–Sen fit TTFT ≈ a + b·I on the least-loaded stage
+)
+
 // MetricRequest is one row of metrics/requests.parquet: one request with every derived metric.
 // t_j is chunk j's rx_kernel_ns when present, else rx_user_ns; S = sent_ns, P = planned_ns,
 // E = done_ns; I = input_tokens, N = output_tokens.

@@ -6,6 +6,14 @@ package schemas
 // Version 3: stages carry intervals, the 95% intervals of their latency percentiles.
 const ProfileVersion = 3
 
+// Trust levels (ProfileTrust.Level, ProfileQuality.Trust, CompareRun.Trust): can a run's
+// figures be trusted? The report judges them.
+const (
+	TrustGreen = "green" // every judged bound within tolerance, the load sent as planned, the server undisturbed
+	TrustAmber = "amber" // the load was not sent as planned for a server, connection or shared-machine reason, latencies have wide bounds no client could narrow (events without a lower bound), or the client disturbed a server it shared the machine with
+	TrustRed   = "red"   // some stage is client-bound, the client itself kept the load from being sent as planned, some of its planned requests are missing from the run's files, or it has no ok request
+)
+
 // Profile is RUN/report/profile.json, written by `wirebench report`: the machine-readable
 // latency profile of one or more runs. The first run is the baseline A of every comparison.
 // Durations are int64 nanoseconds, rates per second.

@@ -1,5 +1,14 @@
 package schemas
 
+// Where a scheduled request came from (ScheduleRequest.Source): the workload section that made it.
+const (
+	SourceSynthetic     = "synthetic"
+	SourceSharedPrefix  = "shared_prefix"
+	SourceConversations = "conversations"
+	SourceDataset       = "dataset"
+	SourceTrace         = "trace"
+)
+
 // ScheduleRequest is one row of schedule/requests.parquet: one planned request, written by
 // replay before any traffic and executed by capture. Rows are ordered by seq. Stages run back to
 // back from the run start. Inside an open-loop stage seq increases with planned_offset_ns, except

@@ -33,7 +33,7 @@ func (s Search) WithDefaults() Search {
 		s.Duration = DefaultSearchDuration
 	}
 	if s.Arrival == "" {
-		s.Arrival = "constant"
+		s.Arrival = ArrivalConstant
 	}
 	if s.MaxSteps == 0 {
 		s.MaxSteps = DefaultSearchMaxSteps
@@ -50,6 +50,16 @@ const (
 	StepPass      = "pass"      // goodput ≥ search.goodput, load and latency verdicts green
 	StepFail      = "fail"      // goodput below search.goodput (or stopped early, already certain to be)
 	StepUntrusted = "untrusted" // the load or latency verdict was not green: neither pass nor fail
+)
+
+// Outcomes of a search (SearchRecord.Outcome).
+const (
+	OutcomeConverged   = "converged"   // a passing and a failing rate within the precision of each other
+	OutcomeBelowMin    = "below_min"   // min_rate itself fails
+	OutcomeAboveMax    = "above_max"   // max_rate itself passes
+	OutcomeUntrusted   = "untrusted"   // a step could not be judged; the search stopped
+	OutcomeMaxSteps    = "max_steps"   // search.max_steps steps were run
+	OutcomeInterrupted = "interrupted" // Ctrl-C
 )
 
 // SearchRecord is the record of one `wirebench search`, written to DIR/search.json after every

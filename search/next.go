@@ -7,16 +7,6 @@ import (
 	"github.com/wirebench/wirebench/schemas"
 )
 
-// Outcomes of a search (schemas.SearchRecord.Outcome).
-const (
-	Converged   = "converged"   // a passing and a failing rate within the precision of each other
-	BelowMin    = "below_min"   // min_rate itself fails
-	AboveMax    = "above_max"   // max_rate itself passes
-	Untrusted   = "untrusted"   // a step could not be judged; the search stopped
-	MaxSteps    = "max_steps"   // search.max_steps steps were run
-	Interrupted = "interrupted" // Ctrl-C
-)
-
 // Plan is what Next needs of the search section.
 type Plan struct {
 	MinRate, MaxRate float64 // requests/s
@@ -64,20 +54,20 @@ func Bracket(steps []Step) (pass, fail float64) {
 func Next(p Plan, steps []Step) Decision {
 	for i, s := range steps {
 		if s.Verdict == schemas.StepUntrusted {
-			return Decision{Outcome: Untrusted, Why: fmt.Sprintf("step %d (%s req/s) could not be judged", i, Rate(s.Rate))}
+			return Decision{Outcome: schemas.OutcomeUntrusted, Why: fmt.Sprintf("step %d (%s req/s) could not be judged", i, Rate(s.Rate))}
 		}
 	}
 	pass, fail := Bracket(steps)
 	const eps = 1e-9
 	switch {
 	case fail > 0 && fail <= p.MinRate*(1+eps):
-		return Decision{Outcome: BelowMin, Why: fmt.Sprintf("min_rate %s req/s fails: the capacity is below it", Rate(p.MinRate))}
+		return Decision{Outcome: schemas.OutcomeBelowMin, Why: fmt.Sprintf("min_rate %s req/s fails: the capacity is below it", Rate(p.MinRate))}
 	case pass >= p.MaxRate*(1-eps):
-		return Decision{Outcome: AboveMax, Why: fmt.Sprintf("max_rate %s req/s passes: the capacity is at least that", Rate(p.MaxRate))}
+		return Decision{Outcome: schemas.OutcomeAboveMax, Why: fmt.Sprintf("max_rate %s req/s passes: the capacity is at least that", Rate(p.MaxRate))}
 	case pass > 0 && fail > 0 && fail <= pass*(1+p.Precision+eps):
-		return Decision{Outcome: Converged, Why: fmt.Sprintf("%s req/s passes and %s fails: within the precision %g%%", Rate(pass), Rate(fail), 100*p.Precision)}
+		return Decision{Outcome: schemas.OutcomeConverged, Why: fmt.Sprintf("%s req/s passes and %s fails: within the precision %g%%", Rate(pass), Rate(fail), 100*p.Precision)}
 	case len(steps) >= p.MaxSteps:
-		return Decision{Outcome: MaxSteps, Why: fmt.Sprintf("search.max_steps (%d) steps run", p.MaxSteps)}
+		return Decision{Outcome: schemas.OutcomeMaxSteps, Why: fmt.Sprintf("search.max_steps (%d) steps run", p.MaxSteps)}
 	}
 	lower, upper := orDefault(pass, p.MinRate), orDefault(fail, p.MaxRate)
 	if upper <= lower*(1+p.Precision+eps) {

@@ -27,14 +27,14 @@ func TestNext(t *testing.T) {
 		{"a pass moves the lower end", []Step{{20, P}}, 40, ""},
 		{"a fail moves the upper end", []Step{{20, F}}, 10, ""},
 		{"bisect the bracket", []Step{{20, P}, {40, F}}, 28.28, ""},
-		{"converged within 5%", []Step{{20, P}, {40, F}, {21, F}}, 0, Converged},
+		{"converged within 5%", []Step{{20, P}, {40, F}, {21, F}}, 0, schemas.OutcomeConverged},
 		{"a pass above a fail is luck: bracket from the fail", []Step{{20, P}, {40, F}, {30, F}, {35, P}}, 24.49, ""},
 		{"fails down to min: test min_rate", []Step{{5.2, F}}, 5, ""},
-		{"min_rate fails", []Step{{5.2, F}, {5, F}}, 0, BelowMin},
-		{"min_rate passes after fails near it: converged", []Step{{5.2, F}, {5, P}}, 0, Converged},
+		{"min_rate fails", []Step{{5.2, F}, {5, F}}, 0, schemas.OutcomeBelowMin},
+		{"min_rate passes after fails near it: converged", []Step{{5.2, F}, {5, P}}, 0, schemas.OutcomeConverged},
 		{"passes up to max: test max_rate", []Step{{78, P}}, 80, ""},
-		{"max_rate passes", []Step{{78, P}, {80, P}}, 0, AboveMax},
-		{"an untrusted step ends the search", []Step{{20, P}, {40, U}}, 0, Untrusted},
+		{"max_rate passes", []Step{{78, P}, {80, P}}, 0, schemas.OutcomeAboveMax},
+		{"an untrusted step ends the search", []Step{{20, P}, {40, U}}, 0, schemas.OutcomeUntrusted},
 		{"bisect again", []Step{{20, P}, {40, F}, {28.28, F}}, 23.78, ""},
 	}
 	for _, tc := range tests {
@@ -46,8 +46,8 @@ func TestNext(t *testing.T) {
 			t.Errorf("%s: Next(%v) gives no reason", tc.name, tc.steps)
 		}
 	}
-	if d := Next(Plan{MinRate: 5, MaxRate: 80, Precision: 0.05, MaxSteps: 3}, []Step{{20, P}, {40, F}, {28.28, F}}); d.Outcome != MaxSteps {
-		t.Errorf("Next after max_steps = %+v; want outcome %q", d, MaxSteps)
+	if d := Next(Plan{MinRate: 5, MaxRate: 80, Precision: 0.05, MaxSteps: 3}, []Step{{20, P}, {40, F}, {28.28, F}}); d.Outcome != schemas.OutcomeMaxSteps {
+		t.Errorf("Next after max_steps = %+v; want outcome %q", d, schemas.OutcomeMaxSteps)
 	}
 }
 
@@ -70,9 +70,9 @@ func TestNextStepBound(t *testing.T) {
 		switch {
 		case len(steps) > 7:
 			t.Errorf("truth %g: %d steps %v; want at most 7", truth, len(steps), steps)
-		case truth < 1 && d.Outcome != BelowMin, truth >= 16 && d.Outcome != AboveMax:
+		case truth < 1 && d.Outcome != schemas.OutcomeBelowMin, truth >= 16 && d.Outcome != schemas.OutcomeAboveMax:
 			t.Errorf("truth %g: outcome %q", truth, d.Outcome)
-		case truth >= 1 && truth < 16 && (d.Outcome != Converged || pass > truth || fail <= truth || fail > pass*1.05+1e-9):
+		case truth >= 1 && truth < 16 && (d.Outcome != schemas.OutcomeConverged || pass > truth || fail <= truth || fail > pass*1.05+1e-9):
 			t.Errorf("truth %g: %q, bracket [%g, %g]; want converged around it within 5%%", truth, d.Outcome, pass, fail)
 		}
 	}
@@ -138,11 +138,11 @@ func TestLimitedByAndSentence(t *testing.T) {
 	if got := LimitedBy(schemas.Misses{Failed: 3, NTPOT: 2}, 0.95); got != "failed requests" {
 		t.Errorf("LimitedBy = %q; want failed requests", got)
 	}
-	rec := &schemas.SearchRecord{Outcome: Converged, PassRate: 1790, FailRate: 1840, LimitedBy: "TTFT p99"}
+	rec := &schemas.SearchRecord{Outcome: schemas.OutcomeConverged, PassRate: 1790, FailRate: 1840, LimitedBy: "TTFT p99"}
 	if got, want := Sentence(rec, ""), "capacity under SLO: 1,790 req/s (between 1,790 and 1,840), limited by TTFT p99"; got != want {
 		t.Errorf("Sentence = %q; want %q", got, want)
 	}
-	rec = &schemas.SearchRecord{Outcome: Untrusted, PassRate: 20}
+	rec = &schemas.SearchRecord{Outcome: schemas.OutcomeUntrusted, PassRate: 20}
 	if got := Sentence(rec, "step 1 could not be judged"); !strings.Contains(got, "not found") || !strings.Contains(got, "at least 20 req/s") {
 		t.Errorf("Sentence(untrusted) = %q", got)
 	}

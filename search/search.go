@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.SearchReco
 			log.Info("search step", "step", st.Index, "rate", st.Rate, "verdict", st.Verdict, "reason", st.Reason)
 		}
 		if errors.Is(err, capture.ErrInterrupted) {
-			finish(rec, Decision{Outcome: Interrupted, Why: "interrupted"})
+			finish(rec, Decision{Outcome: schemas.OutcomeInterrupted, Why: "interrupted"})
 			rec.Done = false
 			return rec, errors.Join(writeAll(cfg, rec), err)
 		}
@@ -221,11 +221,11 @@ func Sentence(rec *schemas.SearchRecord, why string) string {
 		limit = ", limited by " + rec.LimitedBy
 	}
 	switch rec.Outcome {
-	case Converged:
+	case schemas.OutcomeConverged:
 		return fmt.Sprintf("capacity under SLO: %s req/s (between %s and %s)%s", Rate(rec.PassRate), Rate(rec.PassRate), Rate(rec.FailRate), limit)
-	case BelowMin:
+	case schemas.OutcomeBelowMin:
 		return fmt.Sprintf("capacity under SLO: below %s req/s (min_rate fails)%s", Rate(rec.MinRate), limit)
-	case AboveMax:
+	case schemas.OutcomeAboveMax:
 		return fmt.Sprintf("capacity under SLO: at least %s req/s (max_rate passes)", Rate(rec.MaxRate))
 	}
 	bracket := "no step passed"

@@ -68,7 +68,7 @@ func (c *CompareCmd) Run() error {
 // gateExit turns the gate's verdict into the exit code: 3 for a significant regression past
 // a threshold, 4 when the gate could not pass on what it was given (red trust, no interval).
 func gateExit(g *schemas.CompareGate) error {
-	if g == nil || g.Verdict == "pass" {
+	if g == nil || g.Verdict == schemas.GatePass {
 		return nil
 	}
 	first := g.Failures[0]
@@ -78,7 +78,7 @@ func gateExit(g *schemas.CompareGate) error {
 			break
 		}
 	}
-	if g.Verdict == "untrusted" {
+	if g.Verdict == schemas.GateUntrusted {
 		return &exitError{code: schemas.ExitGateUntrusted, err: fmt.Errorf("gate untrusted: %s", first.Reason)}
 	}
 	return &exitError{code: schemas.ExitGateFailed, err: fmt.Errorf("gate failed: %s", first.Reason)}

@@ -297,7 +297,7 @@ func (h *host) manifest(planned int64) *schemas.Manifest {
 		Clock: &schemas.Clock{Source: "adjtimex", Synchronized: true, State: "TIME_OK", MaxErrorNs: ClockMaxErrorNs, EstErrorNs: ClockMaxErrorNs / 10,
 			BootID: fmt.Sprintf("synthetic-boot-%02d", h.shard), ReadAt: ended},
 		Config: cfg, Status: schemas.StatusComplete, Files: h.files, ShardPlanned: map[int32]int64{0: h.requests},
-		Stages: []schemas.StageInfo{{Index: 0, Name: name, Mode: "open", Arrival: "poisson", Rate: c.Rate * float64(c.Hosts),
+		Stages: []schemas.StageInfo{{Index: 0, Name: name, Mode: schemas.ModeOpen, Arrival: schemas.ArrivalPoisson, Rate: c.Rate * float64(c.Hosts),
 			DurationNs: int64(c.Duration), Requests: planned}},
 		Steps: []schemas.Step{{Name: schemas.StepReplay, Started: created, Ended: created, Status: schemas.StepOK},
 			{Name: schemas.StepCapture, Started: created, Ended: ended, Status: schemas.StatusComplete}}}

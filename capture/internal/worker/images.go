@@ -23,7 +23,7 @@ func renderImage(r schemas.ImageRef) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	var err error
-	if r.Format == "jpeg" {
+	if r.Format == schemas.ImageJPEG {
 		err = jpeg.Encode(&b, img, &jpeg.Options{Quality: 90})
 	} else {
 		// Every alpha is 0xff, so img.Opaque() holds and the encoder writes RGB.
