@@ -214,10 +214,24 @@ func (c *Config) fixed() bool { return c.Mode == "fixed" || (c.Mode == "" && c.T
 
 // Validate checks the configuration and names the first bad field.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
-	}
+	var p problems
+	c.validateNames(&p)
+	c.validateEngine(&p)
+	c.validateAnswers(&p)
+	c.validateFaults(&p)
+	return errors.Join(p...)
+}
+
+// problems collects Validate's errors, each naming its flag.
+type problems []error
+
+func (p *problems) bad(field, format string, a ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+}
+
+// validateNames checks the model and adapter names: at least one model, none empty or twice.
+func (c *Config) validateNames(p *problems) {
+	bad := p.bad
 	if len(c.Models) == 0 {
 		bad("model", "at least one model name is required")
 	}
@@ -239,6 +253,11 @@ func (c *Config) Validate() error {
 		}
 		names[a.Name] = true
 	}
+}
+
+// validateEngine checks the timing model: mode, durations, sizes.
+func (c *Config) validateEngine(p *problems) {
+	bad := p.bad
 	switch c.Mode {
 	case "", "engine", "fixed":
 	default:
@@ -279,6 +298,11 @@ func (c *Config) Validate() error {
 	if c.MaxModelLen < 1 {
 		bad("max-model-len", "%d must be at least 1", c.MaxModelLen)
 	}
+}
+
+// validateAnswers checks what the answers hold: reasoning, image tokens, embeddings.
+func (c *Config) validateAnswers(p *problems) {
+	bad := p.bad
 	if c.ReasoningTokens < 0 {
 		bad("reasoning-tokens", "%d is negative", c.ReasoningTokens)
 	}
@@ -293,6 +317,11 @@ func (c *Config) Validate() error {
 	if c.EmbeddingDim < 0 {
 		bad("embedding-dim", "%d is negative", c.EmbeddingDim)
 	}
+}
+
+// validateFaults checks the fault rates: each in [0, 1], their sum at most 1.
+func (c *Config) validateFaults(p *problems) {
+	bad := p.bad
 	sum := 0.0
 	for _, r := range []struct {
 		name string
@@ -308,5 +337,4 @@ func (c *Config) Validate() error {
 	if sum > 1+1e-9 {
 		bad("fault-*", "rates sum to %v, more than 1", sum)
 	}
-	return errors.Join(errs...)
 }

@@ -154,10 +154,30 @@ func hasToken(v []byte, tok string) bool {
 	return false
 }
 
-// parseHead parses a head read by readHead into h.
+// parseHead parses a head read by readHead into h: the request line, then each header field,
+// then the checks across fields.
 func parseHead(b []byte, h *reqHead) error {
 	*h = reqHead{contentLength: -1}
 	line, rest := nextLine(b)
+	if err := parseRequestLine(line, h); err != nil {
+		return err
+	}
+	h.fields = rest
+	var f fieldCounts
+	for len(rest) > 0 {
+		line, rest = nextLine(rest)
+		if len(line) == 0 {
+			break // the blank line that ends the head
+		}
+		if err := parseField(line, h, &f); err != nil {
+			return err
+		}
+	}
+	return finishHead(h, f)
+}
+
+// parseRequestLine parses METHOD TARGET HTTP/1.x into h.
+func parseRequestLine(line []byte, h *reqHead) error {
 	sp1 := bytes.IndexByte(line, ' ')
 	sp2 := bytes.LastIndexByte(line, ' ')
 	if sp1 <= 0 || sp2 == sp1 {
@@ -188,78 +208,86 @@ func parseHead(b []byte, h *reqHead) error {
 		}
 		return badProto("malformed request line %q", line)
 	}
-	h.fields = rest
-	hosts, keepAlive, te := 0, false, 0
-	for len(rest) > 0 {
-		line, rest = nextLine(rest)
-		if len(line) == 0 {
-			break // the blank line that ends the head
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return badProto("obsolete line folding in header %q", line)
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon < 0 {
-			return badProto("malformed header line %q", line)
-		}
-		name, value := line[:colon], trimOWS(line[colon+1:])
-		if !isToken(name) {
-			return badProto("invalid header name %q", name)
-		}
-		for _, c := range value {
-			if (c < ' ' && c != '\t') || c == 0x7f {
-				return badProto("invalid value of header %s", name)
-			}
-		}
-		switch {
-		case bytes.EqualFold(name, []byte("Host")):
-			hosts++
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			n, ok := parseLength(value)
-			if !ok {
-				return badProto("invalid Content-Length %q", value)
-			}
-			if h.contentLength >= 0 && h.contentLength != n {
-				return badProto("differing Content-Lengths %d and %d", h.contentLength, n)
-			}
-			h.contentLength = n
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			te++
-			if !bytes.EqualFold(value, []byte("chunked")) {
-				return &protoError{code: http.StatusNotImplemented, msg: fmt.Sprintf("unsupported transfer encoding %q", value)}
-			}
-			h.chunked = true
-		case bytes.EqualFold(name, []byte("Connection")):
-			if hasToken(value, "close") {
-				h.close = true
-			}
-			if hasToken(value, "keep-alive") {
-				keepAlive = true
-			}
-		case bytes.EqualFold(name, []byte("Expect")):
-			if h.minor == 1 {
-				if !bytes.EqualFold(value, []byte("100-continue")) {
-					return &protoError{code: http.StatusExpectationFailed, msg: fmt.Sprintf("unsupported expectation %q", value)}
-				}
-				h.expect100 = true
-			}
-		case bytes.EqualFold(name, []byte(FaultHeader)):
-			h.fault = value
+	return nil
+}
+
+// fieldCounts is what parseHead's checks across fields need of the fields seen.
+type fieldCounts struct {
+	hosts, te int  // Host and Transfer-Encoding fields
+	keepAlive bool // Connection: keep-alive
+}
+
+// parseField parses one header field line into h and f.
+func parseField(line []byte, h *reqHead, f *fieldCounts) error {
+	if line[0] == ' ' || line[0] == '\t' {
+		return badProto("obsolete line folding in header %q", line)
+	}
+	colon := bytes.IndexByte(line, ':')
+	if colon < 0 {
+		return badProto("malformed header line %q", line)
+	}
+	name, value := line[:colon], trimOWS(line[colon+1:])
+	if !isToken(name) {
+		return badProto("invalid header name %q", name)
+	}
+	for _, c := range value {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return badProto("invalid value of header %s", name)
 		}
 	}
 	switch {
-	case te > 1:
+	case bytes.EqualFold(name, []byte("Host")):
+		f.hosts++
+	case bytes.EqualFold(name, []byte("Content-Length")):
+		n, ok := parseLength(value)
+		if !ok {
+			return badProto("invalid Content-Length %q", value)
+		}
+		if h.contentLength >= 0 && h.contentLength != n {
+			return badProto("differing Content-Lengths %d and %d", h.contentLength, n)
+		}
+		h.contentLength = n
+	case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+		f.te++
+		if !bytes.EqualFold(value, []byte("chunked")) {
+			return &protoError{code: http.StatusNotImplemented, msg: fmt.Sprintf("unsupported transfer encoding %q", value)}
+		}
+		h.chunked = true
+	case bytes.EqualFold(name, []byte("Connection")):
+		if hasToken(value, "close") {
+			h.close = true
+		}
+		if hasToken(value, "keep-alive") {
+			f.keepAlive = true
+		}
+	case bytes.EqualFold(name, []byte("Expect")):
+		if h.minor == 1 {
+			if !bytes.EqualFold(value, []byte("100-continue")) {
+				return &protoError{code: http.StatusExpectationFailed, msg: fmt.Sprintf("unsupported expectation %q", value)}
+			}
+			h.expect100 = true
+		}
+	case bytes.EqualFold(name, []byte(FaultHeader)):
+		h.fault = value
+	}
+	return nil
+}
+
+// finishHead checks the fields together: framing, Host, and HTTP/1.0's default close.
+func finishHead(h *reqHead, f fieldCounts) error {
+	switch {
+	case f.te > 1:
 		return badProto("more than one Transfer-Encoding header")
 	case h.chunked && h.minor == 0:
 		return badProto("Transfer-Encoding in an HTTP/1.0 request")
 	case h.chunked && h.contentLength >= 0:
 		return badProto("both Content-Length and Transfer-Encoding")
-	case h.minor == 1 && hosts == 0:
+	case h.minor == 1 && f.hosts == 0:
 		return badProto("missing required Host header")
-	case hosts > 1:
+	case f.hosts > 1:
 		return badProto("more than one Host header")
 	}
-	if h.minor == 0 && !keepAlive {
+	if h.minor == 0 && !f.keepAlive {
 		h.close = true
 	}
 	return nil
