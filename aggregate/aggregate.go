@@ -127,6 +127,34 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	defer a.close()
 	prod := schemas.Producer{Command: "aggregate", Args: cfg.Args}
 
+	res, err := a.compute(ctx, runs, spill, prod, mode, w)
+	if err != nil {
+		return nil, err
+	}
+	// The last point an interrupt stops at: from here the run in out is replaced.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := a.publish(out, replace, res, runs, cfg, started, prod); err != nil {
+		return nil, err
+	}
+	log.Info("aggregate: done", "out", metricsDir, "requests", a.requestsRead, "chunks", a.chunksRead, "stages", len(res.rows), "warnings", len(w.list))
+	return &Summary{RunID: runs[0].manifest.RunID, Out: out, Requests: a.requestsRead, Chunks: a.chunksRead, Stages: res.rows, SaturationStage: res.sat, Warnings: w.list, Outages: a.outages}, nil
+}
+
+// results are what the two passes compute in spill, before Run replaces the metrics in out.
+type results struct {
+	requests string // requests.parquet, in spill
+	n        int64  // its rows
+	rows     []schemas.Stage
+	ts       []schemas.Timeseries
+	bd       []schemas.Breakdown
+	sat      int32 // the saturation stage; -1 when none
+}
+
+// compute runs the two passes over the runs' raw files and makes the stage, time-series and
+// breakdown rows.
+func (a *aggregator) compute(ctx context.Context, runs []*runDir, spill string, prod schemas.Producer, mode string, w *warner) (*results, error) {
 	// Pass 1: raw parts -> per-request rows without the estimated decomposition.
 	pass1 := filepath.Join(spill, "requests-pass1.parquet")
 	done, err := a.pass1(ctx, runs, pass1, prod)
@@ -143,49 +171,44 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 	}
 	// Pass 2: fill the decomposition, write requests.parquet (in spill until the end, so an
 	// interrupt leaves the earlier metrics whole), add the decomposition dists.
-	pass2 := filepath.Join(spill, "requests.parquet")
-	n, err := a.pass2(ctx, pass1, pass2, prod, dp)
-	if err != nil {
+	r := &results{requests: filepath.Join(spill, "requests.parquet")}
+	if r.n, err = a.pass2(ctx, pass1, r.requests, prod, dp); err != nil {
 		return nil, err
 	}
 	a.setPrefillPerToken(dp.fb)
-	rows, ts, sat, err := a.stageRows(runs, workers, &done)
-	if err != nil {
+	if r.rows, r.ts, r.sat, err = a.stageRows(runs, workers, &done); err != nil {
 		return nil, err
 	}
-	bd, err := a.breakdownRows(rows)
-	if err != nil {
+	if r.bd, err = a.breakdownRows(r.rows); err != nil {
 		return nil, err
 	}
-	// The last point an interrupt stops at: from here the run in out is replaced.
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	return r, nil
+}
+
+// publish replaces the metrics in out with r (when replace, the earlier ones first) and records
+// the step in out's manifest.
+func (a *aggregator) publish(out string, replace bool, r *results, runs []*runDir, cfg Config, started time.Time, prod schemas.Producer) error {
 	if replace {
-		if err := replaceOut(out, log); err != nil {
-			return nil, err
+		if err := replaceOut(out, a.log); err != nil {
+			return err
 		}
 	}
-	if err := os.Rename(pass2, schemas.FileOf[schemas.MetricRequest](out)); err != nil {
-		return nil, err
+	if err := os.Rename(r.requests, schemas.FileOf[schemas.MetricRequest](out)); err != nil {
+		return err
 	}
-	if err := schemas.WriteFile(schemas.FileOf[schemas.Stage](out), rows, prod); err != nil {
-		return nil, err
+	if err := schemas.WriteFile(schemas.FileOf[schemas.Stage](out), r.rows, prod); err != nil {
+		return err
 	}
-	if err := schemas.WriteFile(schemas.FileOf[schemas.Timeseries](out), ts, prod); err != nil {
-		return nil, err
+	if err := schemas.WriteFile(schemas.FileOf[schemas.Timeseries](out), r.ts, prod); err != nil {
+		return err
 	}
-	if err := schemas.WriteFile(schemas.FileOf[schemas.Breakdown](out), bd, prod); err != nil {
-		return nil, err
+	if err := schemas.WriteFile(schemas.FileOf[schemas.Breakdown](out), r.bd, prod); err != nil {
+		return err
 	}
 	for _, o := range a.outages {
-		log.Warn("the target could not be reached", "outage", o.String())
+		a.log.Warn("the target could not be reached", "outage", o.String())
 	}
-	if err := writeManifest(out, runs, cfg, started, n, int64(len(rows)), int64(len(ts)), int64(len(bd)), a.outages); err != nil {
-		return nil, err
-	}
-	log.Info("aggregate: done", "out", metricsDir, "requests", a.requestsRead, "chunks", a.chunksRead, "stages", len(rows), "warnings", len(w.list))
-	return &Summary{RunID: runs[0].manifest.RunID, Out: out, Requests: a.requestsRead, Chunks: a.chunksRead, Stages: rows, SaturationStage: sat, Warnings: w.list, Outages: a.outages}, nil
+	return writeManifest(out, runs, cfg, started, r.n, int64(len(r.rows)), int64(len(r.ts)), int64(len(r.bd)), a.outages)
 }
 
 // RecordFailure records a failed aggregate step, with its error, in the manifest of cfg's

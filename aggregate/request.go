@@ -201,6 +201,30 @@ func (s *reqState) metric(slo schemas.SLO) schemas.MetricRequest {
 	if s.hasDone {
 		m.DoneNs = ptr(s.doneNs)
 	}
+	n := s.tokens(&m)
+	s.latencies(&m, n)
+	m.PacerLagNs = s.sendStartNs - s.plannedNs
+	m.TapChunks = s.tapChunks
+	if s.txTapNs != 0 {
+		m.TxTapNs = ptr(s.txTapNs)
+	}
+	m.ConnWaitNs, m.SynRetrans, m.ConnCapped = s.connWaitNs, s.synRetrans, s.connCapped
+	if s.connectNs >= 0 {
+		m.ConnectNs = ptr(s.connectNs)
+	}
+	if s.hasKernel {
+		m.ReadLagMaxNs = ptr(s.readLagMax)
+	}
+	if s.hasSrv {
+		split(&m, s.srvPrefill, 0, schemas.DecompositionServer)
+	}
+	m.SLOMet = m.OK && sloMet(&m, slo)
+	return m
+}
+
+// tokens sets the request's input and output token counts and says where the output count came
+// from; it returns the output count N.
+func (s *reqState) tokens(m *schemas.MetricRequest) int32 {
 	in := s.inputSched
 	if s.hasUPrompt {
 		in = s.usagePrompt
@@ -218,6 +242,11 @@ func (s *reqState) metric(slo schemas.SLO) schemas.MetricRequest {
 		n, m.TokensSource = s.content, schemas.TokensChunks
 	}
 	m.OutputTokens = ptr(n)
+	return n
+}
+
+// latencies sets the request's latencies with their intervals; n is its output tokens.
+func (s *reqState) latencies(m *schemas.MetricRequest, n int32) {
 	// Intervals: a difference b − a lies in [b.lo − a.hi, b.hi − a.lo], the request's send time
 	// in [S, sent_end]; integer division by N is monotone, so it keeps the ends in order.
 	if s.content > 0 {
@@ -256,23 +285,6 @@ func (s *reqState) metric(slo schemas.SLO) schemas.MetricRequest {
 			m.NTPOTFromPlannedNs = ptr(*m.E2EFromPlannedNs / int64(n))
 		}
 	}
-	m.PacerLagNs = s.sendStartNs - s.plannedNs
-	m.TapChunks = s.tapChunks
-	if s.txTapNs != 0 {
-		m.TxTapNs = ptr(s.txTapNs)
-	}
-	m.ConnWaitNs, m.SynRetrans, m.ConnCapped = s.connWaitNs, s.synRetrans, s.connCapped
-	if s.connectNs >= 0 {
-		m.ConnectNs = ptr(s.connectNs)
-	}
-	if s.hasKernel {
-		m.ReadLagMaxNs = ptr(s.readLagMax)
-	}
-	if s.hasSrv {
-		split(&m, s.srvPrefill, 0, "server")
-	}
-	m.SLOMet = m.OK && sloMet(&m, slo)
-	return m
 }
 
 // split fills queue, prefill and decode so that queue + prefill + decode = E2E exactly:

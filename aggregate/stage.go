@@ -153,6 +153,11 @@ func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 		eb.errors++
 		return
 	}
+	a.addDone(s, m, eb, end)
+}
+
+// addDone adds an ok request's completion, tokens and latencies; eb is the bucket it ended in.
+func (a *stageAcc) addDone(s *reqState, m *schemas.MetricRequest, eb *tsBucket, end int64) {
 	a.completed++
 	a.firstDone = min(a.firstDone, end)
 	a.lastDone = max(a.lastDone, end)
@@ -174,6 +179,12 @@ func (a *stageAcc) addRequest(s *reqState, m *schemas.MetricRequest) {
 	} else {
 		eb.outTok += out
 	}
+	a.addLatencies(s, m)
+}
+
+// addLatencies adds an ok request's latencies with their intervals, and its TTFT to the fit
+// sample.
+func (a *stageAcc) addLatencies(s *reqState, m *schemas.MetricRequest) {
 	for _, p := range []struct {
 		v, lo, hi *int64
 		d         bounded
@@ -266,14 +277,43 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 	if r, ok := schemas.AchievedRate(a.requests, a.firstSent, a.lastSent); ok {
 		st.AchievedRate = &r
 	}
-	// Throughput is what the server delivered while this stage's load was offered: ok
-	// completions of any stage's requests (done) inside the stage's windows, counted where they
-	// complete. Counting only this stage's own requests would show a saturated stage, whose
-	// requests finish long after it, as delivering nothing. completion_rate and
-	// steady_output_tps use the steady part (the middle 80% of the send window), the token rates
-	// the send window [first S, last S]. A stage without a send window falls back to its own
-	// completions over the stage window (no steady part); a stage without either has no rate
-	// (null, not 0).
+	a.rates(&st, done, window)
+	if window > 0 {
+		st.InflightMean = ptr(float64(a.busyNs) / float64(st.EndNs-st.StartNs))
+	}
+	if judged := a.requests - a.cancelled; judged > 0 {
+		share := float64(a.good) / float64(judged)
+		st.GoodputShare = &share
+		if st.CompletionRate != nil {
+			st.GoodputRate = ptr(share * *st.CompletionRate)
+		}
+	}
+	if err := a.finishDists(&st); err != nil {
+		return st, err
+	}
+	st.DecompositionSource = majority(a.sources)
+	st.PrefillPerTokenNs = a.prefillPerTok
+	if a.events > 0 {
+		st.ExactShare = ptr(float64(a.exact) / float64(a.events))
+		st.TapShare = ptr(float64(a.tapped) / float64(a.events))
+		st.UnboundedShare = ptr(float64(a.unbounded) / float64(a.events))
+	}
+	workerFigures(&st, workers)
+	st.SynRetrans, st.ConnCapped = a.synRetrans, a.connCapped
+	a.planned(&st)
+	judgeLatency(&st, bias)
+	return st, nil
+}
+
+// rates sets the stage's throughput figures. Throughput is what the server delivered while
+// this stage's load was offered: ok completions of any stage's requests (done) inside the
+// stage's windows, counted where they complete. Counting only this stage's own requests would
+// show a saturated stage, whose requests finish long after it, as delivering nothing.
+// completion_rate and steady_output_tps use the steady part (the middle 80% of the send
+// window), the token rates the send window [first S, last S]. A stage without a send window
+// falls back to its own completions over the stage window (window seconds; no steady part); a
+// stage without either has no rate (null, not 0).
+func (a *stageAcc) rates(st *schemas.Stage, done *completions, window float64) {
 	if from, to, ok := a.sendWindow(); ok {
 		_, in, out, docs := done.sums(from, to)
 		sec := float64(to-from) / 1e9
@@ -293,16 +333,10 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 			st.DocumentsPerS = ptr(float64(a.docs) / window)
 		}
 	}
-	if window > 0 {
-		st.InflightMean = ptr(float64(a.busyNs) / float64(st.EndNs-st.StartNs))
-	}
-	if judged := a.requests - a.cancelled; judged > 0 {
-		share := float64(a.good) / float64(judged)
-		st.GoodputShare = &share
-		if st.CompletionRate != nil {
-			st.GoodputRate = ptr(share * *st.CompletionRate)
-		}
-	}
+}
+
+// finishDists sets the stage's distributions and the intervals of its latency percentiles.
+func (a *stageAcc) finishDists(st *schemas.Stage) error {
 	var err error
 	for _, p := range []struct {
 		d   finisher
@@ -315,7 +349,7 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 		{a.ttfc, &st.TTFC}, {a.reasonD, &st.ReasoningTokens}, {a.answerD, &st.AnswerTokens},
 	} {
 		if *p.out, err = p.d.finish(); err != nil {
-			return st, fmt.Errorf("stage %d: %w", a.info.Index, err)
+			return fmt.Errorf("stage %d: %w", a.info.Index, err)
 		}
 	}
 	for _, p := range []struct {
@@ -327,16 +361,14 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 		{"itl", a.itlCI, &st.ITLCI}, {"e2e", a.e2eCI, &st.E2ECI}, {"ntpot", a.ntpotCI, &st.NTPOTCI},
 	} {
 		if *p.out, err = p.ci.interval(fmt.Sprintf("%d/%s", a.info.Index, p.name)); err != nil {
-			return st, fmt.Errorf("stage %d: %s intervals: %w", a.info.Index, p.name, err)
+			return fmt.Errorf("stage %d: %s intervals: %w", a.info.Index, p.name, err)
 		}
 	}
-	st.DecompositionSource = majority(a.sources)
-	st.PrefillPerTokenNs = a.prefillPerTok
-	if a.events > 0 {
-		st.ExactShare = ptr(float64(a.exact) / float64(a.events))
-		st.TapShare = ptr(float64(a.tapped) / float64(a.events))
-		st.UnboundedShare = ptr(float64(a.unbounded) / float64(a.events))
-	}
+	return nil
+}
+
+// workerFigures sets the stage's worker utilisation figures and GC pauses.
+func workerFigures(st *schemas.Stage, workers []workerStats) {
 	rhos := make([]float64, len(workers))
 	var rhoSum float64
 	for i, w := range workers {
@@ -347,14 +379,10 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 		}
 		st.GCPauseNs += w.gcNs
 	}
-	b, _ = json.Marshal(rhos)
+	b, _ := json.Marshal(rhos)
 	st.WorkerRho = string(b)
 	st.Workers = int32(len(workers))
 	st.WorkersForRhoHalf = int32(math.Ceil(rhoSum / schemas.TargetRho))
-	st.SynRetrans, st.ConnCapped = a.synRetrans, a.connCapped
-	a.planned(&st)
-	judgeLatency(&st, bias)
-	return st, nil
 }
 
 // timeseries returns the stage's rows of metrics/timeseries.parquet; clockNs is the stage's
