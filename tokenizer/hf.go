@@ -132,21 +132,12 @@ func LoadHF(path string) (*HF, error) {
 	return h, nil
 }
 
+// newHF builds the tokenizer of a parsed tokenizer.json: the model's options checked, the
+// normalizer and pre-tokenizer steps, the vocabulary, the merges and the added tokens.
 func newHF(j *tokenizerJSON) (*HF, error) {
 	m := &j.Model
-	switch {
-	case m.Type != "BPE":
-		return nil, fmt.Errorf("model.type %q: %w (want BPE)", m.Type, ErrUnsupported)
-	case m.Dropout != nil && *m.Dropout != 0:
-		return nil, fmt.Errorf("model.dropout %v: %w", *m.Dropout, ErrUnsupported)
-	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "":
-		return nil, fmt.Errorf("model.continuing_subword_prefix %q: %w", *m.ContinuingSubwordPrefix, ErrUnsupported)
-	case m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "":
-		return nil, fmt.Errorf("model.end_of_word_suffix %q: %w", *m.EndOfWordSuffix, ErrUnsupported)
-	case m.ByteFallback:
-		return nil, fmt.Errorf("model.byte_fallback: %w", ErrUnsupported)
-	case len(m.Vocab) == 0:
-		return nil, errors.New("model.vocab: empty")
+	if err := checkModel(j); err != nil {
+		return nil, err
 	}
 	h := &HF{ignoreMerges: m.IgnoreMerges, cache: make(map[string][]int32)}
 	if err := h.setNormalizer(j.Normalizer, "normalizer"); err != nil {
@@ -162,7 +153,42 @@ func newHF(j *tokenizerJSON) (*HF, error) {
 	if d := j.Decoder; d != nil && d.Type != "ByteLevel" {
 		return nil, fmt.Errorf("decoder.type %q: %w (want ByteLevel)", d.Type, ErrUnsupported)
 	}
+	if err := h.setVocab(j); err != nil {
+		return nil, err
+	}
+	if err := h.setMerges(m.Vocab, m.Merges); err != nil {
+		return nil, err
+	}
+	if err := h.setAdded(j); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
 
+// checkModel refuses a model that is not BPE or has options byte-level BPE here does not
+// reproduce.
+func checkModel(j *tokenizerJSON) error {
+	m := &j.Model
+	switch {
+	case m.Type != "BPE":
+		return fmt.Errorf("model.type %q: %w (want BPE)", m.Type, ErrUnsupported)
+	case m.Dropout != nil && *m.Dropout != 0:
+		return fmt.Errorf("model.dropout %v: %w", *m.Dropout, ErrUnsupported)
+	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "":
+		return fmt.Errorf("model.continuing_subword_prefix %q: %w", *m.ContinuingSubwordPrefix, ErrUnsupported)
+	case m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "":
+		return fmt.Errorf("model.end_of_word_suffix %q: %w", *m.EndOfWordSuffix, ErrUnsupported)
+	case m.ByteFallback:
+		return fmt.Errorf("model.byte_fallback: %w", ErrUnsupported)
+	case len(m.Vocab) == 0:
+		return errors.New("model.vocab: empty")
+	}
+	return nil
+}
+
+// setVocab reads the vocabulary and the added tokens' ids into h.pieces, h.vocab and h.byteID.
+func (h *HF) setVocab(j *tokenizerJSON) error {
+	m := &j.Model
 	// The vocabulary is stored as raw bytes: byte-level tokens spell each byte as one rune of the
 	// GPT-2 alphabet, which is undone once here instead of on every Encode and Decode.
 	maxID := 0
@@ -173,7 +199,7 @@ func newHF(j *tokenizerJSON) (*HF, error) {
 		maxID = max(maxID, a.ID)
 	}
 	if maxID >= 1<<31-1 {
-		return nil, fmt.Errorf("model.vocab: id %d too large", maxID)
+		return fmt.Errorf("model.vocab: id %d too large", maxID)
 	}
 	h.pieces = make([]string, maxID+1)
 	h.vocab = make(map[string]int32, len(m.Vocab))
@@ -182,11 +208,11 @@ func newHF(j *tokenizerJSON) (*HF, error) {
 	}
 	for tok, id := range m.Vocab {
 		if id < 0 {
-			return nil, fmt.Errorf("model.vocab[%q]: negative id %d", tok, id)
+			return fmt.Errorf("model.vocab[%q]: negative id %d", tok, id)
 		}
 		raw, ok := fromByteLevel(tok)
 		if !ok {
-			return nil, fmt.Errorf("model.vocab[%q]: not in the byte-level alphabet", tok)
+			return fmt.Errorf("model.vocab[%q]: not in the byte-level alphabet", tok)
 		}
 		h.pieces[id] = raw
 		h.vocab[raw] = int32(id)
@@ -194,26 +220,36 @@ func newHF(j *tokenizerJSON) (*HF, error) {
 			h.byteID[raw[0]] = int32(id)
 		}
 	}
-	pairs, err := parseMerges(m.Merges)
+	return nil
+}
+
+// setMerges reads the merge rules, each a pair of tokens of vocab.
+func (h *HF) setMerges(vocab map[string]int, raw json.RawMessage) error {
+	pairs, err := parseMerges(raw)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	h.merges = make(map[uint64]merge, len(pairs))
 	for rank, p := range pairs {
-		a, aok := m.Vocab[p[0]]
-		b, bok := m.Vocab[p[1]]
-		c, cok := m.Vocab[p[0]+p[1]]
+		a, aok := vocab[p[0]]
+		b, bok := vocab[p[1]]
+		c, cok := vocab[p[0]+p[1]]
 		if !aok || !bok || !cok {
-			return nil, fmt.Errorf("model.merges[%d] %q: token not in model.vocab", rank, p)
+			return fmt.Errorf("model.merges[%d] %q: token not in model.vocab", rank, p)
 		}
 		k := pairKey(int32(a), int32(b))
 		if _, dup := h.merges[k]; !dup { // the first (lowest) rank of a duplicated rule wins
 			h.merges[k] = merge{rank: int32(rank), id: int32(c)}
 		}
 	}
+	return nil
+}
+
+// setAdded reads the added tokens, longest first.
+func (h *HF) setAdded(j *tokenizerJSON) error {
 	for i, a := range j.AddedTokens {
 		if a.Content == "" || a.ID < 0 {
-			return nil, fmt.Errorf("added_tokens[%d]: empty content or negative id", i)
+			return fmt.Errorf("added_tokens[%d]: empty content or negative id", i)
 		}
 		h.pieces[a.ID] = a.Content
 		h.added = append(h.added, addedToken{content: a.Content, id: int32(a.ID), lstrip: a.LStrip, rstrip: a.RStrip})
@@ -221,7 +257,7 @@ func newHF(j *tokenizerJSON) (*HF, error) {
 	}
 	// Longest first, so the first match at a position is the longest one.
 	slices.SortStableFunc(h.added, func(a, b addedToken) int { return len(b.content) - len(a.content) })
-	return h, nil
+	return nil
 }
 
 func (h *HF) setNormalizer(c *component, field string) error {
