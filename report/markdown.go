@@ -23,9 +23,26 @@ func markdown(p schemas.Profile, charts []*chart) []byte {
 		}
 		fmt.Fprintf(&b, "%s **%strust %s:** %s\n\n", levelMark(r.Trust.Level), name, r.Trust.Level, mdCell(r.Trust.Sentence))
 	}
+	mdRuns(&b, p.Runs)
+	mdAdvice(&b, p.Runs)
+	for i, c := range p.Comparisons {
+		fmt.Fprintf(&b, "\n## %s (ratios B / A)\n\n", c.Label)
+		fmt.Fprintf(&b, "Headline: max done/s %s, max out tok/s %s, max goodput/s %s, saturation done/s %s.\n\n",
+			fmtRatio(c.Headline["max_completion_rate"]), fmtRatio(c.Headline["max_output_tps"]),
+			fmtRatio(c.Headline["max_goodput_rate"]), fmtRatio(c.Headline["saturation_rate"]))
+		mdTable(&b, comparisonTable(p.Comparisons[i]))
+	}
+	mdCharts(&b, charts)
+	mdStages(&b, p.Runs)
+	b.WriteString("\nDurations are exact nearest-rank percentiles over each stage's requests. A bracket of two durations after one is its 95% interval, sampling and the client's own error together: in 40.3ms [37.9ms, 42.8ms], the interval is built so that 95 times in 100 it holds the stage's true percentile (what many runs of the same load would give). Where too few values lie beyond a percentile for an interval, a bracket of offsets is the client's measurement bound alone: 40.3ms [-2.60ms, +1.80ms] means the true percentile lies between 37.7ms and 42.1ms; a bound too small to change the digits shown is left out (the measurement-quality table gives every stage's widest). Full figures: `profile.json`, `stages.csv`; interactive page: `index.html`.\n")
+	return []byte(b.String())
+}
+
+// mdRuns writes the table of the runs, then a warning for each incomplete run and outage.
+func mdRuns(b *strings.Builder, runs []schemas.ProfileRun) {
 	b.WriteString("| run | host | CPUs | status | max done/s | max out tok/s | max goodput/s | saturation | client-bound stages |\n")
 	b.WriteString("|---|---|---:|---|---:|---:|---:|---|---|\n")
-	for _, r := range p.Runs {
+	for _, r := range runs {
 		sat := "not reached"
 		if h := r.Headline; h.SaturationStage != nil {
 			sat = fmt.Sprintf("stage %s at %s done/s", saturationLabel(r), fmtRate(orNaN(h.SaturationRate)))
@@ -38,24 +55,27 @@ func markdown(p schemas.Profile, charts []*chart) []byte {
 			}
 			cb = fmt.Sprintf("**%d** (%s)", n, strings.Join(ls, ", "))
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Label, mdCell(r.Host), r.CPUs, mdCell(r.Status),
+		fmt.Fprintf(b, "| `%s` | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Label, mdCell(r.Host), r.CPUs, mdCell(r.Status),
 			fmtRate(orNaN(r.Headline.MaxCompletionRate)), fmtRate(orNaN(r.Headline.MaxOutputTPS)), fmtRate(orNaN(r.Headline.MaxGoodputRate)), sat, cb)
 	}
-	for _, r := range p.Runs {
+	for _, r := range runs {
 		if len(r.Missing) > 0 {
-			fmt.Fprintf(&b, "\n> [!WARNING]\n> Run `%s` is incomplete: %s\n", r.Label, mdCell(strings.Join(r.Missing, "; ")))
+			fmt.Fprintf(b, "\n> [!WARNING]\n> Run `%s` is incomplete: %s\n", r.Label, mdCell(strings.Join(r.Missing, "; ")))
 		}
 		for _, o := range r.Outages {
-			fmt.Fprintf(&b, "\n> [!WARNING]\n> Run `%s`: %s\n", r.Label, mdCell(o.String()))
+			fmt.Fprintf(b, "\n> [!WARNING]\n> Run `%s`: %s\n", r.Label, mdCell(o.String()))
 		}
 	}
+}
 
+// mdAdvice writes the stages to read with care, when there are any.
+func mdAdvice(b *strings.Builder, runs []schemas.ProfileRun) {
 	var advice []string
-	for _, r := range p.Runs {
+	for _, r := range runs {
 		for _, s := range r.Stages {
 			if s.Quality.Advice != "" {
 				prefix := ""
-				if len(p.Runs) > 1 {
+				if len(runs) > 1 {
 					prefix = "`" + r.Label + "`: "
 				}
 				advice = append(advice, prefix+s.Quality.Advice)
@@ -68,36 +88,32 @@ func markdown(p schemas.Profile, charts []*chart) []byte {
 			b.WriteString("> - " + a + "\n")
 		}
 	}
+}
 
-	for i, c := range p.Comparisons {
-		fmt.Fprintf(&b, "\n## %s (ratios B / A)\n\n", c.Label)
-		fmt.Fprintf(&b, "Headline: max done/s %s, max out tok/s %s, max goodput/s %s, saturation done/s %s.\n\n",
-			fmtRatio(c.Headline["max_completion_rate"]), fmtRatio(c.Headline["max_output_tps"]),
-			fmtRatio(c.Headline["max_goodput_rate"]), fmtRatio(c.Headline["saturation_rate"]))
-		mdTable(&b, comparisonTable(p.Comparisons[i]))
-	}
-
+// mdCharts writes the charts, each section under its heading.
+func mdCharts(b *strings.Builder, charts []*chart) {
 	section := ""
 	for _, c := range charts {
 		if c.Section != section {
 			section = c.Section
-			fmt.Fprintf(&b, "\n## %s\n\n", sectionTitles[section])
+			fmt.Fprintf(b, "\n## %s\n\n", sectionTitles[section])
 		}
-		fmt.Fprintf(&b, "![%s](%s.png)\n", c.Title, c.ID)
+		fmt.Fprintf(b, "![%s](%s.png)\n", c.Title, c.ID)
 	}
+}
 
-	for _, r := range p.Runs {
-		fmt.Fprintf(&b, "\n## Stages of `%s`\n\n", r.Label)
-		mdTable(&b, stageTable(r))
+// mdStages writes each run's stage table, its split tables and its measurement quality.
+func mdStages(b *strings.Builder, runs []schemas.ProfileRun) {
+	for _, r := range runs {
+		fmt.Fprintf(b, "\n## Stages of `%s`\n\n", r.Label)
+		mdTable(b, stageTable(r))
 		for _, sp := range splits(r) {
-			fmt.Fprintf(&b, "\n### %s in `%s`\n\n", sp.Title, r.Label)
-			mdTable(&b, sp.Table)
+			fmt.Fprintf(b, "\n### %s in `%s`\n\n", sp.Title, r.Label)
+			mdTable(b, sp.Table)
 		}
-		fmt.Fprintf(&b, "\n### Measurement quality of `%s`\n\n", r.Label)
-		mdTable(&b, qualityTable(r))
+		fmt.Fprintf(b, "\n### Measurement quality of `%s`\n\n", r.Label)
+		mdTable(b, qualityTable(r))
 	}
-	b.WriteString("\nDurations are exact nearest-rank percentiles over each stage's requests. A bracket of two durations after one is its 95% interval, sampling and the client's own error together: in 40.3ms [37.9ms, 42.8ms], the interval is built so that 95 times in 100 it holds the stage's true percentile (what many runs of the same load would give). Where too few values lie beyond a percentile for an interval, a bracket of offsets is the client's measurement bound alone: 40.3ms [-2.60ms, +1.80ms] means the true percentile lies between 37.7ms and 42.1ms; a bound too small to change the digits shown is left out (the measurement-quality table gives every stage's widest). Full figures: `profile.json`, `stages.csv`; interactive page: `index.html`.\n")
-	return []byte(b.String())
 }
 
 var sectionTitles = map[string]string{

@@ -130,22 +130,8 @@ func timelineChart(idx int, r *run, multi bool) *chart {
 		}
 		topBands.titles = append(topBands.titles, pointTitle(r, false, s, "TTFT p50 "+fmtDurOf(s.TTFT.P50), "p99 "+fmtDurOf(s.TTFT.P99)))
 		botBands.titles = append(botBands.titles, pointTitle(r, false, s, fmtRate(orNaN(s.CompletionRate))+" completions/s"))
-		var p50, p99, cs []point
-		for _, b := range r.Timeseries {
-			if b.Stage != s.Stage {
-				continue
-			}
-			x := float64(b.BucketNs-t0) / 1e9
-			if b.TTFTP99Ns != nil {
-				p99 = append(p99, point{X: x, Y: ms(*b.TTFTP99Ns)})
-				ys = append(ys, ms(*b.TTFTP99Ns))
-			}
-			if b.TTFTP50Ns != nil {
-				p50 = append(p50, point{X: x, Y: ms(*b.TTFTP50Ns)})
-				ys = append(ys, ms(*b.TTFTP50Ns))
-			}
-			cs = append(cs, point{X: x, Y: float64(b.Completions)})
-		}
+		p50, p99, cs, sys := timelinePoints(r, s.Stage, t0)
+		ys = append(ys, sys...)
 		c, name := stageColor(i), ""
 		if named[i] {
 			name = stageNames(r)[i]
@@ -167,7 +153,33 @@ func timelineChart(idx int, r *run, multi bool) *chart {
 	bot.Add(botBands)
 	sc.fit(top)
 	zeroBased(bot)
-	panels := append([]*plot.Plot{top, bot}, serverPlots(r.Server, t0, suffix, hs)...)
+	return timelineLayout(idx, suffix, top, bot, append([]*plot.Plot{top, bot}, serverPlots(r.Server, t0, suffix, hs)...), hs)
+}
+
+// timelinePoints returns a stage's TTFT p50 and p99 and completions per bucket, x in seconds
+// since t0, and every TTFT value drawn (for the axis).
+func timelinePoints(r *run, stage int32, t0 int64) (p50, p99, cs []point, ys []float64) {
+	for _, b := range r.Timeseries {
+		if b.Stage != stage {
+			continue
+		}
+		x := float64(b.BucketNs-t0) / 1e9
+		if b.TTFTP99Ns != nil {
+			p99 = append(p99, point{X: x, Y: ms(*b.TTFTP99Ns)})
+			ys = append(ys, ms(*b.TTFTP99Ns))
+		}
+		if b.TTFTP50Ns != nil {
+			p50 = append(p50, point{X: x, Y: ms(*b.TTFTP50Ns)})
+			ys = append(ys, ms(*b.TTFTP50Ns))
+		}
+		cs = append(cs, point{X: x, Y: float64(b.Completions)})
+	}
+	return p50, p99, cs, ys
+}
+
+// timelineLayout stacks the timeline's panels (TTFT, completions, then the server's gauges) on
+// one time axis.
+func timelineLayout(idx int, suffix string, top, bot *plot.Plot, panels []*plot.Plot, hs *hoverSet) *chart {
 	if len(panels) > 2 { // the server's gauges, on the same time axis, below
 		bot.X.Label.Text, panels[len(panels)-1].X.Label.Text = "", bot.X.Label.Text
 	}
