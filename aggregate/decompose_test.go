@@ -158,3 +158,73 @@ func withWorkers(f *fixture) *fixture {
 	}
 	return f
 }
+
+// linearRun has two stages without server timings where TTFT = 2 ms + 10 µs·I exactly in the
+// low-load stage and 5 ms more queueing in the second.
+func linearRun() *fixture {
+	f := newFixture()
+	f.stages = append(f.stages, schemas.StageInfo{Index: 1, Name: "r20", Mode: "open", Rate: 20, OffsetNs: 1e9, DurationNs: 1e9})
+	seq := int64(0)
+	for stage := range 2 {
+		for i := range 10 {
+			seq++
+			in := int32(100 * (i + 1))
+			s := t0 + int64(stage)*1e9 + int64(i)*50*ms
+			ttft := 2*ms + 10_000*int64(in) + int64(stage)*5*ms
+			f.req(schemas.RawRequest{Seq: seq, Stage: int32(stage), PlannedNs: s, SentNs: s, DoneNs: ptr[int64](s + ttft + 10*ms), UsagePrompt: ptr[int32](in), UsageComplete: ptr[int32](3)})
+			for j, at := range []int64{ttft, ttft + 5*ms, ttft + 10*ms} {
+				f.chunk(0, schemas.RawChunk{Seq: seq, Index: int32(j), RxUserNs: s + at, Kind: "content"})
+			}
+		}
+	}
+	return f
+}
+
+func TestFitDecomposition(t *testing.T) {
+	dir := linearRun().write(t, t.TempDir())
+	sum, err := Run(context.Background(), Config{Runs: []string{dir}}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sum.Stages {
+		if s.DecompositionSource != schemas.DecompositionFit || val(s.PrefillPerTokenNs) != 10_000 {
+			t.Errorf("stage %d: source %q, prefill per token %v; want fit, 10000", s.Stage, s.DecompositionSource, val(s.PrefillPerTokenNs))
+		}
+	}
+	for _, m := range readRequests(t, dir) {
+		wantQ := int64(0)
+		if m.Stage == 1 {
+			wantQ = 5 * ms
+		}
+		if m.QueueNs == nil || *m.QueueNs != wantQ || *m.PrefillNs != 2*ms+10_000*int64(*m.InputTokens) {
+			t.Errorf("seq %d: queue %s prefill %s; want %d and %d", m.Seq, show(m.QueueNs), show(m.PrefillNs), wantQ, 2*ms+10_000*int64(*m.InputTokens))
+		}
+		checkNTPOTIdentity(t, m)
+	}
+}
+
+func TestHistogramDecomposition(t *testing.T) {
+	f := linearRun()
+	// Stage 0 scrapes: prefill sum grows 0.055 s over 5500 prompt tokens -> 10 µs per token.
+	f.server = []schemas.ServerMetric{
+		{Stage: 0, Name: histPrefillSum, Value: 1}, {Stage: 0, Name: histPrefillSum, Value: 1.055},
+		{Stage: 0, Name: histPromptSum, Value: 500}, {Stage: 0, Name: histPromptSum, Value: 6000},
+	}
+	dir := f.write(t, t.TempDir())
+	sum, err := Run(context.Background(), Config{Runs: []string{dir}}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := sum.Stages[0]; s.DecompositionSource != schemas.DecompositionHistograms || int64(val(s.PrefillPerTokenNs)+0.5) != 10_000 {
+		t.Errorf("stage 0: source %q, prefill per token %v; want histograms, 10000", s.DecompositionSource, val(s.PrefillPerTokenNs))
+	}
+	if s := sum.Stages[1]; s.DecompositionSource != schemas.DecompositionFit {
+		t.Errorf("stage 1 (no scrapes): source %q; want fit", s.DecompositionSource)
+	}
+	for _, m := range readRequests(t, dir) {
+		if m.Stage == 0 && (*m.PrefillNs != 10_000*int64(*m.InputTokens) || *m.QueueNs != 2*ms) {
+			t.Errorf("seq %d: prefill %d queue %d; want %d and %d", m.Seq, *m.PrefillNs, *m.QueueNs, 10_000*int64(*m.InputTokens), 2*ms)
+		}
+		checkNTPOTIdentity(t, m)
+	}
+}

@@ -285,3 +285,40 @@ func TestUnsynchronisedClockWarns(t *testing.T) {
 		}
 	}
 }
+
+func TestMergeHosts(t *testing.T) {
+	a := handRun()
+	b := handRun()
+	// Host b's requests are other seqs; its times are taken as they are (no clock offset).
+	a.shard, b.shard = "0/2", "1/2"
+	a.stages[0].Requests = 200 // the plan of both hosts (a's manifest is the reference)
+	for k, rows := range b.reqs {
+		for i := range rows {
+			rows[i].Seq += 100
+		}
+		for i := range b.chunks[k] {
+			b.chunks[k][i].Seq += 100
+		}
+	}
+	da, db, out := a.write(t, t.TempDir()), b.write(t, t.TempDir()), t.TempDir()
+	sum, err := Run(context.Background(), Config{Runs: []string{da, db}, Out: out}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Requests != 12 || sum.Stages[0].Requests != 12 || sum.Stages[0].Completed != 10 {
+		t.Errorf("merged: %d requests read, stage requests %d completed %d; want 12, 12, 10", sum.Requests, sum.Stages[0].Requests, sum.Stages[0].Completed)
+	}
+	got := readRequests(t, out)
+	if got[101].SentNs != got[1].SentNs || *got[101].TTFTNs != *got[1].TTFTNs {
+		t.Errorf("host b: sent %d vs %d, ttft %d vs %d; want its times as they are", got[101].SentNs, got[1].SentNs, *got[101].TTFTNs, *got[1].TTFTNs)
+	}
+	if _, err := schemas.ReadManifest(filepath.Join(out, schemas.ManifestName)); err != nil {
+		t.Errorf("merged manifest: %v", err)
+	}
+
+	b.runID = "run-2"
+	db2 := b.write(t, t.TempDir())
+	if _, err := Run(context.Background(), Config{Runs: []string{da, db2}, Out: t.TempDir()}, quietLog()); err == nil || !strings.Contains(err.Error(), "run-2") {
+		t.Errorf("merging two run ids: err = %v; want an error naming run-2", err)
+	}
+}
