@@ -130,19 +130,7 @@ func bytesOf(segs []Segment, port uint16, dir uint8) (n uint32) {
 // co-located target) and still sees the conversation; an interface that does not exist is an
 // error.
 func TestTapBoundToLoopback(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	tp, err := Open(netip.MustParseAddrPort(ln.Addr().String()))
-	if errors.Is(err, ErrUnsupported) {
-		t.Skipf("no packet tap here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
+	ln, tp := listenerAndTap(t)
 	if err := tp.BindInterface("no-such-interface0"); err == nil {
 		t.Errorf("BindInterface(no-such-interface0): no error")
 	}
@@ -156,11 +144,22 @@ func TestTapBoundToLoopback(t *testing.T) {
 // outgoing copies (what capture does for a co-located target): each direction is still seen
 // once, from its incoming copy, and the client's send is told from the answer by its address.
 func TestTapLoopbackOnly(t *testing.T) {
+	ln, tp := listenerAndTap(t)
+	if err := tp.BindLoopback("lo"); err != nil {
+		t.Fatalf("BindLoopback(lo): %v", err)
+	}
+	loopbackConversation(t, ln, tp)
+}
+
+// listenerAndTap opens a loopback listener and a tap on it, both closed with the test; it skips
+// where the tap cannot run.
+func listenerAndTap(t *testing.T) (net.Listener, *Tap) {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	tp, err := Open(netip.MustParseAddrPort(ln.Addr().String()))
 	if errors.Is(err, ErrUnsupported) {
 		t.Skipf("no packet tap here: %v", err)
@@ -168,11 +167,8 @@ func TestTapLoopbackOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tp.Close()
-	if err := tp.BindLoopback("lo"); err != nil {
-		t.Fatalf("BindLoopback(lo): %v", err)
-	}
-	loopbackConversation(t, ln, tp)
+	t.Cleanup(func() { tp.Close() })
+	return ln, tp
 }
 
 // loopbackConversation sends "hello" to ln and reads "answer": the tap must see 5 bytes sent
