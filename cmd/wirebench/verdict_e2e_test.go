@@ -210,7 +210,11 @@ func hog(cpu int, quit *atomic.Bool, done chan<- struct{}) {
 
 // TestPoissonSentAsPlannedIsDelivered plans a Poisson stage whose sample rate is at least 5%
 // off its nominal rate and sends it: the load verdict compares sends with the schedule, so the
-// stage is delivered with fidelity about 1, and not client-bound.
+// fidelity is about 1, the verdict has no rate clause, and the stage is not client-bound.
+// The verdict's other clause, send lag p99 against a tenth of the mean gap (2.4 ms here), is
+// not this test's subject and may rightly go red on a machine that wakes the pacer late: CI's
+// VM once kept the pacer 3.5 ms late for 1% of 212 sends with the machine 14% busy. The test
+// then checks that the lag is the only reason and that it names the pacer.
 func TestPoissonSentAsPlannedIsDelivered(t *testing.T) {
 	url := startSim(t, "--ttft", "20ms", "--itl", "5ms")
 	const rate, dur = 40, 5 * time.Second
@@ -260,8 +264,9 @@ func TestPoissonSentAsPlannedIsDelivered(t *testing.T) {
 	if busy {
 		tol = math.Abs(planned/rate-1) / 2
 	}
-	if (!s.LoadDelivered && !busy) || math.Abs(val(s.RateFidelity)-1) > tol || (s.ClientBound && !busy) {
-		t.Errorf("load_delivered %v (%s), fidelity %.4f, client_bound %v (%s), machine %.0f%% busy, wirebench using %.2f CPUs; want delivered, fidelity within %.1f%%, not client-bound",
+	lagOnly := strings.HasPrefix(s.LoadReason, "send lag p99 ") && strings.Contains(s.LoadReason, "before the worker began the request")
+	if (!s.LoadDelivered && !busy && !lagOnly) || math.Abs(val(s.RateFidelity)-1) > tol || (s.ClientBound && !busy) {
+		t.Errorf("load_delivered %v (%s), fidelity %.4f, client_bound %v (%s), machine %.0f%% busy, wirebench using %.2f CPUs; want delivered (or late sends its only reason), fidelity within %.1f%%, not client-bound",
 			s.LoadDelivered, s.LoadReason, val(s.RateFidelity), s.ClientBound, s.ClientBoundReason, 100*s.MachineBusy, s.ClientCPUs, 100*tol)
 	}
 }
