@@ -174,14 +174,26 @@ func (p *plainPool) put(pc *plainConn) {
 	p.nwait.Add(-1)
 	p.imu.Unlock()
 	w.cl.res.Req.ConnWaitNs = w.cl.res.st.int64p(slotConnWait, time.Now().UnixNano()-w.t0)
-	if pc.send(w.ep, w.cl, pc.taken()) {
+	reused := pc.taken()
+	if pc.send(w.ep, w.cl, reused) {
 		return
 	}
-	// pc was found dead (and closed, which starts a dial for the waiters): w stays first.
+	if !reused && p.c != nil {
+		// The server closed a new connection before its first request (a TLS 1.3 server that
+		// refuses the client's certificate says so only then): a connect error, as a failed
+		// dial's, not another dial that would meet the same end.
+		p.c.endWaiter(w.cl, schemas.ErrConnect, pc.endError())
+		return
+	}
+	// pc was found dead: w stays first, and a dial starts for it (the reader that retired pc
+	// looked for waiters to dial for while w was out of the queue).
 	p.imu.Lock()
 	p.waiting.pushFront(w)
 	p.nwait.Add(1)
 	p.imu.Unlock()
+	if p.c != nil {
+		p.c.dialFor(p)
+	}
 }
 
 // idleCount returns the number of idle connections.
@@ -196,13 +208,14 @@ type plainConn struct {
 	c      *stampedConn
 	rc     syscall.RawConn
 	pool   *plainPool
-	buf    []byte    // socket reads
-	body   plainBody // the current response's body reader (used by the reader goroutine only)
-	cur    atomic.Pointer[call]
-	dead   atomic.Bool // the reader has ended: never hand this connection out again
-	mu     sync.Mutex  // orders the watchdog's kill against the end of a call
-	killed bool        // the watchdog set a past read deadline; guarded by mu
-	cut    *cutError   // why, when TTFTTimeout or GapTimeout; guarded by mu
+	buf    []byte               // socket reads
+	body   plainBody            // the current response's body reader (used by the reader goroutine only)
+	cur    atomic.Pointer[call] // the call on it; nil while idle; retired once its reader has ended
+	end    error                // the reader's last read, written before it sets cur to retired
+	dead   atomic.Bool          // the reader has ended: never hand this connection out again
+	mu     sync.Mutex           // orders the watchdog's kill against the end of a call
+	killed bool                 // the watchdog set a past read deadline; guarded by mu
+	cut    *cutError            // why, when TTFTTimeout or GapTimeout; guarded by mu
 
 	// Written only by the connection's current owner (the goroutine sending on it).
 	head     []byte
@@ -221,6 +234,27 @@ type plainConn struct {
 	tlsNs      int64 // TLS handshake; 0 without TLS
 	resumed    bool  // the handshake resumed a session
 	used       atomic.Bool
+}
+
+// retired is pc.cur once the connection's reader has ended: a sender claims a connection by
+// swapping nil for its call, the reader retires an idle one by swapping nil (or its last call,
+// still completing) for retired, so a call is never left on a connection nobody reads.
+var retired = new(call)
+
+// endError says why pc's reader ended before pc carried a request (a caller that lost the claim
+// to the reader reads it).
+func (pc *plainConn) endError() error {
+	if pc.cur.Load() != retired { // the client closed it (Close); its reader may still be ending
+		return errors.New("the connection was closed before its first request")
+	}
+	switch err := pc.end; {
+	case err == nil:
+		return errors.New("the server sent bytes on a new connection before any request, and wirebench closed it")
+	case errors.Is(err, io.EOF):
+		return errors.New("the server closed a new connection before its first request")
+	default:
+		return err
+	}
 }
 
 // taken marks pc as used and reports whether it had been used before (a reused connection).
@@ -352,8 +386,13 @@ func (c *Client) failOldest(p *plainPool, err error) {
 	w := p.waiting.pop()
 	p.nwait.Add(-1)
 	p.imu.Unlock()
-	cl := w.cl
-	c.fail(cl.ctx, cl.res, schemas.ErrConnect, err)
+	c.endWaiter(w.cl, schemas.ErrConnect, err)
+}
+
+// endWaiter ends cl, which never got a connection, with kind and err (cancelled when its
+// context is done).
+func (c *Client) endWaiter(cl *call, kind string, err error) {
+	c.fail(cl.ctx, cl.res, kind, err)
 	if cl.ctx.Err() != nil {
 		cl.res.Req.ErrorKind = schemas.ErrCancelled
 	}
@@ -512,6 +551,17 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 	}
 	res := cl.res
 	s := &res.st
+	s.conn = pc.c
+	s.resp, s.cursor = pc.c.begin()
+	cl.resp = s.resp
+	pc.head = appendHead(pc.head[:0], ep, cl.req)
+	pc.w0, pc.w1 = pc.head, cl.req.Body
+	pc.park, pc.blocked, pc.wErrno = false, false, 0
+	cl.parts.Store(2)
+	if !pc.cur.CompareAndSwap(nil, cl) {
+		pc.close() // the reader retired it: the server closed it while it was idle
+		return false
+	}
 	res.Req.ConnReused = reused
 	if !reused {
 		res.Req.ConnectNs = s.int64p(slotConnect, pc.connectNs)
@@ -520,14 +570,6 @@ func (pc *plainConn) send(ep *endpoint, cl *call, reused bool) bool {
 		}
 		pc.reportTLS(res)
 	}
-	s.conn = pc.c
-	s.resp, s.cursor = pc.c.begin()
-	cl.resp = s.resp
-	pc.head = appendHead(pc.head[:0], ep, cl.req)
-	pc.w0, pc.w1 = pc.head, cl.req.Body
-	pc.park, pc.blocked, pc.wErrno = false, false, 0
-	cl.parts.Store(2)
-	pc.cur.Store(cl)
 	if err := pc.sealRequest(cl.req.Body); err != nil {
 		pc.writeFailed(cl, err, true)
 		return true
@@ -589,7 +631,9 @@ func (pc *plainConn) complete(cl *call) {
 	if pc.killed {
 		keep = false // a past read deadline is set
 	}
-	pc.cur.Store(nil)
+	if !pc.cur.CompareAndSwap(cl, nil) {
+		keep = false // the reader retired the connection: the server closed it
+	}
 	pc.mu.Unlock()
 	if keep {
 		pc.pool.put(pc)
@@ -695,10 +739,15 @@ func (c *Client) readLoop(pc *plainConn) {
 	for {
 		err := pc.read()
 		cl := pc.cur.Load()
-		if cl == nil || cl == last {
+		for cl == nil || cl == last {
 			// The server closed an idle connection (or sent bytes nobody asked for); the last
-			// call may still be completing on its writer.
-			return
+			// call may still be completing on its writer. Retire the connection, unless a
+			// sender claimed it meanwhile (send): its call then gets this read.
+			pc.end = err
+			if pc.cur.CompareAndSwap(cl, retired) {
+				return
+			}
+			cl = pc.cur.Load()
 		}
 		last = cl
 		cl.keep = c.serve(pc, cl, err)
@@ -938,7 +987,7 @@ func (c *Client) watch() {
 		lastDone := false
 		for _, pc := range conns {
 			cl := pc.cur.Load()
-			if cl == nil {
+			if cl == nil || cl == retired {
 				continue
 			}
 			if cl.ctx != lastCtx {

@@ -428,3 +428,81 @@ func sendAtOnce(c *Client, base string, n int) []Result {
 	}
 	return results
 }
+
+// TestNewConnectionClosedBeforeFirstRequest: a new connection whose reader has already ended
+// (the server closed it before any request, as a TLS 1.3 server refusing the client's
+// certificate does) is handed to a waiting request: the request ends with a connect error that
+// says so. It used to go back to the queue with no dial started for it, and wait forever.
+func TestNewConnectionClosedBeforeFirstRequest(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	res := handEndedConn(t, "http://"+l.Addr().String()+"/v1/completions", func(*plainConn) {})
+	if q := res.Req; q.ErrorKind != schemas.ErrConnect || !strings.Contains(q.ErrorMessage, "closed a new connection before its first request") {
+		t.Errorf("%s %q; want connect, the server closed the new connection", q.ErrorKind, q.ErrorMessage)
+	}
+}
+
+// TestReusedConnectionEndedIsReplaced: a kept-alive connection whose reader ended while it
+// went back to the pool (here closed on the client's side; a server closing it as it falls idle
+// is the same) is handed to a waiting request: the request gets a new connection. It used to
+// wait with no dial started for it.
+func TestReusedConnectionEndedIsReplaced(t *testing.T) {
+	srv := httptest.NewServer(rawSSE(okSSE))
+	defer srv.Close()
+	res := handEndedConn(t, srv.URL+"/v1/completions", func(pc *plainConn) {
+		pc.taken() // it has carried a request
+		pc.c.Close()
+	})
+	mustOK(t, "after the ended connection", res, 3)
+}
+
+// handEndedConn dials a connection to url with a one-connection client, runs end on it, waits
+// until its reader has ended, and hands it to a request waiting for a connection (plainPool.put,
+// where a dial or a response would); it returns the request's result once it has ended.
+func handEndedConn(t *testing.T, url string, end func(*plainConn)) *Result {
+	t.Helper()
+	c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true})
+	t.Cleanup(c.Close)
+	ep, err := c.endpointFor(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := c.dialWithin(context.Background(), ep.pool)
+	if err != nil || pc == nil {
+		t.Fatalf("dial: %v", err)
+	}
+	end(pc)
+	for limit := time.Now().Add(10 * time.Second); !pc.dead.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(limit) {
+			t.Fatal("the connection's reader did not end within 10s")
+		}
+	}
+	res := new(Result)
+	res.reset()
+	res.st.init()
+	done := make(chan struct{})
+	cl := &call{ctx: context.Background(), req: &Request{URL: url, Body: []byte(`{}`)}, res: res, done: func(*Result) { close(done) }}
+	ep.pool.imu.Lock()
+	ep.pool.waiting.push(&waiter{ep: ep, cl: cl, t0: time.Now().UnixNano()})
+	ep.pool.nwait.Add(1)
+	ep.pool.imu.Unlock()
+	go ep.pool.put(pc)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting request was not ended within 10s: it waits for a dial nobody starts")
+	}
+	return res
+}
