@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -35,17 +36,45 @@ bias: ` + bias + `
 
 const wideBias = "{tolerance: 2s, tolerance_share: 0.9}"
 
-// compareRun runs the config against url into a new run directory.
+// compareRun runs the config against url into a new run directory. compare's tests need runs
+// whose trust is not red, and a busy machine may wake the pacer later than the load verdict
+// allows (a send lag p99 of 5.5 ms against 4.85 ms, with other builds at nice 19 beside the
+// test): such a run, blamed on the client or the machine, is made again, up to three times.
 func compareRun(t *testing.T, url, bias string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "run.yaml")
 	writeFile(t, cfg, compareConfig(url, bias))
-	run := filepath.Join(dir, "run")
-	if stdout, stderr, err := wirebench(t, 2*time.Minute, "run", cfg, "-o", run, "--workers", "1", "--tap", "off", "--quiet"); err != nil {
-		t.Fatalf("wirebench run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	for try := 1; ; try++ {
+		run := filepath.Join(dir, fmt.Sprint("run", try))
+		if stdout, stderr, err := wirebench(t, 2*time.Minute, "run", cfg, "-o", run, "--workers", "1", "--tap", "off", "--quiet"); err != nil {
+			t.Fatalf("wirebench run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+		}
+		late := lateSends(t, run)
+		if late == "" || try == 3 {
+			return run
+		}
+		t.Logf("run %d: %s; running it again", try, late)
 	}
-	return run
+}
+
+// lateSends returns the load reason of run's first stage whose load was not delivered because
+// the client's sends were late (its pacer or a busy machine), or "".
+func lateSends(t *testing.T, run string) string {
+	t.Helper()
+	stages, err := schemas.ReadFile[schemas.Stage](filepath.Join(run, "metrics", "stages.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stages {
+		switch s.LoadBlame {
+		case schemas.BlameClient, schemas.BlameClientCPU, schemas.BlameMachine:
+			if !s.LoadDelivered {
+				return s.LoadReason
+			}
+		}
+	}
+	return ""
 }
 
 // compareJSON runs `wirebench compare --format json` and returns the comparison and the exit code.
