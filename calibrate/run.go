@@ -17,6 +17,7 @@ import (
 	"github.com/wirebench/wirebench/capture"
 	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/cpuset"
+	"github.com/wirebench/wirebench/internal/rundir"
 	"github.com/wirebench/wirebench/internal/simproc"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
@@ -63,7 +64,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 	if err != nil {
 		return nil, err
 	}
-	lock, err := schemas.LockRun(cfg.Dir, cfg.Args, log)
+	lock, err := rundir.Acquire(cfg.Dir, cfg.Args, log)
 	if err != nil {
 		return nil, err
 	}
