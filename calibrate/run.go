@@ -188,7 +188,9 @@ func placeSim(cal *schemas.Calibration, target string, cpus []int) []int {
 }
 
 // planSweep plans the sweep into cfg.Dir with replay, the one place schedules are made, and
-// keeps its config as DIR/calibrate.yaml.
+// keeps its config as DIR/calibrate.yaml. It plans what that file says (LoadConfig), so the
+// kept config is the one planned and an error in it (a bad --target) names the file's line, as
+// for any config file.
 func planSweep(ctx context.Context, cfg Config, rates []float64, target string, log *slog.Logger) error {
 	sweep, err := sweepConfig(cfg, rates, target)
 	if err != nil {
@@ -197,6 +199,9 @@ func planSweep(ctx context.Context, cfg Config, rates []float64, target string, 
 	path := filepath.Join(cfg.Dir, "calibrate.yaml")
 	if err := replay.WriteConfig(path, sweep, "Written by wirebench calibrate: one constant-rate stage per rate of the sweep."); err != nil {
 		return fmt.Errorf("write calibration config: %w", err)
+	}
+	if sweep, err = replay.LoadConfig(path); err != nil {
+		return fmt.Errorf("plan calibration: %w", err)
 	}
 	if err := replay.Plan(ctx, sweep, replay.Options{ConfigPath: path, Out: cfg.Dir, ToolVersion: cfg.ToolVersion, Args: cfg.Args}, log); err != nil {
 		return fmt.Errorf("plan calibration: %w", err)
