@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wirebench/wirebench/internal/rundir"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -39,7 +40,7 @@ func checkOut(out string, runs []*runDir, force bool) (bool, error) {
 
 // otherRun says why dir holds a run other than runID; "" when it does not.
 func otherRun(dir, runID string) string {
-	held := strings.Join(schemas.RunData(dir), ", ")
+	held := strings.Join(rundir.Data(dir), ", ")
 	m, err := schemas.ReadManifest(filepath.Join(dir, schemas.ManifestName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -48,7 +49,7 @@ func otherRun(dir, runID string) string {
 	case m.RunID != runID:
 		return fmt.Sprintf("run %s, status %s; %s", m.RunID, m.Status, cmp.Or(held, "no data"))
 	}
-	if len(schemas.RunData(dir, "raw")) > 0 {
+	if len(rundir.Data(dir, "raw")) > 0 {
 		return "a capture: " + held
 	}
 	return ""
@@ -57,7 +58,7 @@ func otherRun(dir, runID string) string {
 // replaceOut removes what the run held in out besides its metrics, which this aggregate is
 // about to write (--force); its manifest is replaced last.
 func replaceOut(out string, log *slog.Logger) error {
-	removed, err := schemas.RemoveRunData(out, "schedule", "raw", "report")
+	removed, err := rundir.RemoveData(out, "schedule", "raw", "report")
 	log.Warn("--force: replacing the run in the output directory", "out", out, "removed", removed)
 	return err
 }

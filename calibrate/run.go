@@ -17,6 +17,7 @@ import (
 	"github.com/wirebench/wirebench/capture"
 	"github.com/wirebench/wirebench/internal/construn"
 	"github.com/wirebench/wirebench/internal/cpuset"
+	"github.com/wirebench/wirebench/internal/rundir"
 	"github.com/wirebench/wirebench/internal/simproc"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
@@ -63,7 +64,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*schemas.Calibratio
 	if err != nil {
 		return nil, err
 	}
-	lock, err := schemas.LockRun(cfg.Dir, cfg.Args, log)
+	lock, err := rundir.Acquire(cfg.Dir, cfg.Args, log)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +188,9 @@ func placeSim(cal *schemas.Calibration, target string, cpus []int) []int {
 }
 
 // planSweep plans the sweep into cfg.Dir with replay, the one place schedules are made, and
-// keeps its config as DIR/calibrate.yaml.
+// keeps its config as DIR/calibrate.yaml. It plans what that file says (LoadConfig), so the
+// kept config is the one planned and an error in it (a bad --target) names the file's line, as
+// for any config file.
 func planSweep(ctx context.Context, cfg Config, rates []float64, target string, log *slog.Logger) error {
 	sweep, err := sweepConfig(cfg, rates, target)
 	if err != nil {
@@ -196,6 +199,9 @@ func planSweep(ctx context.Context, cfg Config, rates []float64, target string, 
 	path := filepath.Join(cfg.Dir, "calibrate.yaml")
 	if err := replay.WriteConfig(path, sweep, "Written by wirebench calibrate: one constant-rate stage per rate of the sweep."); err != nil {
 		return fmt.Errorf("write calibration config: %w", err)
+	}
+	if sweep, err = replay.LoadConfig(path); err != nil {
+		return fmt.Errorf("plan calibration: %w", err)
 	}
 	if err := replay.Plan(ctx, sweep, replay.Options{ConfigPath: path, Out: cfg.Dir, ToolVersion: cfg.ToolVersion, Args: cfg.Args}, log); err != nil {
 		return fmt.Errorf("plan calibration: %w", err)

@@ -44,7 +44,7 @@ type Config struct {
 	Exe        string    // binary that runs `worker`; "" = os.Executable()
 	WorkerArgs []string  // global flags before `worker` (the log level and format)
 	Args       []string  // the command line, recorded in the manifest and file metadata
-	// Lock is the run directory's lock file (schemas.RunLock.File) held by the caller; each
+	// Lock is the run directory's lock file (rundir.Lock.File) held by the caller; each
 	// worker inherits it, so the lock stays held until the last worker has closed its parts,
 	// even when the coordinator is killed. nil: the caller holds no lock.
 	Lock *os.File

@@ -12,6 +12,7 @@ import (
 	"github.com/wirebench/wirebench/capture/internal/worker"
 	"github.com/wirebench/wirebench/internal/cpuset"
 	"github.com/wirebench/wirebench/internal/hostclock"
+	"github.com/wirebench/wirebench/internal/secret"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -108,7 +109,7 @@ func prepare(ctx context.Context, cfg Config, log *slog.Logger) (*prepared, erro
 	}
 	// Every variable set, no secret missing, before anything is written or started; from here
 	// on, the target's secrets are kept out of what this process writes and logs.
-	if _, err := rc.Target.Resolve(); err != nil {
+	if _, err := secret.Resolve(rc.Target); err != nil {
 		return nil, inFile(p.mpath, err)
 	}
 	if err := resolve(&cfg, rc); err != nil {

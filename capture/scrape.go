@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/tlsclient"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -28,7 +29,7 @@ func metricsClient(t schemas.Target) (*http.Client, error) {
 	if u, err := url.Parse(t.URL); err != nil || m.Scheme != "https" || u.Hostname() != m.Hostname() {
 		return client, nil
 	}
-	cfg, err := t.TLS.ClientConfig()
+	cfg, err := tlsclient.Config(t.TLS)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/internal/hostile"
+	"github.com/wirebench/wirebench/internal/tlsclient"
 )
 
 const goodHead = `target: {url: "http://127.0.0.1:8000", model: m}
@@ -169,8 +170,8 @@ func TestLoadConfigTLSPaths(t *testing.T) {
 	if c.Target.TLS.CAFile != ca || c.Target.TLS.ServerName != "llm.internal" {
 		t.Errorf("target.tls = %+v; want ca_file %s, server_name llm.internal", c.Target.TLS, ca)
 	}
-	tc, err := c.Target.TLS.ClientConfig()
+	tc, err := tlsclient.Config(c.Target.TLS)
 	if err != nil || tc.RootCAs == nil || tc.ServerName != "llm.internal" {
-		t.Errorf("ClientConfig() = %v, %v; want the CA pool and the server name", tc, err)
+		t.Errorf("tlsclient.Config = %v, %v; want the CA pool and the server name", tc, err)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/wirebench/wirebench/internal/secret"
+	"github.com/wirebench/wirebench/internal/tlsclient"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -97,7 +99,7 @@ func pathReason(err error) error {
 // unsetEnv is what is left to report of a valid config: one error per environment variable the
 // target reads (target.api_key_env, ${VAR} in target.headers) that is unset or empty here.
 func (v *validator) unsetEnv(c *schemas.Config) []error {
-	for _, e := range c.Target.EnvVars() {
+	for _, e := range secret.EnvVars(c.Target) {
 		if os.Getenv(e.Name) == "" {
 			v.errf(e.Field, "environment variable %s is not set (or empty)", e.Name)
 		}
@@ -412,10 +414,10 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
 		field := "target.headers." + k
-		if !schemas.ValidHeaderName(k) {
+		if !secret.ValidHeaderName(k) {
 			field = "target.headers" // the error quotes the name
 		}
-		if err := schemas.CheckHeaderTemplate(k, t.Headers[k]); err != nil {
+		if err := secret.CheckHeaderTemplate(k, t.Headers[k]); err != nil {
 			v.errf(field, "%v", err)
 		}
 	}
@@ -424,8 +426,8 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 			v.errf("target.extra_body."+k, "is set by wirebench; remove it")
 		}
 	}
-	if _, err := t.TLS.ClientConfig(); err != nil {
-		var te *schemas.TLSError
+	if _, err := tlsclient.Config(t.TLS); err != nil {
+		var te *tlsclient.Error
 		if errors.As(err, &te) {
 			v.errf("target.tls."+te.Field, "%v", te.Err)
 		} else {

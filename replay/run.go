@@ -21,6 +21,9 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/internal/hostclock"
+	"github.com/wirebench/wirebench/internal/rundir"
+	"github.com/wirebench/wirebench/internal/secret"
+	"github.com/wirebench/wirebench/internal/tlsclient"
 	"github.com/wirebench/wirebench/schemas"
 	"github.com/wirebench/wirebench/tokenizer"
 )
@@ -229,7 +232,7 @@ func (f *scheduleFiles) commit(cfg *schemas.Config, stages []schemas.StageInfo, 
 	}
 	// Everything is checked and written out: from here the run in RUN is replaced.
 	if opts.Force {
-		removed, err := schemas.RemoveRunData(opts.Out, "raw", "metrics", "report")
+		removed, err := rundir.RemoveData(opts.Out, "raw", "metrics", "report")
 		if len(removed) > 0 {
 			log.Warn("--force: removed the earlier run's results", "run", opts.Out, "removed", removed)
 		}
@@ -302,7 +305,7 @@ func scheduleArgs(args []string) []string {
 // checkRunDir refuses a RUN that holds a run (schedule/, raw/, metrics/ or report/ with files)
 // unless force.
 func checkRunDir(out string, force bool) error {
-	held := schemas.RunData(out)
+	held := rundir.Data(out)
 	if len(held) == 0 || force {
 		return nil
 	}
@@ -318,10 +321,10 @@ func discoverModel(ctx context.Context, t *schemas.Target) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("discover model: %w", err)
 	}
-	if req.Header, err = t.Resolve(); err != nil {
+	if req.Header, err = secret.Resolve(*t); err != nil {
 		return "", fmt.Errorf("discover model (set target.model to skip): %w", err)
 	}
-	tcfg, err := t.TLS.ClientConfig()
+	tcfg, err := tlsclient.Config(t.TLS)
 	if err != nil {
 		return "", fmt.Errorf("discover model: %w", err)
 	}

@@ -1,16 +1,10 @@
 package schemas
 
 import (
-	"errors"
 	"fmt"
 	"maps"
-	"net/http"
-	"os"
 	"regexp"
 	"slices"
-	"strings"
-
-	"golang.org/x/net/http/httpguts"
 
 	"github.com/wirebench/wirebench/internal/redact"
 )
@@ -18,10 +12,8 @@ import (
 // The target's secrets: the API key (named by api_key_env), the values of credential headers
 // (redact.Header) and the userinfo of url and metrics_url. The manifest keeps the config
 // without them (Target.Redacted); capture takes them from its environment (api_key_env and
-// ${VAR} in a header value) or, under `wirebench run`, from the config it has in memory.
-
-// envRef is a reference to an environment variable in a header value: ${NAME}.
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// ${VAR} in a header value, see internal/secret) or, under `wirebench run`, from the config it
+// has in memory.
 
 // refsOnly matches a header value that holds no secret of its own: ${VAR} references, after an
 // optional authentication scheme ("Bearer ${TOKEN}").
@@ -33,30 +25,13 @@ func writtenSecret(name, value string) bool {
 	return redact.Header(name) && !refsOnly.MatchString(value)
 }
 
-// EnvVar is an environment variable a target reads, with the config field that names it.
-type EnvVar struct{ Field, Name string }
-
-// EnvVars returns the environment variables t reads: api_key_env and each ${VAR} of its headers.
-func (t Target) EnvVars() []EnvVar {
-	var out []EnvVar
-	if t.APIKeyEnv != "" {
-		out = append(out, EnvVar{"target.api_key_env", t.APIKeyEnv})
-	}
-	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
-		for _, m := range envRef.FindAllStringSubmatch(t.Headers[k], -1) {
-			out = append(out, EnvVar{"target.headers." + k, m[1]})
-		}
-	}
-	return out
-}
-
 // SecretFields returns the fields of t that hold a secret written out: url or metrics_url with
 // a userinfo, a credential header whose value is not only ${VAR} references.
 func (t Target) SecretFields() []string {
 	var out []string
-	for _, f := range t.urlFields() {
-		if redact.URL(f.url) != f.url {
-			out = append(out, f.name)
+	for _, f := range t.URLFields() {
+		if redact.URL(f.URL) != f.URL {
+			out = append(out, f.Field)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
@@ -67,11 +42,14 @@ func (t Target) SecretFields() []string {
 	return out
 }
 
-// urlFields returns t's URLs with their config fields: url, metrics_url, urls[i].url.
-func (t Target) urlFields() []struct{ name, url string } {
-	out := []struct{ name, url string }{{"target.url", t.URL}, {"target.metrics_url", t.MetricsURL}}
+// ConfigURL is a URL of the target with the config field that holds it.
+type ConfigURL struct{ Field, URL string }
+
+// URLFields returns t's URLs with their config fields: url, metrics_url, urls[i].url.
+func (t Target) URLFields() []ConfigURL {
+	out := []ConfigURL{{"target.url", t.URL}, {"target.metrics_url", t.MetricsURL}}
 	for i, e := range t.URLs {
-		out = append(out, struct{ name, url string }{fmt.Sprintf("target.urls[%d].url", i), e.URL})
+		out = append(out, ConfigURL{fmt.Sprintf("target.urls[%d].url", i), e.URL})
 	}
 	return out
 }
@@ -98,117 +76,4 @@ func (t Target) Redacted() Target {
 		t.Headers = h
 	}
 	return t
-}
-
-// ValidHeaderName reports whether name is an HTTP token, as a header name must be.
-func ValidHeaderName(name string) bool { return httpguts.ValidHeaderFieldName(name) }
-
-// CheckHeader returns why name and value cannot be sent as a request header: the name must be
-// an HTTP token, the value one line without control characters (CR, LF, NUL; a tab is allowed),
-// or a line break would end the header and start another. The error never holds the value.
-func CheckHeader(name, value string) error {
-	if !ValidHeaderName(name) {
-		return fmt.Errorf("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
-	}
-	for i := 0; i < len(value); i++ {
-		if c := value[i]; c < ' ' && c != '\t' || c == 0x7f {
-			what := map[byte]string{'\r': "a CR", '\n': "an LF", 0: "a NUL"}[c]
-			if what == "" {
-				what = fmt.Sprintf("control character 0x%02x", c)
-			}
-			return fmt.Errorf("the value holds %s at byte %d: a header value is one line without control characters", what, i)
-		}
-	}
-	return nil
-}
-
-// CheckHeaderTemplate is CheckHeader for a header as the config writes it, where ${NAME} names
-// an environment variable (letters, digits and _).
-func CheckHeaderTemplate(name, value string) error {
-	if err := CheckHeader(name, value); err != nil {
-		return err
-	}
-	if strings.Contains(envRef.ReplaceAllString(value, ""), "${") {
-		return errors.New("a ${ that does not name an environment variable: write ${NAME} (letters, digits and _)")
-	}
-	return nil
-}
-
-// Resolve returns the headers t's requests carry besides wirebench's own: target.headers with
-// each ${VAR} replaced by the variable's value, then the API key of api_key_env (Authorization:
-// Bearer KEY; x-api-key for the messages API). An unset or empty variable, a secret the run
-// directory did not keep (redact.Mark), or a value that cannot be sent as a header is an error
-// naming the field, never the value. Every secret it meets (each credential header's value, each
-// variable's value, the userinfo of url and metrics_url) is registered with redact.Add, so
-// nothing this process writes or logs afterwards holds one.
-func (t Target) Resolve() (http.Header, error) {
-	key, err := t.apiKey()
-	errs := []error{err}
-	for _, f := range t.urlFields() {
-		redact.AddURL(f.url)
-		if strings.Contains(f.url, redact.Mark) {
-			how := "give the URL with capture --target"
-			switch {
-			case f.name == "target.metrics_url":
-				how = "write the config's metrics_url without it"
-			case strings.HasPrefix(f.name, "target.urls"):
-				how = "write the config's urls without it"
-			}
-			errs = append(errs, fmt.Errorf("%s: its user:password is not kept in the run directory: %s, or use wirebench run", f.name, how))
-		}
-	}
-	h := http.Header{}
-	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
-		field, v := "target.headers."+k, t.Headers[k]
-		if v == redact.Mark {
-			errs = append(errs, fmt.Errorf("%s: its value is a secret, which the run directory does not keep: write it as ${VAR} in the config and set VAR where capture runs, or use wirebench run", field))
-			continue
-		}
-		var secrets []string
-		v = envRef.ReplaceAllStringFunc(v, func(ref string) string {
-			val, err := env(field, ref[2:len(ref)-1])
-			errs = append(errs, err)
-			secrets = append(secrets, val)
-			return val
-		})
-		if redact.Header(k) {
-			secrets = append(secrets, v)
-		}
-		redact.Add(secrets...)
-		if err := CheckHeader(k, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", field, err))
-		}
-		h.Set(k, v)
-	}
-	switch {
-	case key == "":
-	case t.API == "messages":
-		h.Set("x-api-key", key)
-	default:
-		h.Set("Authorization", "Bearer "+key)
-	}
-	return h, errors.Join(errs...)
-}
-
-// apiKey returns the value of api_key_env ("" when none is named), registered as a secret.
-func (t Target) apiKey() (string, error) {
-	if t.APIKeyEnv == "" {
-		return "", nil
-	}
-	key, err := env("target.api_key_env", t.APIKeyEnv)
-	redact.Add(key)
-	if err == nil {
-		if err = CheckHeader("Authorization", key); err != nil {
-			return "", fmt.Errorf("target.api_key_env: environment variable %s: %w", t.APIKeyEnv, err)
-		}
-	}
-	return key, err
-}
-
-// env returns the value of the variable name, which field names; unset or empty is an error.
-func env(field, name string) (string, error) {
-	if v := os.Getenv(name); v != "" {
-		return v, nil
-	}
-	return "", fmt.Errorf("%s: environment variable %s is not set (or empty)", field, name)
 }

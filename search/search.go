@@ -18,6 +18,7 @@ import (
 
 	"github.com/wirebench/wirebench/aggregate"
 	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/internal/rundir"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -124,7 +125,7 @@ func runStep(ctx context.Context, cfg Config, loaded *schemas.Config, s schemas.
 	stepCfg := *loaded
 	stepCfg.Load = schemas.Load{Warmup: loaded.Load.Warmup, Stages: []schemas.StageSpec{stage}}
 	log.Info("search step", "step", i, "rate", d.Rate, "why", d.Why, "dir", dir)
-	lock, err := schemas.LockRun(dir, cfg.Args, log)
+	lock, err := rundir.Acquire(dir, cfg.Args, log)
 	if err != nil {
 		return nil, err
 	}

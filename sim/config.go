@@ -32,17 +32,20 @@ import (
 )
 
 // Config holds every setting of the simulator. `wirebench sim` embeds it: its flags are these
-// fields (kong's name, help, default and enum tags; --lora, a list of NAME:OFFSET, is parsed by
-// the command into LoRA), and DefaultConfig reads the same default tags.
+// fields (kong's name, help, default and enum tags; --lora, a list of NAME:OFFSET in LoRAFlags,
+// is parsed by the command into LoRA), and DefaultConfig reads the same default tags.
 type Config struct {
 	// Listen is the address `wirebench sim` listens on (loopback by default). Serve ignores it:
 	// the caller passes the listener.
 	Listen string `help:"Address to listen on (loopback by default; the base URL is printed first on stdout)." default:"127.0.0.1:8000"`
 	// Models are the model names served; the first is the default in /v1/models.
 	Models []string `name:"model" help:"Model name(s) served; requests for other models get 404 with an OpenAI error." default:"sim"`
+	// LoRAFlags is --lora as given, NAME:OFFSET each (ParseAdapter); `wirebench sim` parses it
+	// into LoRA. It is declared here so that --lora follows --model in the help. Serve ignores it.
+	LoRAFlags []string `name:"lora" help:"LoRA adapters of the first --model, each NAME:OFFSET (e.g. sql:+5ms), served under NAME (as vLLM serves --lora-modules) with OFFSET added to each of its sequences' prefill (fixed mode: TTFT + OFFSET)." placeholder:"NAME:OFFSET"`
 	// LoRA are adapters of the first model, each served under its own name (as vLLM serves
 	// --lora-modules) with its own extra time before the first token (Adapter.Offset).
-	LoRA []Adapter `kong:"-"` // cmd/wirebench parses --lora
+	LoRA []Adapter `kong:"-"`
 
 	// Mode is "engine" (batching model), "fixed" (per-sequence TTFT/ITL) or "" (fixed when TTFT > 0).
 	Mode string `help:"Timing model: engine (continuous batching), fixed (every sequence TTFT then ITL), or empty: fixed when --ttft > 0." enum:",engine,fixed" default:""`

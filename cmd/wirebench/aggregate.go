@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/aggregate"
+	"github.com/wirebench/wirebench/internal/rundir"
 	"github.com/wirebench/wirebench/report"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -31,7 +32,7 @@ func (c *AggregateCmd) Run(ctx context.Context, log *slog.Logger) (err error) {
 		return err
 	}
 	defer finishRuns(ctx, out, runs, &err, log)
-	lock, err := schemas.LockRun(out.Dir, os.Args[1:], log)
+	lock, err := rundir.Acquire(out.Dir, os.Args[1:], log)
 	if err != nil {
 		return err
 	}

@@ -166,6 +166,7 @@ func TestCalibrateBadInput(t *testing.T) {
 		{[]string{"--single-process", "--workers", "2"}, "contradicts"},
 		{[]string{"--stage-duration", "100ms"}, "stage duration"},
 		{[]string{"--ttft", "0s"}, "fixed mode"},
+		{[]string{"--target", "ftp://x"}, "calibrate.yaml:5: target.url: invalid URL"}, // the line of the config it wrote
 	} {
 		dir := filepath.Join(t.TempDir(), "cal")
 		_, errOut, err := wirebench(t, time.Minute, append([]string{"calibrate", "-o", dir}, tt.args...)...)

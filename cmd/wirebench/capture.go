@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/internal/rundir"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -54,7 +55,7 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) (er
 	}
 	defer finishRun(ctx, run, &err, log)
 	cfg.Run = run.Dir
-	lock, err := schemas.LockRun(run.Dir, os.Args[1:], log)
+	lock, err := rundir.Acquire(run.Dir, os.Args[1:], log)
 	if err != nil {
 		return err
 	}

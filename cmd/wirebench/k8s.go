@@ -22,6 +22,7 @@ import (
 	"github.com/wirebench/wirebench/capture"
 	"github.com/wirebench/wirebench/internal/objstore"
 	"github.com/wirebench/wirebench/internal/redact"
+	"github.com/wirebench/wirebench/internal/secret"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -279,7 +280,7 @@ func (c *K8sCmd) checkSecrets(t schemas.Target) []error {
 	for _, f := range t.SecretFields() {
 		errs = append(errs, fmt.Errorf("%s: %s holds a secret, which would be written into the ConfigMap and which the capture pods could not get: %s", c.Config, f, how))
 	}
-	for _, e := range t.EnvVars() {
+	for _, e := range secret.EnvVars(t) {
 		if e.Field != "target.api_key_env" {
 			errs = append(errs, fmt.Errorf("%s: %s reads ${%s}, which the pods do not have: %s", c.Config, e.Field, e.Name, how))
 		}

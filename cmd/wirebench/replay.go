@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/wirebench/wirebench/internal/rundir"
 	"github.com/wirebench/wirebench/replay"
-	"github.com/wirebench/wirebench/schemas"
 )
 
 // ReplayCmd plans a run: it turns a config into RUN/schedule/*.parquet and RUN/manifest.json.
@@ -38,7 +38,7 @@ func (c *ReplayCmd) Run(ctx context.Context, log *slog.Logger) (err error) {
 	}
 	defer finishRun(ctx, run, &err, log)
 	opts.Out = run.Dir
-	lock, err := schemas.LockRun(run.Dir, os.Args[1:], log)
+	lock, err := rundir.Acquire(run.Dir, os.Args[1:], log)
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/wirebench/wirebench/internal/rundir"
 	"github.com/wirebench/wirebench/report"
-	"github.com/wirebench/wirebench/schemas"
 )
 
 // ReportCmd is `wirebench report RUN [RUN...]`.
@@ -29,7 +29,7 @@ func (c *ReportCmd) Run(ctx context.Context, log *slog.Logger) (err error) {
 	if c.Out != "" {
 		cfg.Out = out.Dir
 	} else {
-		lock, err := schemas.LockRun(out.Dir, os.Args[1:], log)
+		lock, err := rundir.Acquire(out.Dir, os.Args[1:], log)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wirebench/wirebench/aggregate"
 	"github.com/wirebench/wirebench/capture"
+	"github.com/wirebench/wirebench/internal/rundir"
 	"github.com/wirebench/wirebench/replay"
 	"github.com/wirebench/wirebench/report"
 	"github.com/wirebench/wirebench/schemas"
@@ -50,7 +51,7 @@ func (c *RunCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) (err er
 	defer finishRun(ctx, run, &err, log)
 	out := run.Dir
 	cfg.Run = out
-	lock, err := schemas.LockRun(out, args, log)
+	lock, err := rundir.Acquire(out, args, log)
 	if err != nil {
 		return err
 	}

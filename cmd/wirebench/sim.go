@@ -16,11 +16,10 @@ import (
 )
 
 // SimCmd serves the built-in OpenAI-compatible streaming server. Its flags are sim.Config's
-// fields (the struct tags there), then --lora.
+// fields (the struct tags there).
 type SimCmd struct {
 	ConfigFile simConfigFile `name:"config" help:"YAML or JSON file of flag values, keyed by flag name (max-num-seqs: 8). Flags given on the command line win." type:"path" placeholder:"FILE"`
 	sim.Config `embed:""`
-	LoRA       []string `name:"lora" help:"LoRA adapters of the first --model, each NAME:OFFSET (e.g. sql:+5ms), served under NAME (as vLLM serves --lora-modules) with OFFSET added to each of its sequences' prefill (fixed mode: TTFT + OFFSET)." placeholder:"NAME:OFFSET"`
 }
 
 // Help is shown under `wirebench sim --help`.
@@ -55,7 +54,7 @@ x-sim-prefill-ns, x-sim-decode-ns, x-sim-sent-ns and x-sim-model headers.`
 func (c *SimCmd) config() (sim.Config, error) {
 	cfg := c.Config
 	cfg.LoRA = nil
-	for _, f := range c.LoRA {
+	for _, f := range c.LoRAFlags {
 		a, err := sim.ParseAdapter(f)
 		if err != nil {
 			return sim.Config{}, err
@@ -80,7 +79,7 @@ func (c *SimCmd) Run(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	fmt.Fprintf(os.Stdout, "http://%s\n", ln.Addr())
-	log.Info("sim listening", "url", "http://"+ln.Addr().String(), "models", c.Models, "lora", c.LoRA, "mode", c.Mode,
+	log.Info("sim listening", "url", "http://"+ln.Addr().String(), "models", c.Models, "lora", c.LoRAFlags, "mode", c.Mode,
 		"max_num_seqs", c.MaxNumSeqs, "itl", c.ITL, "ttft", c.TTFT)
 	if c.CPUPerRequest > 0 || c.CPUPerToken > 0 || c.ListenBacklog > 0 || c.AcceptPace > 0 {
 		log.Info("sim saturation", "cpu_per_request", c.CPUPerRequest, "cpu_per_token", c.CPUPerToken,

@@ -20,7 +20,7 @@ import (
 // DIR/worker-NN.pprof (for `go tool pprof`), to see where a worker's CPU goes.
 //
 // File descriptor 3, when the coordinator passes one, is the run directory's lock file
-// (schemas.LockRun): never read, it keeps the coordinator's lock held until this worker exits.
+// (rundir.Acquire): never read, it keeps the coordinator's lock held until this worker exits.
 type WorkerCmd struct{}
 
 func (c *WorkerCmd) Run(ctx context.Context, log *slog.Logger) error {

@@ -1,5 +1,3 @@
-// Package layering holds the test of the import rule: a stage imports only what lies below it
-// (schemas at the bottom), so that a stage can be read, tested and replaced alone.
 package layering
 
 import (
@@ -30,18 +28,21 @@ var below = map[string][]string{
 	"internal/colocate":       {"internal/cpuset"},
 	"internal/hostile":        {}, // a scripted broken server for the wire and end-to-end tests
 	"internal/hostclock":      {"schemas"},
-	"replay":                  {"schemas", "tokenizer", "internal/hostclock", "internal/redact"},
+	"internal/rundir":         {"schemas", "internal/redact"}, // a run directory's lock and leftovers
+	"internal/secret":         {"schemas", "internal/redact"}, // the target's headers, secrets filled in
+	"internal/tlsclient":      {"schemas"},                    // a client's TLS configuration from target.tls
+	"replay":                  {"schemas", "tokenizer", "internal/hostclock", "internal/redact", "internal/rundir", "internal/secret", "internal/tlsclient"},
 	"capture/tap":             {},
 	"capture/wire":            {"schemas"},
-	"capture/internal/worker": {"schemas", "capture/wire", "internal/cpuset", "internal/redact"},
-	"capture":                 {"schemas", "capture/wire", "capture/tap", "capture/internal/worker", "internal/cpuset", "internal/colocate", "internal/hostclock", "internal/redact"},
-	"aggregate":               {"schemas", "tokenizer", "internal/interval"},
+	"capture/internal/worker": {"schemas", "capture/wire", "internal/cpuset", "internal/redact", "internal/secret", "internal/tlsclient"},
+	"capture":                 {"schemas", "capture/wire", "capture/tap", "capture/internal/worker", "internal/cpuset", "internal/colocate", "internal/hostclock", "internal/redact", "internal/secret", "internal/tlsclient"},
+	"aggregate":               {"schemas", "tokenizer", "internal/interval", "internal/rundir"},
 	"compare":                 {"schemas", "internal/interval"}, // the comparison of two runs: wirebench compare and the report's A/B tables
 	"report":                  {"schemas", "compare"},
 	"internal/simproc":        {"internal/cpuset"},   // runs `wirebench sim` as a child process
 	"internal/construn":       {"replay", "schemas"}, // constant-rate runs: calibrate, benchmarks, tests
-	"calibrate":               {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simproc", "internal/construn"},
-	"search":                  {"replay", "capture", "aggregate", "schemas"},
+	"calibrate":               {"replay", "capture", "aggregate", "schemas", "internal/cpuset", "internal/simproc", "internal/construn", "internal/rundir"},
+	"search":                  {"replay", "capture", "aggregate", "schemas", "internal/rundir"},
 	"internal/synthrun":       {"schemas"},
 	"internal/objstore":       {"schemas", "internal/redact"},
 	"internal/s3server":       {},

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wirebench/wirebench/internal/secret"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -474,7 +475,7 @@ func endpoint(base, api string) string {
 const anthropicVersion = "2023-06-01"
 
 // requestHeader builds the shared, read-only header of every request: JSON content type, the
-// messages API's anthropic-version, then the target's own (Target.Resolve: its headers with
+// messages API's anthropic-version, then the target's own (secret.Resolve: its headers with
 // their ${VAR} filled in, the API key of api_key_env), which override those.
 func requestHeader(t schemas.Target) (http.Header, error) {
 	h := http.Header{}
@@ -486,7 +487,7 @@ func requestHeader(t schemas.Target) (http.Header, error) {
 	case "messages":
 		h.Set("anthropic-version", anthropicVersion)
 	}
-	own, err := t.Resolve()
+	own, err := secret.Resolve(t)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/capture/wire"
+	"github.com/wirebench/wirebench/internal/tlsclient"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -67,7 +68,7 @@ func (w *worker) loadTarget() error {
 	if w.header, err = requestHeader(w.tgt); err != nil {
 		return err
 	}
-	if w.tls, err = w.tgt.TLS.ClientConfig(); err != nil {
+	if w.tls, err = tlsclient.Config(w.tgt.TLS); err != nil {
 		return err
 	}
 	w.bases = w.cfg.Targets

@@ -1,4 +1,4 @@
-package schemas
+package rundir
 
 import (
 	"encoding/json"
@@ -12,37 +12,39 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
 
-func TestLockRunRefusesASecondHolder(t *testing.T) {
+func TestAcquireRefusesASecondHolder(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
-	first, err := LockRun(dir, []string{"run", "smoke.yaml", "-o", dir, "--target", "http://u:s3cret@10.0.0.5:8000", "--x=http://u:s3cret@h"}, quiet)
+	first, err := Acquire(dir, []string{"run", "smoke.yaml", "-o", dir, "--target", "http://u:s3cret@10.0.0.5:8000", "--x=http://u:s3cret@h"}, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// flock locks an open file description: a second open in this process conflicts like
 	// another process's would.
-	_, err = LockRun(dir, []string{"capture", dir}, quiet)
-	if !errors.Is(err, ErrLocked) {
-		t.Fatalf("LockRun of a held directory = %v; want ErrLocked", err)
+	_, err = Acquire(dir, []string{"capture", dir}, quiet)
+	if !errors.Is(err, schemas.ErrLocked) {
+		t.Fatalf("Acquire of a held directory = %v; want schemas.ErrLocked", err)
 	}
 	for _, want := range []string{"pid " + strconv.Itoa(os.Getpid()), "wirebench run smoke.yaml -o " + dir + " --target http://[REDACTED]@10.0.0.5:8000 --x=http://[REDACTED]@h"} {
 		if !strings.Contains(err.Error(), want) {
-			t.Errorf("LockRun error %q; want it to name the holder (%q)", err, want)
+			t.Errorf("Acquire error %q; want it to name the holder (%q)", err, want)
 		}
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, LockName)); strings.Contains(string(b), "s3cret") {
+	if b, _ := os.ReadFile(filepath.Join(dir, schemas.LockName)); strings.Contains(string(b), "s3cret") {
 		t.Errorf("the lock file holds the target's password: %s", b)
 	}
 	first.Release()
-	second, err := LockRun(dir, []string{"capture", dir}, quiet)
+	second, err := Acquire(dir, []string{"capture", dir}, quiet)
 	if err != nil {
-		t.Fatalf("LockRun after Release = %v; want the lock", err)
+		t.Fatalf("Acquire after Release = %v; want the lock", err)
 	}
 	second.Release()
-	if b, _ := os.ReadFile(filepath.Join(dir, LockName)); len(b) != 0 {
+	if b, _ := os.ReadFile(filepath.Join(dir, schemas.LockName)); len(b) != 0 {
 		t.Errorf("lock file after Release holds %q; want it empty", b)
 	}
 }
@@ -51,7 +53,7 @@ func TestLockRunRefusesASecondHolder(t *testing.T) {
 // its pid in the lock file and its lock held by the workers; the refusal says so.
 func TestLockHeldAfterItsHolderExited(t *testing.T) {
 	dir := t.TempDir()
-	l, err := LockRun(dir, []string{"capture", dir}, quiet)
+	l, err := Acquire(dir, []string{"capture", dir}, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,30 +63,30 @@ func TestLockHeldAfterItsHolderExited(t *testing.T) {
 		t.Skipf("no true(1) to make an exited pid: %v", err)
 	}
 	host, _ := os.Hostname()
-	b, _ := json.Marshal(LockHolder{PID: gone.Process.Pid, Host: host, Command: []string{"capture", dir}})
-	if err := os.WriteFile(filepath.Join(dir, LockName), b, 0o644); err != nil {
+	b, _ := json.Marshal(schemas.LockHolder{PID: gone.Process.Pid, Host: host, Command: []string{"capture", dir}})
+	if err := os.WriteFile(filepath.Join(dir, schemas.LockName), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = LockRun(dir, []string{"aggregate", dir}, quiet)
+	_, err = Acquire(dir, []string{"aggregate", dir}, quiet)
 	want := fmt.Sprintf("pid %d has exited and the worker processes it started hold the lock", gone.Process.Pid)
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), want) {
-		t.Errorf("LockRun = %v; want ErrLocked saying %q", err, want)
+	if !errors.Is(err, schemas.ErrLocked) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Acquire = %v; want schemas.ErrLocked saying %q", err, want)
 	}
 }
 
-func TestLockRunRemovesCreatedDirectoryOnly(t *testing.T) {
+func TestAcquireRemovesCreatedDirectoryOnly(t *testing.T) {
 	root := t.TempDir()
 	fresh := filepath.Join(root, "fresh")
-	l, err := LockRun(fresh, nil, quiet)
+	l, err := Acquire(fresh, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.RemoveIfCreated()
 	l.Release()
 	if _, err := os.Stat(fresh); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("RemoveIfCreated of a directory LockRun made: stat = %v; want it gone", err)
+		t.Errorf("RemoveIfCreated of a directory Acquire made: stat = %v; want it gone", err)
 	}
-	l, err = LockRun(root, nil, quiet)
+	l, err = Acquire(root, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,14 +103,14 @@ func TestRemoveLeftovers(t *testing.T) {
 		path     string
 		leftover bool
 	}{
-		{ReserveName, true},
+		{schemas.ReserveName, true},
 		{".manifest.json.tmp-123", true},
 		{"raw/.requests-w00-0001.parquet.tmp-9", true},
 		{"schedule/.prompts.parquet.tmp-1", true},
 		{"report/.index.html.tmp-4", true},
-		{"metrics/" + SpillPrefix + "77/spill-1", true}, // a scratch directory, removed whole
-		{LockName, false},
-		{ManifestName, false},
+		{"metrics/" + schemas.SpillPrefix + "77/spill-1", true}, // a scratch directory, removed whole
+		{schemas.LockName, false},
+		{schemas.ManifestName, false},
 		{"raw/requests-w00-0001.parquet", false},
 		{"raw/.reserve", false},           // the reserve lives in the run directory only
 		{"other/.x.tmp-1", false},         // not a run's data directory
@@ -133,7 +135,7 @@ func TestRemoveLeftovers(t *testing.T) {
 			t.Errorf("%s: removed %v; want %v", f.path, gone, f.leftover)
 		}
 	}
-	if want := filepath.Join("metrics", SpillPrefix+"77"); !slices.Contains(removed, want) || len(removed) != 6 {
+	if want := filepath.Join("metrics", schemas.SpillPrefix+"77"); !slices.Contains(removed, want) || len(removed) != 6 {
 		t.Errorf("RemoveLeftovers = %q; want the 6 leftovers named, %s among them", removed, want)
 	}
 }
@@ -161,32 +163,5 @@ func TestRemoveLeftoversKeepsALinkedSchedule(t *testing.T) {
 	}
 	if _, err := os.Stat(tmp); err != nil {
 		t.Errorf("the shared schedule's file: %v; want it kept", err)
-	}
-}
-
-func TestSealThenClose(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "schedule", "prompts.parquet")
-	w, err := Create[Prompt](path, Producer{Command: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write([]Prompt{{PromptID: 1, Text: "hello"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Seal(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("after Seal, stat %s = %v; want no file under the final name yet", path, err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := ReadFile[Prompt](path)
-	if err != nil || len(rows) != 1 || rows[0].Text != "hello" {
-		t.Errorf("after Seal and Close: %v, %v; want the one row", rows, err)
-	}
-	if tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*.tmp-*")); len(tmps) != 0 {
-		t.Errorf("temporary files left: %v", tmps)
 	}
 }
