@@ -229,8 +229,8 @@ func captureConfig(cfg Config, cal *schemas.Calibration, target string, lock *os
 	return capture.Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, CPUs: cal.WorkerCPUs,
 		Options:            capture.Options{GOMAXPROCS: cal.GOMAXPROCS, DrainTimeout: 5 * time.Second},
 		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, WorkerArgs: cfg.WorkerArgs,
-		Tap:               cmp.Or(cfg.Tap, capture.TapAuto),
-		StopBelowFidelity: breakFidelity, Lock: lock}
+		CoordOptions: capture.CoordOptions{Tap: cmp.Or(cfg.Tap, capture.TapAuto), StopBelowFidelity: breakFidelity},
+		Lock:         lock}
 }
 
 // summarise fills in the calibration's rates and what follows from them: the faithful rate, the
