@@ -218,7 +218,7 @@ func resolve(cfg *Config, rc *schemas.Config) error {
 func resolveOptions(o *Options, rc *schemas.Config) error {
 	co, t := rc.Capture, rc.Target
 	o.MaxInflight = cmp.Or(o.MaxInflight, co.MaxInflight)
-	o.MaxConns = cmp.Or(o.MaxConns, co.MaxConnections)
+	o.MaxConnections = cmp.Or(o.MaxConnections, co.MaxConnections)
 	o.Connections = cmp.Or(o.Connections, co.Connections, DefaultConnections)
 	o.PartRows = cmp.Or(o.PartRows, co.PartRows, DefaultPartRows)
 	o.GOMAXPROCS = cmp.Or(o.GOMAXPROCS, DefaultGOMAXPROCS)

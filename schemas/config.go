@@ -163,7 +163,9 @@ func (b Bias) WithDefaults() Bias {
 	return b
 }
 
-// CaptureOptions are read by capture from the manifest; capture's flags override them.
+// CaptureOptions are read by capture from the manifest; capture's flags override them. Each is
+// the flag's option (capture.Options, or capture.Config.Workers) of the same JSON key, resolved
+// in one place: capture's resolve, whose test fails on a key it does not take.
 type CaptureOptions struct {
 	Workers        int      `yaml:"workers" json:"workers,omitempty"`                 // 0 = the CPUs this process may use
 	Connections    int      `yaml:"connections" json:"connections,omitempty"`         // warm connections per worker
