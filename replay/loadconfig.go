@@ -223,7 +223,7 @@ func setDefaults(c *schemas.Config) {
 		}
 	}
 	if c.Target.MaxTokens == "" {
-		c.Target.MaxTokens = "workload"
+		c.Target.MaxTokens = schemas.MaxTokensWorkload
 	}
 	if c.Tokenizer == "" {
 		c.Tokenizer = "whitespace"
@@ -244,7 +244,7 @@ func setDefaults(c *schemas.Config) {
 	}
 	if s := c.Load.Sweep; s != nil {
 		if s.Scale == "" {
-			s.Scale = "linear"
+			s.Scale = schemas.ScaleLinear
 		}
 		if s.Arrival == "" {
 			s.Arrival = schemas.ArrivalPoisson
@@ -385,11 +385,11 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 		v.errf("target.api", "%q: want completions, chat, responses, messages, embeddings, rerank, score or tei_rerank", t.API)
 	}
 	v.models(t)
-	if t.API == schemas.APIMessages && t.MaxTokens == "none" {
+	if t.API == schemas.APIMessages && t.MaxTokens == schemas.MaxTokensNone {
 		v.errf("target.max_tokens", "none: the messages API requires max_tokens")
 	}
 	switch t.MaxTokens {
-	case "workload", "none":
+	case schemas.MaxTokensWorkload, schemas.MaxTokensNone:
 	default:
 		v.errf("target.max_tokens", "%q: want workload or none", t.MaxTokens)
 	}
@@ -537,7 +537,7 @@ func (v *validator) load(l *schemas.Load, needStages bool) {
 		if s.Duration <= 0 {
 			v.errf(f+"duration", "must be > 0")
 		}
-		if s.Scale != "linear" && s.Scale != "geometric" {
+		if s.Scale != schemas.ScaleLinear && s.Scale != schemas.ScaleGeometric {
 			v.errf(f+"scale", "%q: want linear or geometric", s.Scale)
 		}
 		checkArrival(v, f, s.Arrival, s.Burstiness)

@@ -51,9 +51,7 @@ type Target struct {
 	TTFTTimeout    Duration  `yaml:"ttft_timeout" json:"ttft_timeout,omitempty"`
 	GapTimeout     Duration  `yaml:"gap_timeout" json:"gap_timeout,omitempty"`
 	ConnectTimeout Duration  `yaml:"connect_timeout" json:"connect_timeout,omitempty"`
-	// MaxTokens is the max_tokens policy: "workload" (default) sends each request's planned
-	// output length (schedule max_tokens) as max_tokens; "none" sends no max_tokens, so the
-	// server decides when to stop (the planned length stays in the schedule for reference).
+	// MaxTokens is the max_tokens policy: MaxTokensWorkload (default) or MaxTokensNone.
 	MaxTokens  string         `yaml:"max_tokens" json:"max_tokens,omitempty"`
 	ExtraBody  map[string]any `yaml:"extra_body" json:"extra_body,omitempty"`
 	MetricsURL string         `yaml:"metrics_url" json:"metrics_url,omitempty"` // Prometheus endpoint to scrape

@@ -65,10 +65,10 @@ func newBodyBuilder(t schemas.Target, tools *schemas.Tools) (*bodyBuilder, error
 	}
 	var sendMax bool
 	switch t.MaxTokens {
-	case "", "workload":
+	case "", schemas.MaxTokensWorkload:
 		sendMax = schemas.OutputAPI(api)
-	case "none":
-		if api == "messages" {
+	case schemas.MaxTokensNone:
+		if api == schemas.APIMessages {
 			return nil, fmt.Errorf("target.max_tokens: none: the messages API requires max_tokens")
 		}
 	default:
