@@ -14,7 +14,7 @@ import (
 // drifting apart: a key of the capture block that resolve does not carry into the options, or
 // that a flag does not override, fails it.
 func TestResolveTakesEveryCaptureOption(t *testing.T) {
-	const flag = 3 // a flag's value is the config's times this
+	const flag = 3 // flags get values of their own: option i is flag·(i+1) (the config's: i+1)
 	var co schemas.CaptureOptions
 	cv := reflect.ValueOf(&co).Elem()
 	for i := range cv.NumField() {
