@@ -201,7 +201,7 @@ func sweepRates(lo, hi float64, steps int, factor float64) ([]float64, error) {
 	if steps == 1 || lo == hi {
 		return []float64{round4(hi)}, nil
 	}
-	for _, r := range (schemas.Sweep{MinRate: lo, MaxRate: hi, Stages: steps, Scale: "geometric"}).Rates() {
+	for _, r := range (schemas.Sweep{MinRate: lo, MaxRate: hi, Stages: steps, Scale: schemas.ScaleGeometric}).Rates() {
 		out = append(out, round4(r))
 	}
 	return out, nil

@@ -218,13 +218,13 @@ func sweepConfig(cfg Config, rates []float64, target string) (*schemas.Config, e
 		stages[i] = construn.Stage{Rate: r, Duration: cfg.StageDuration, InputTokens: int32(cfg.InputTokens), MaxTokens: int32(cfg.OutputTokens)}
 	}
 	timeout := schemas.Duration(60 * time.Second)
-	sweep, err := construn.Config(schemas.Target{URL: target, API: "completions", Model: "sim", Timeout: &timeout}, stages)
+	sweep, err := construn.Config(schemas.Target{URL: target, API: schemas.APICompletions, Model: "sim", Timeout: &timeout}, stages)
 	if err != nil {
 		return nil, err
 	}
 	sweep.Name, sweep.Seed = "calibrate", 1
 	if cfg.Warmup > 0 {
-		sweep.Load.Warmup = &schemas.StageSpec{Rate: rates[0], Duration: schemas.Duration(cfg.Warmup), Arrival: "constant"}
+		sweep.Load.Warmup = &schemas.StageSpec{Rate: rates[0], Duration: schemas.Duration(cfg.Warmup), Arrival: schemas.ArrivalConstant}
 	}
 	return sweep, nil
 }
@@ -235,8 +235,8 @@ func captureConfig(cfg Config, cal *schemas.Calibration, target string, lock *os
 	return capture.Config{Run: cfg.Dir, Workers: cal.Workers, Target: target, CPUs: cal.WorkerCPUs,
 		Options:            capture.Options{GOMAXPROCS: cal.GOMAXPROCS, DrainTimeout: 5 * time.Second},
 		NoKernelTimestamps: cfg.SingleProcess, StampAfterDecode: cfg.SingleProcess, Exe: cfg.Exe, Args: cfg.Args, WorkerArgs: cfg.WorkerArgs,
-		Tap:               cmp.Or(cfg.Tap, capture.TapAuto),
-		StopBelowFidelity: breakFidelity, Lock: lock}
+		CoordOptions: capture.CoordOptions{Tap: cmp.Or(cfg.Tap, capture.TapAuto), StopBelowFidelity: breakFidelity},
+		Lock:         lock}
 }
 
 // summarise fills in the calibration's rates and what follows from them: the faithful rate, the

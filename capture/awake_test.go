@@ -170,7 +170,7 @@ func TestRunKeepsPinnedCPUsAwake(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				done <- Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Quiet: true, KeepAwake: !off}, testLog(t))
+				done <- Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), CoordOptions: CoordOptions{Quiet: true, KeepAwake: !off}}, testLog(t))
 			}()
 			seen := map[int][]int{} // spinner process -> CPUs of its SCHED_IDLE threads
 			for running := true; running; {

@@ -87,6 +87,9 @@ func sseServer(t *testing.T, itl time.Duration) *httptest.Server {
 	return srv
 }
 
+// quiet is the test captures' coordinator options: no progress output.
+var quiet = CoordOptions{Quiet: true}
+
 func testLog(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
@@ -147,7 +150,7 @@ func TestRunSendsEveryPlannedRequestOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// PartRows small enough to roll several parts.
-	err := Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Options: Options{PartRows: 400}, Quiet: true}, testLog(t))
+	err := Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Options: Options{PartRows: 400}, CoordOptions: quiet}, testLog(t))
 	if err != nil {
 		t.Fatalf("Run = %v; want nil", err)
 	}
@@ -241,7 +244,7 @@ func TestRunRecordsClockAndShard(t *testing.T) {
 	}
 	reads := 0
 	clock := func() schemas.Clock { c := readings[min(reads, 1)]; reads++; return c }
-	if err := Run(context.Background(), Config{Run: run, Workers: 1, Shard: 1, Shards: 2, Exe: testExe(t), Quiet: true, Clock: clock}, testLog(t)); err != nil {
+	if err := Run(context.Background(), Config{Run: run, Workers: 1, Shard: 1, Shards: 2, Exe: testExe(t), CoordOptions: quiet, Clock: clock}, testLog(t)); err != nil {
 		t.Fatalf("Run = %v; want nil", err)
 	}
 	m, err := schemas.ReadManifest(filepath.Join(run, schemas.ManifestName))
@@ -267,7 +270,7 @@ func TestRunStopsOnRefusedTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	begin := time.Now()
-	err := Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), Quiet: true, Options: Options{Connections: 1}}, testLog(t))
+	err := Run(context.Background(), Config{Run: run, Workers: 2, Exe: testExe(t), CoordOptions: quiet, Options: Options{Connections: 1}}, testLog(t))
 	if !errors.Is(err, ErrTargetDown) || !strings.Contains(err.Error(), "connect") {
 		t.Fatalf("Run = %v; want ErrTargetDown naming the connect error", err)
 	}
@@ -411,7 +414,7 @@ func TestJudgeStagesStopsBelowFidelity(t *testing.T) {
 		{"one percent behind", [2]int64{4700, 4700}, false}, // 98.9%
 		{"broken", [2]int64{3000, 3000}, true},              // 63%
 	} {
-		c := &coord{cfg: Config{StopBelowFidelity: 0.9}, log: testLog(t), m: &schemas.Manifest{Stages: stages},
+		c := &coord{cfg: Config{CoordOptions: CoordOptions{StopBelowFidelity: 0.9}}, log: testLog(t), m: &schemas.Manifest{Stages: stages},
 			planned: map[int32]int64{0: 1000, 1: 10000}, startNs: 1000 * sec}
 		for w := range 2 {
 			c.sampleStages(w, &worker.Progress{Sent: []int64{500, tc.sent[w]}, NowNs: c.startNs + 19*sec + sec/2})
@@ -430,7 +433,7 @@ func TestJudgeStagesStopsBelowFidelity(t *testing.T) {
 func TestResolveRejectsBadStopFidelity(t *testing.T) {
 	rc := &schemas.Config{Target: schemas.Target{URL: "http://127.0.0.1:9"}}
 	for _, f := range []float64{-0.1, 1.5} {
-		cfg := Config{StopBelowFidelity: f}
+		cfg := Config{CoordOptions: CoordOptions{StopBelowFidelity: f}}
 		if err := resolve(&cfg, rc); err == nil {
 			t.Errorf("resolve(StopBelowFidelity %g) = nil; want an error", f)
 		}

@@ -23,6 +23,22 @@ import (
 // config's capture or target value, else its Default constant (DefaultConnections and the rest).
 type Options = worker.Options
 
+// CoordOptions are the options of the coordinating process a user may set, declared once:
+// Config embeds them and so does the command line's CaptureFlags (kong reads the flags from the
+// tags below). Zero values are the defaults.
+type CoordOptions struct {
+	NoPin     bool `help:"Do not pin workers to CPUs."`
+	KeepAwake bool `help:"Keep each pinned worker's CPU from halting while the capture runs: a spinner at the lowest priority (SCHED_IDLE) that gives way at once to any other thread. A halted CPU wakes late (on VMs up to milliseconds) and that lateness becomes send and read lag. Costs a full CPU per worker in power and, where a host caps the VM's CPU time or the instance is burstable, in quota: use it on machines whose CPUs are your own. Ignored under a cgroup CPU quota (see README)."`
+	// StopBelowFidelity stops sending (and ends the run as complete, saying so in the manifest's
+	// missing list) once an open-loop stage has ended with fewer sends than this share of its
+	// plan: the client has broken and later, faster stages would only measure the client.
+	// 0 = never. Calibration uses it to end its sweep early.
+	StopBelowFidelity float64 `name:"stop-below-fidelity" placeholder:"SHARE" help:"Stop sending once an open-loop stage ends with fewer than this share of its planned sends made on time (e.g. 0.9): the client has broken and later stages would measure only the client. The run ends complete; the manifest says what was not sent. 0 = never." default:"0"`
+	// Tap is the packet tap (tap.go): TapAuto ("" too: on where possible), TapOn, TapOff.
+	Tap   string `enum:"auto,on,off" default:"auto" help:"Packet tap: record every TCP segment of the run's connections (AF_PACKET, headers only) in raw/segments-PPPP.parquet, so aggregate gives every event the arrival time of the segment that carried it, however late the client read. auto: on where this process may open a packet socket (CAP_NET_RAW) and the target is http or https over IPv4, else off with a note in the log and the manifest; on: fail when it cannot run. One of: ${enum}."`
+	Quiet bool   `help:"No progress output (warnings and errors are still logged)."`
+}
+
 // Config is one capture of a run directory. Zero values take the manifest's config
 // (schemas.Config.Capture and .Target), then the defaults below.
 type Config struct {
@@ -36,10 +52,8 @@ type Config struct {
 	// Options are the options a user sets (flags, or the config's capture and target sections;
 	// see Options); zero values take the config's, then the defaults below.
 	Options
-	NoPin      bool      // do not pin workers to CPUs
-	KeepAwake  bool      // keep the workers' CPUs from halting while the capture runs (see awake.go)
-	Tap        string    // packet tap: auto (default: on where possible), on, off (see tap.go)
-	Quiet      bool      // no progress output
+	// CoordOptions are the coordinator's own options a user may set (--no-pin to --quiet).
+	CoordOptions
 	Progress   io.Writer // where progress goes (stderr in the CLI); nil = no live bar, log lines only
 	Exe        string    // binary that runs `worker`; "" = os.Executable()
 	WorkerArgs []string  // global flags before `worker` (the log level and format)
@@ -60,11 +74,6 @@ type Config struct {
 	// StampAfterDecode stamps each event's arrival after its JSON is decoded instead of right
 	// after the socket read: the naive client, for `calibrate --single-process` only.
 	StampAfterDecode bool
-	// StopBelowFidelity stops sending (and ends the run as complete, saying so in the manifest's
-	// missing list) once an open-loop stage has ended with fewer sends than this share of its
-	// plan: the client has broken and later, faster stages would only measure the client.
-	// 0 = never. Calibration uses it to end its sweep early.
-	StopBelowFidelity float64
 	// Watch, when set, is called about once a second with this host's progress in the current
 	// stage; a non-empty answer stops sending as StopBelowFidelity does (the run ends complete,
 	// the answer in the manifest's missing list). `wirebench search` stops with it a step that
@@ -209,7 +218,7 @@ func resolve(cfg *Config, rc *schemas.Config) error {
 func resolveOptions(o *Options, rc *schemas.Config) error {
 	co, t := rc.Capture, rc.Target
 	o.MaxInflight = cmp.Or(o.MaxInflight, co.MaxInflight)
-	o.MaxConns = cmp.Or(o.MaxConns, co.MaxConnections)
+	o.MaxConnections = cmp.Or(o.MaxConnections, co.MaxConnections)
 	o.Connections = cmp.Or(o.Connections, co.Connections, DefaultConnections)
 	o.PartRows = cmp.Or(o.PartRows, co.PartRows, DefaultPartRows)
 	o.GOMAXPROCS = cmp.Or(o.GOMAXPROCS, DefaultGOMAXPROCS)

@@ -127,7 +127,7 @@ func (t *tracker) summary(now int64) (stageSummary, bool) {
 		s.elapsed = time.Duration(now - (t.startNs + info.OffsetNs))
 		s.target = info.Rate / float64(max(t.shards, 1))
 		s.draining = s.planned > 0 && s.sent >= s.planned ||
-			info.Mode == "closed" && info.DurationNs > 0 && s.elapsed > time.Duration(info.DurationNs)
+			info.Mode == schemas.ModeClosed && info.DurationNs > 0 && s.elapsed > time.Duration(info.DurationNs)
 	}
 	if s.elapsed > 0 {
 		s.rate = float64(s.sent) / s.elapsed.Seconds()

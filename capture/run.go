@@ -49,7 +49,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	}
 	c.m.Tap = tapStatus
 	c.m.OpenFilesLimit = worker.OpenFilesLimit()
-	c.m.MaxConnections = worker.ConnCap(p.cfg.MaxConns, p.cfg.MaxInflight, c.m.OpenFilesLimit)
+	c.m.MaxConnections = worker.ConnCap(p.cfg.MaxConnections, p.cfg.MaxInflight, c.m.OpenFilesLimit)
 	defer func() {
 		if rec != nil {
 			if terr := rec.finish(c.m); terr != nil && err == nil {

@@ -26,7 +26,7 @@ func TestTapFallback(t *testing.T) {
 		{"a mode that does not exist", "http://127.0.0.1:8000", "yes", true, ""},
 	}
 	for _, tt := range tests {
-		rec, st, err := startTap(Config{Target: tt.target, Tap: tt.mode, Run: t.TempDir()}, false, log)
+		rec, st, err := startTap(Config{Target: tt.target, CoordOptions: CoordOptions{Tap: tt.mode}, Run: t.TempDir()}, false, log)
 		if rec != nil {
 			t.Errorf("%s: the tap started", tt.name)
 			rec.finish(&schemas.Manifest{})

@@ -57,7 +57,7 @@ func sameLoad(b, n *schemas.Stage) bool {
 	if b.Mode != n.Mode {
 		return false
 	}
-	if b.Mode == "closed" {
+	if b.Mode == schemas.ModeClosed {
 		return b.Concurrency == n.Concurrency
 	}
 	return math.Abs(b.TargetRate-n.TargetRate) <= 1e-9*math.Max(math.Abs(b.TargetRate), 1)

@@ -35,11 +35,11 @@ func validateAPIWorkload(v *validator, c *schemas.Config) {
 	if w.Batch < 0 {
 		v.errf("workload.batch", "must be > 0")
 	}
-	if w.Batch > 1 && api != "embeddings" {
+	if w.Batch > 1 && api != schemas.APIEmbeddings {
 		v.errf("workload.batch", "only for target.api embeddings")
 	}
 	validateDocuments(v, w, api)
-	if api == "embeddings" {
+	if api == schemas.APIEmbeddings {
 		if w.Conversations != nil {
 			v.errf("workload.conversations", "target.api embeddings takes single prompts, not conversations")
 		}
@@ -113,7 +113,7 @@ func validateDocuments(v *validator, w *schemas.Workload, api string) {
 		v.errf("workload.conversations", "target.api %s takes single queries, not conversations", api)
 	case w.Trace != nil:
 		v.errf("workload.trace", "target.api %s needs documents, which a trace does not have", api)
-	case d == nil && w.Run == nil && (w.Dataset == nil || w.Dataset.Format != "jsonl"):
+	case d == nil && w.Run == nil && (w.Dataset == nil || w.Dataset.Format != schemas.DatasetJSONL):
 		v.errf("workload.documents", "required for target.api %s (or a jsonl dataset whose rows have \"documents\")", api)
 	}
 	if d == nil {
@@ -121,7 +121,7 @@ func validateDocuments(v *validator, w *schemas.Workload, api string) {
 	}
 	v.length(&d.Count, "workload.documents.count")
 	v.length(&d.Tokens, "workload.documents.tokens")
-	if d.TopN < 0 || (d.TopN > 0 && api != "rerank") {
+	if d.TopN < 0 || (d.TopN > 0 && api != schemas.APIRerank) {
 		v.errf("workload.documents.top_n", "must be >= 0, and only for target.api rerank")
 	}
 }

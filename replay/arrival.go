@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/wirebench/wirebench/schemas"
 )
 
 // arrivals generates the send offsets of an open-loop stage, in nanoseconds from the stage start,
@@ -13,7 +15,7 @@ import (
 //   - gamma: gamma gaps with shape k = burstiness and scale 1/(rate·k): mean 1/rate, coefficient
 //     of variation 1/√k (k = 1 is Poisson; k < 1 is burstier).
 type arrivals struct {
-	kind   string
+	kind   string // schemas.ArrivalConstant, ArrivalPoisson or ArrivalGamma
 	rate   float64
 	shape  float64
 	endNs  int64
@@ -31,14 +33,14 @@ func newArrivals(kind string, rate, burstiness float64, d time.Duration, rng *ra
 func (a *arrivals) next() (int64, bool) {
 	var off int64
 	switch a.kind {
-	case "constant":
+	case schemas.ArrivalConstant:
 		off = int64(math.Round(float64(a.i) * a.period))
-	case "poisson":
+	case schemas.ArrivalPoisson:
 		if a.i > 0 {
 			a.t += a.rng.ExpFloat64() / a.rate
 		}
 		off = int64(a.t * 1e9)
-	case "gamma":
+	case schemas.ArrivalGamma:
 		if a.i > 0 {
 			a.t += gammaRand(a.rng, a.shape) / (a.shape * a.rate)
 		}

@@ -76,7 +76,7 @@ func newConversations(cfg *schemas.Conversations, chat bool, gen *textGen, rng *
 	return c, nil
 }
 
-func (c *conversations) name() string    { return "conversations" }
+func (c *conversations) name() string    { return schemas.SourceConversations }
 func (c *conversations) multiTurn() bool { return true }
 
 func (c *conversations) unit(buf []turn, limit int64) ([]turn, error) {

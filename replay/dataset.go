@@ -380,14 +380,14 @@ func (k datasetKind) files() []fileField {
 func (k datasetKind) validate(v *validator, api string) {
 	f := "workload.dataset."
 	switch k.Format {
-	case "sharegpt", "jsonl", "csv":
+	case schemas.DatasetShareGPT, schemas.DatasetJSONL, schemas.DatasetCSV:
 	default:
 		v.errf(f+"format", "%q: want sharegpt, jsonl or csv", k.Format)
 	}
 	if k.File == "" {
 		v.errf(f+"file", "required")
 	}
-	if k.WholeConversation && (k.Format != "sharegpt" || !schemas.MessageAPI(api)) {
+	if k.WholeConversation && (k.Format != schemas.DatasetShareGPT || !schemas.MessageAPI(api)) {
 		v.errf(f+"whole_conversation", "needs format: sharegpt and target.api chat, responses or messages")
 	}
 	if k.MaxInputTokens > 0 && k.MaxInputTokens < k.MinInputTokens {
@@ -426,11 +426,11 @@ func newDataset(cfg *schemas.Dataset, api string, tok tokenizer.Tokenizer, rng *
 	var rows []row
 	var err error
 	switch cfg.Format {
-	case "sharegpt":
+	case schemas.DatasetShareGPT:
 		rows, err = readShareGPT(cfg.File, cfg.WholeConversation, chat, tok)
-	case "jsonl":
+	case schemas.DatasetJSONL:
 		rows, err = readJSONL(cfg.File, chat, tok)
-	case "csv":
+	case schemas.DatasetCSV:
 		rows, err = readCSV(cfg.File, cfg.PromptColumn, cfg.MaxTokensColumn, cfg.ImageColumn, tok)
 	}
 	if err != nil {
@@ -467,7 +467,7 @@ func newDataset(cfg *schemas.Dataset, api string, tok tokenizer.Tokenizer, rng *
 	return d, nil
 }
 
-func (d *dataset) name() string    { return "dataset" }
+func (d *dataset) name() string    { return schemas.SourceDataset }
 func (d *dataset) multiTurn() bool { return false }
 
 func (d *dataset) unit(buf []turn, limit int64) ([]turn, error) {

@@ -29,11 +29,11 @@ func newSampler(d schemas.LengthDist) (*sampler, error) {
 	}
 	s := &sampler{d: d}
 	switch d.Kind {
-	case "lognormal":
+	case schemas.DistLognormal:
 		// For lengths with mean m and std s: σ² = ln(1 + s²/m²), μ = ln m − σ²/2.
 		s.sg = math.Sqrt(math.Log(1 + d.Std*d.Std/(d.Mean*d.Mean)))
 		s.mu = math.Log(d.Mean) - s.sg*s.sg/2
-	case "empirical":
+	case schemas.DistEmpirical:
 		if err := s.readHistogram(d.File); err != nil {
 			return nil, err
 		}
@@ -95,17 +95,17 @@ func (s *sampler) draw(r *rand.Rand) int {
 	d := &s.d
 	var x float64
 	switch d.Kind {
-	case "fixed":
+	case schemas.DistFixed:
 		x = float64(d.Value)
-	case "uniform":
+	case schemas.DistUniform:
 		return d.Min + r.IntN(d.Max-d.Min+1)
-	case "normal":
+	case schemas.DistNormal:
 		x = d.Mean + d.Std*r.NormFloat64()
-	case "lognormal":
+	case schemas.DistLognormal:
 		x = math.Exp(s.mu + s.sg*r.NormFloat64())
-	case "exponential":
+	case schemas.DistExponential:
 		x = d.Mean * r.ExpFloat64()
-	case "empirical":
+	case schemas.DistEmpirical:
 		u := r.Float64() * s.cum[len(s.cum)-1]
 		i := sort.SearchFloat64s(s.cum, u)
 		if i >= len(s.vals) {

@@ -23,7 +23,7 @@ func validateImages(v *validator, im *schemas.Images, api string) {
 		v.errf(f+"width", "width and height must be in 1..%d", schemas.MaxImageSide)
 	}
 	switch im.Format {
-	case "png", "jpeg":
+	case schemas.ImagePNG, schemas.ImageJPEG:
 	default:
 		v.errf(f+"format", "%q: want png or jpeg", im.Format)
 	}

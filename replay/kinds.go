@@ -98,14 +98,14 @@ func (p *planner) planLoad(newSource newSourceFunc) ([]schemas.StageInfo, error)
 	// Embeddings: the source's prompts go to a private output and each request carries a batch
 	// of them (see batched).
 	so := o
-	if (cfg.Target.API == "embeddings" && w.Batch > 1) || schemas.RankAPI(cfg.Target.API) {
+	if (cfg.Target.API == schemas.APIEmbeddings && w.Batch > 1) || schemas.RankAPI(cfg.Target.API) {
 		so = &output{keep: true}
 	}
 	src, err := newSource(gen, rng, so)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Target.API == "embeddings" {
+	if cfg.Target.API == schemas.APIEmbeddings {
 		src = &batched{inner: src, n: w.Batch, o: o, priv: so}
 	}
 	if schemas.RankAPI(cfg.Target.API) {

@@ -214,10 +214,10 @@ func (v *validator) line(field string) int {
 
 func setDefaults(c *schemas.Config) {
 	if c.Target.API == "" {
-		c.Target.API = "completions"
+		c.Target.API = schemas.APICompletions
 	}
 	if len(c.Target.URLs) > 0 && c.Target.Pick == "" {
-		c.Target.Pick = "round_robin"
+		c.Target.Pick = schemas.PickRoundRobin
 	}
 	for i := range c.Target.URLs {
 		if c.Target.URLs[i].Weight == 0 {
@@ -225,16 +225,16 @@ func setDefaults(c *schemas.Config) {
 		}
 	}
 	if c.Target.MaxTokens == "" {
-		c.Target.MaxTokens = "workload"
+		c.Target.MaxTokens = schemas.MaxTokensWorkload
 	}
 	if c.Tokenizer == "" {
 		c.Tokenizer = "whitespace"
 	}
 	def := func(s *schemas.StageSpec) {
 		if s.Rate != 0 && s.Arrival == "" {
-			s.Arrival = "poisson"
+			s.Arrival = schemas.ArrivalPoisson
 		}
-		if s.Arrival == "gamma" && s.Burstiness == 0 {
+		if s.Arrival == schemas.ArrivalGamma && s.Burstiness == 0 {
 			s.Burstiness = 1
 		}
 	}
@@ -246,12 +246,12 @@ func setDefaults(c *schemas.Config) {
 	}
 	if s := c.Load.Sweep; s != nil {
 		if s.Scale == "" {
-			s.Scale = "linear"
+			s.Scale = schemas.ScaleLinear
 		}
 		if s.Arrival == "" {
-			s.Arrival = "poisson"
+			s.Arrival = schemas.ArrivalPoisson
 		}
-		if s.Arrival == "gamma" && s.Burstiness == 0 {
+		if s.Arrival == schemas.ArrivalGamma && s.Burstiness == 0 {
 			s.Burstiness = 1
 		}
 	}
@@ -261,7 +261,7 @@ func setDefaults(c *schemas.Config) {
 	}
 	if im := w.Images; im != nil {
 		if im.Format == "" {
-			im.Format = "png"
+			im.Format = schemas.ImagePNG
 		}
 		if im.Distinct == 0 {
 			im.Distinct = 16
@@ -286,7 +286,7 @@ type fileField struct {
 
 // distFile is the file of a length distribution (field names it); only an empirical one is read.
 func distFile(field string, d *schemas.LengthDist) fileField {
-	return fileField{field + ".file", &d.File, d.Kind == "empirical"}
+	return fileField{field + ".file", &d.File, d.Kind == schemas.DistEmpirical}
 }
 
 // fileFields lists every path the config names.
@@ -382,16 +382,16 @@ func (v *validator) target(t *schemas.Target, tools bool) {
 	}
 	v.endpoints(t)
 	switch t.API {
-	case "completions", "chat", "responses", "messages", "embeddings", "rerank", "score", "tei_rerank":
+	case schemas.APICompletions, schemas.APIChat, schemas.APIResponses, schemas.APIMessages, schemas.APIEmbeddings, schemas.APIRerank, schemas.APIScore, schemas.APITEIRerank:
 	default:
 		v.errf("target.api", "%q: want completions, chat, responses, messages, embeddings, rerank, score or tei_rerank", t.API)
 	}
 	v.models(t)
-	if t.API == "messages" && t.MaxTokens == "none" {
+	if t.API == schemas.APIMessages && t.MaxTokens == schemas.MaxTokensNone {
 		v.errf("target.max_tokens", "none: the messages API requires max_tokens")
 	}
 	switch t.MaxTokens {
-	case "workload", "none":
+	case schemas.MaxTokensWorkload, schemas.MaxTokensNone:
 	default:
 		v.errf("target.max_tokens", "%q: want workload or none", t.MaxTokens)
 	}
@@ -495,7 +495,7 @@ func (v *validator) search(s *schemas.Search) {
 	if s.Duration < 0 || (s.Duration > 0 && s.Duration.D() < time.Second) {
 		v.errf(f+"duration", "%v: must be >= 1s (default 30s)", s.Duration.D())
 	}
-	if s.Arrival != "" && s.Arrival != "constant" && s.Arrival != "poisson" {
+	if s.Arrival != "" && s.Arrival != schemas.ArrivalConstant && s.Arrival != schemas.ArrivalPoisson {
 		v.errf(f+"arrival", "%q: must be constant or poisson", s.Arrival)
 	}
 	if s.MaxSteps < 0 {
@@ -539,7 +539,7 @@ func (v *validator) load(l *schemas.Load, needStages bool) {
 		if s.Duration <= 0 {
 			v.errf(f+"duration", "must be > 0")
 		}
-		if s.Scale != "linear" && s.Scale != "geometric" {
+		if s.Scale != schemas.ScaleLinear && s.Scale != schemas.ScaleGeometric {
 			v.errf(f+"scale", "%q: want linear or geometric", s.Scale)
 		}
 		checkArrival(v, f, s.Arrival, s.Burstiness)
@@ -548,11 +548,11 @@ func (v *validator) load(l *schemas.Load, needStages bool) {
 
 func checkArrival(v *validator, f, arrival string, burst float64) {
 	switch arrival {
-	case "constant", "poisson":
+	case schemas.ArrivalConstant, schemas.ArrivalPoisson:
 		if burst != 0 {
 			v.errf(f+"burstiness", "only for arrival: gamma")
 		}
-	case "gamma":
+	case schemas.ArrivalGamma:
 		if burst <= 0 || math.IsNaN(burst) || math.IsInf(burst, 0) {
 			v.errf(f+"burstiness", "must be > 0 (1 = Poisson, < 1 burstier)")
 		}
@@ -617,26 +617,26 @@ func (v *validator) length(d *schemas.LengthDist, f string) {
 		v.errf(f+"max", "%d < min %d", d.Max, d.Min)
 	}
 	switch d.Kind {
-	case "fixed":
+	case schemas.DistFixed:
 		if d.Value <= 0 {
 			v.errf(f+"value", "must be > 0")
 		}
-	case "uniform":
+	case schemas.DistUniform:
 		if d.Max == 0 {
 			v.errf(f+"max", "required for uniform")
 		}
-	case "normal", "lognormal":
+	case schemas.DistNormal, schemas.DistLognormal:
 		if d.Mean <= 0 {
 			v.errf(f+"mean", "must be > 0")
 		}
 		if d.Std < 0 {
 			v.errf(f+"std", "must be >= 0")
 		}
-	case "exponential":
+	case schemas.DistExponential:
 		if d.Mean <= 0 {
 			v.errf(f+"mean", "must be > 0")
 		}
-	case "empirical":
+	case schemas.DistEmpirical:
 		if d.File == "" {
 			v.errf(f+"file", "required for empirical")
 		}

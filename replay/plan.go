@@ -46,7 +46,7 @@ func expandStages(l schemas.Load) []stage {
 		info := schemas.StageInfo{Index: int32(len(out)), Name: s.Name, Warmup: warmup}
 		if s.Rate > 0 {
 			info.Mode, info.Arrival, info.Rate = schemas.ModeOpen, s.Arrival, s.Rate
-			if s.Arrival == "gamma" {
+			if s.Arrival == schemas.ArrivalGamma {
 				info.Burstiness = s.Burstiness
 			}
 		} else {

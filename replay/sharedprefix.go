@@ -78,7 +78,7 @@ func newSharedPrefix(cfg *schemas.SharedPrefix, chat bool, gen *textGen, rng *ra
 	return s, nil
 }
 
-func (s *sharedPrefix) name() string    { return "shared_prefix" }
+func (s *sharedPrefix) name() string    { return schemas.SourceSharedPrefix }
 func (s *sharedPrefix) multiTurn() bool { return false }
 
 func (s *sharedPrefix) unit(buf []turn, limit int64) ([]turn, error) {

@@ -70,7 +70,7 @@ func newSynthetic(cfg *schemas.Synthetic, gen *textGen, rng *rand.Rand, o *outpu
 	return &synthetic{cfg: cfg, in: in, out: out, gen: gen, rng: rng, o: o, seen: map[uint64]promptRef{}}, nil
 }
 
-func (s *synthetic) name() string    { return "synthetic" }
+func (s *synthetic) name() string    { return schemas.SourceSynthetic }
 func (s *synthetic) multiTurn() bool { return false }
 
 func (s *synthetic) unit(buf []turn, limit int64) ([]turn, error) {

@@ -38,7 +38,7 @@ func (k traceKind) files() []fileField {
 func (k traceKind) validate(v *validator, _ string) {
 	f := "workload.trace."
 	switch k.Format {
-	case "azure", "burstgpt", "mooncake":
+	case schemas.TraceAzure, schemas.TraceBurstGPT, schemas.TraceMooncake:
 	default:
 		v.errf(f+"format", "%q: want azure, burstgpt or mooncake", k.Format)
 	}
@@ -172,11 +172,11 @@ func loadTrace(cfg *schemas.Trace) ([]traceRow, error) {
 	var rows []traceRow
 	var err error
 	switch cfg.Format {
-	case "azure":
+	case schemas.TraceAzure:
 		rows, err = readAzure(cfg.File)
-	case "burstgpt":
+	case schemas.TraceBurstGPT:
 		rows, err = readBurstGPT(cfg.File)
-	case "mooncake":
+	case schemas.TraceMooncake:
 		rows, err = readMooncake(cfg.File)
 	}
 	if err != nil {
@@ -225,7 +225,7 @@ func planTrace(cfg *schemas.Trace, rows []traceRow, gen *textGen, seed int64, o 
 	if n > 1 && last > 0 {
 		dur = last * int64(n) / int64(n-1) // so that requests/duration is the mean rate
 	}
-	info := schemas.StageInfo{Name: "trace", Mode: schemas.ModeOpen, Arrival: "trace", DurationNs: dur, Requests: int64(n), Rate: float64(n) / span2s(dur)}
+	info := schemas.StageInfo{Name: "trace", Mode: schemas.ModeOpen, Arrival: schemas.ArrivalTrace, DurationNs: dur, Requests: int64(n), Rate: float64(n) / span2s(dur)}
 	o.stats = []*stageStats{newStageStats()}
 	rng := rand.New(rand.NewPCG(uint64(seed), 2))
 	var parts []string
@@ -234,7 +234,7 @@ func planTrace(cfg *schemas.Trace, rows []traceRow, gen *textGen, seed int64, o 
 		var text string
 		var got int
 		group := int32(-1)
-		if r.hashes != nil && cfg.Format == "mooncake" {
+		if r.hashes != nil && cfg.Format == schemas.TraceMooncake {
 			parts = parts[:0]
 			left := int(input)
 			for k, h := range r.hashes {
@@ -271,7 +271,7 @@ func planTrace(cfg *schemas.Trace, rows []traceRow, gen *textGen, seed int64, o 
 		}
 		req := schemas.ScheduleRequest{
 			Seq: int64(i), PlannedOffsetNs: r.ns, User: -1, Conversation: -1, DependsOn: -1,
-			PromptID: id, InputTokens: int32(got), MaxTokens: max(r.output, 1), PrefixGroup: group, Source: "trace",
+			PromptID: id, InputTokens: int32(got), MaxTokens: max(r.output, 1), PrefixGroup: group, Source: schemas.SourceTrace,
 		}
 		if err := o.addRequest(req); err != nil {
 			return info, err

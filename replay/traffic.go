@@ -77,7 +77,7 @@ func newEndpointPicker(eps []schemas.Endpoint, pick string, seed int64) *endpoin
 		p.weights[i] = e.Weight
 		p.total += e.Weight
 	}
-	if pick == "random" {
+	if pick == schemas.PickRandom {
 		p.rng = rand.New(rand.NewPCG(uint64(seed), endpointStream))
 	}
 	return p
@@ -118,7 +118,7 @@ func validateCancel(v *validator, c *schemas.Cancel, api string) {
 		v.errf(f+"after", "must be > 0")
 	case (c.AfterTokens > 0) == (c.After > 0):
 		v.errf("workload.cancel", "set exactly one of after_tokens and after")
-	case c.AfterTokens > 0 && api == "embeddings":
+	case c.AfterTokens > 0 && api == schemas.APIEmbeddings:
 		v.errf(f+"after_tokens", "target.api embeddings streams no tokens; use after")
 	}
 }
@@ -143,7 +143,7 @@ func (v *validator) endpoints(t *schemas.Target) {
 		}
 	}
 	switch t.Pick {
-	case "", "round_robin", "random":
+	case "", schemas.PickRoundRobin, schemas.PickRandom:
 		if t.Pick != "" && len(t.URLs) == 0 {
 			v.errf("target.pick", "only with target.urls")
 		}

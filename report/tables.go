@@ -241,7 +241,7 @@ func footprintCell(fp schemas.ProfileFootprint) string {
 func rateSentence(s schemas.ProfileStage) string {
 	plan := "plan "
 	offered := ""
-	if s.Mode == "open" && s.TargetRate > 0 {
+	if s.Mode == schemas.ModeOpen && s.TargetRate > 0 {
 		plan, offered = "this seed's plan ", "offered "+fmtRate(s.TargetRate)+"/s; "
 	}
 	return fmt.Sprintf("%s%s%s/s; sent %s/s (%s)", offered, plan, fmtRate(orNaN(s.Quality.PlannedRate)),

@@ -51,9 +51,7 @@ type Target struct {
 	TTFTTimeout    Duration  `yaml:"ttft_timeout" json:"ttft_timeout,omitempty"`
 	GapTimeout     Duration  `yaml:"gap_timeout" json:"gap_timeout,omitempty"`
 	ConnectTimeout Duration  `yaml:"connect_timeout" json:"connect_timeout,omitempty"`
-	// MaxTokens is the max_tokens policy: "workload" (default) sends each request's planned
-	// output length (schedule max_tokens) as max_tokens; "none" sends no max_tokens, so the
-	// server decides when to stop (the planned length stays in the schedule for reference).
+	// MaxTokens is the max_tokens policy: MaxTokensWorkload (default) or MaxTokensNone.
 	MaxTokens  string         `yaml:"max_tokens" json:"max_tokens,omitempty"`
 	ExtraBody  map[string]any `yaml:"extra_body" json:"extra_body,omitempty"`
 	MetricsURL string         `yaml:"metrics_url" json:"metrics_url,omitempty"` // Prometheus endpoint to scrape
@@ -163,7 +161,9 @@ func (b Bias) WithDefaults() Bias {
 	return b
 }
 
-// CaptureOptions are read by capture from the manifest; capture's flags override them.
+// CaptureOptions are read by capture from the manifest; capture's flags override them. Each is
+// the flag's option (capture.Options, or capture.Config.Workers) of the same JSON key, resolved
+// in one place: capture's resolve, whose test fails on a key it does not take.
 type CaptureOptions struct {
 	Workers        int      `yaml:"workers" json:"workers,omitempty"`                 // 0 = the CPUs this process may use
 	Connections    int      `yaml:"connections" json:"connections,omitempty"`         // warm connections per worker

@@ -18,6 +18,16 @@ const (
 	PickRandom     = "random"      // a seeded draw by weight
 )
 
+// The max_tokens policies (Target.MaxTokens).
+const (
+	// MaxTokensWorkload (the default) sends each request's planned output length (schedule
+	// max_tokens) as max_tokens.
+	MaxTokensWorkload = "workload"
+	// MaxTokensNone sends no max_tokens, so the server decides when to stop (the planned length
+	// stays in the schedule for reference).
+	MaxTokensNone = "none"
+)
+
 // MessageAPI reports whether the API takes a list of messages (chat, responses, messages).
 func MessageAPI(api string) bool { return api == APIChat || api == APIResponses || api == APIMessages }
 

@@ -31,12 +31,18 @@ type StageSpec struct {
 	ThinkTime   Duration `yaml:"think_time" json:"think_time,omitempty"`
 }
 
+// How a sweep spaces its rates (Sweep.Scale; see Sweep.Rates).
+const (
+	ScaleLinear    = "linear"    // equal steps (the default)
+	ScaleGeometric = "geometric" // equal ratios
+)
+
 // Sweep expands into stages from min_rate to max_rate.
 type Sweep struct {
 	MinRate    float64  `yaml:"min_rate" json:"min_rate"`
 	MaxRate    float64  `yaml:"max_rate" json:"max_rate"`
 	Stages     int      `yaml:"stages" json:"stages"`
-	Scale      string   `yaml:"scale" json:"scale,omitempty"` // linear (default) or geometric
+	Scale      string   `yaml:"scale" json:"scale,omitempty"` // ScaleLinear (default) or ScaleGeometric
 	Duration   Duration `yaml:"duration" json:"duration"`
 	Arrival    string   `yaml:"arrival" json:"arrival,omitempty"`
 	Burstiness float64  `yaml:"burstiness" json:"burstiness,omitempty"`
@@ -52,7 +58,7 @@ func (s Sweep) Rates() []float64 {
 			continue
 		}
 		f := float64(i) / float64(s.Stages-1)
-		if s.Scale == "geometric" {
+		if s.Scale == ScaleGeometric {
 			out[i] = s.MinRate * math.Pow(s.MaxRate/s.MinRate, f)
 		} else {
 			out[i] = s.MinRate + f*(s.MaxRate-s.MinRate)

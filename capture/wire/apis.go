@@ -1,6 +1,10 @@
 package wire
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/wirebench/wirebench/schemas"
+)
 
 // API selects how the client reads response events: the JSON each event carries and which
 // event ends the stream. The SSE framing (decoder) is the same for all.
@@ -39,19 +43,19 @@ func (a API) Ranks() bool { return a >= apiRerank }
 // ParseAPI maps a target.api name to its response format.
 func ParseAPI(name string) (API, error) {
 	switch name {
-	case "", "completions", "chat":
+	case "", schemas.APICompletions, schemas.APIChat:
 		return apiOpenAI, nil
-	case "responses":
+	case schemas.APIResponses:
 		return apiResponses, nil
-	case "messages":
+	case schemas.APIMessages:
 		return apiMessages, nil
-	case "embeddings":
+	case schemas.APIEmbeddings:
 		return apiEmbeddings, nil
-	case "rerank":
+	case schemas.APIRerank:
 		return apiRerank, nil
-	case "score":
+	case schemas.APIScore:
 		return apiScore, nil
-	case "tei_rerank":
+	case schemas.APITEIRerank:
 		return apiTEIRerank, nil
 	}
 	return 0, fmt.Errorf("unknown api %q: want completions, chat, responses, messages, embeddings, rerank, score or tei_rerank", name)

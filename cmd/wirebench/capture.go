@@ -29,12 +29,9 @@ type CaptureFlags struct {
 	StartAt string `help:"Common start time for multi-host runs: RFC 3339 (2026-01-02T15:04:05Z) or unix nanoseconds. Default: just after every worker is ready."`
 	// The options capture.Config shares with its workers: --max-inflight to --gomaxprocs.
 	capture.Options
-	CPUs          string        `name:"cpus" placeholder:"LIST" help:"CPUs to pin the workers to, worker i to the i-th (mod the list), e.g. 0,2-3 (default: the CPUs this process may use). Hosts sharing one machine give each a CPU of its own."`
-	NoPin         bool          `help:"Do not pin workers to CPUs."`
-	KeepAwake     bool          `help:"Keep each pinned worker's CPU from halting while the capture runs: a spinner at the lowest priority (SCHED_IDLE) that gives way at once to any other thread. A halted CPU wakes late (on VMs up to milliseconds) and that lateness becomes send and read lag. Costs a full CPU per worker in power and, where a host caps the VM's CPU time or the instance is burstable, in quota: use it on machines whose CPUs are your own. Ignored under a cgroup CPU quota (see README)."`
-	StopBelow     float64       `name:"stop-below-fidelity" placeholder:"SHARE" help:"Stop sending once an open-loop stage ends with fewer than this share of its planned sends made on time (e.g. 0.9): the client has broken and later stages would measure only the client. The run ends complete; the manifest says what was not sent. 0 = never." default:"0"`
-	Tap           string        `enum:"auto,on,off" default:"auto" help:"Packet tap: record every TCP segment of the run's connections (AF_PACKET, headers only) in raw/segments-PPPP.parquet, so aggregate gives every event the arrival time of the segment that carried it, however late the client read. auto: on where this process may open a packet socket (CAP_NET_RAW) and the target is http or https over IPv4, else off with a note in the log and the manifest; on: fail when it cannot run. One of: ${enum}."`
-	Quiet         bool          `help:"No progress output (warnings and errors are still logged)."`
+	CPUs string `name:"cpus" placeholder:"LIST" help:"CPUs to pin the workers to, worker i to the i-th (mod the list), e.g. 0,2-3 (default: the CPUs this process may use). Hosts sharing one machine give each a CPU of its own."`
+	// The coordinator's own options capture.Config holds: --no-pin to --quiet.
+	capture.CoordOptions
 	MetricsListen string        `placeholder:"ADDR" help:"Serve live metrics in Prometheus text format at http://ADDR/metrics while the capture runs (e.g. :9464): requests planned, sent, done and failed by stage, in flight, open connections, send lag, live TTFT/ITL/E2E histograms, worker CPU (docs/design/live-metrics.md)."`
 	MetricsLinger time.Duration `help:"Keep serving --metrics-listen this long after the command's work is done, so that a last scrape sees the final figures." default:"0s"`
 }
@@ -71,8 +68,8 @@ func (c *CaptureCmd) Run(ctx context.Context, log *slog.Logger, lf logFlags) (er
 }
 
 func (c *CaptureFlags) config(run, target string, args []string, lf logFlags) (capture.Config, error) {
-	cfg := capture.Config{Run: run, Workers: c.Workers, Target: target, Options: c.Options, NoPin: c.NoPin, KeepAwake: c.KeepAwake, Tap: c.Tap,
-		StopBelowFidelity: c.StopBelow, Quiet: c.Quiet, Progress: os.Stderr, Args: args, WorkerArgs: lf}
+	cfg := capture.Config{Run: run, Workers: c.Workers, Target: target, Options: c.Options, CoordOptions: c.CoordOptions,
+		Progress: os.Stderr, Args: args, WorkerArgs: lf}
 	var err error
 	if cfg.Shard, cfg.Shards, err = schemas.ParseShard(c.Shard); err != nil {
 		return cfg, err

@@ -44,7 +44,7 @@ func Config(target schemas.Target, stages []Stage) (*schemas.Config, error) {
 			return nil, fmt.Errorf("stage %d asks for %d/%d tokens; every stage must ask for %d/%d", i, s.InputTokens, s.MaxTokens, in, out)
 		}
 		cfg.Load.Stages = append(cfg.Load.Stages, schemas.StageSpec{Name: fmt.Sprintf("rate-%g", s.Rate), Rate: s.Rate,
-			Duration: schemas.Duration(s.Duration), Arrival: "constant"})
+			Duration: schemas.Duration(s.Duration), Arrival: schemas.ArrivalConstant})
 	}
 	return cfg, nil
 }

@@ -288,7 +288,7 @@ func (h *host) manifest(planned int64) *schemas.Manifest {
 	c := h.cfg
 	name := fmt.Sprintf("synthetic-%dx%g", c.Hosts, c.Rate)
 	cfg, _ := json.Marshal(schemas.Config{Name: name, Seed: int64(c.Seed), Tokenizer: "whitespace",
-		Target: schemas.Target{URL: "http://server.test:8000", API: "completions", Model: "synthetic"},
+		Target: schemas.Target{URL: "http://server.test:8000", API: schemas.APICompletions, Model: "synthetic"},
 		SLO:    schemas.SLO{TTFT: schemas.Duration(500 * time.Millisecond), TPOT: schemas.Duration(50 * time.Millisecond)}})
 	created := time.Unix(0, StartNs-int64(time.Minute)).UTC()
 	ended := time.Unix(0, StartNs+int64(c.Duration)+int64(time.Second)).UTC()

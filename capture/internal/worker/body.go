@@ -33,10 +33,10 @@ type bodyBuilder struct {
 func newBodyBuilder(t schemas.Target, tools *schemas.Tools) (*bodyBuilder, error) {
 	api := t.API
 	if api == "" {
-		api = "completions"
+		api = schemas.APICompletions
 	}
 	switch api {
-	case "completions", "chat", "responses", "messages", "embeddings", "rerank", "score", "tei_rerank":
+	case schemas.APICompletions, schemas.APIChat, schemas.APIResponses, schemas.APIMessages, schemas.APIEmbeddings, schemas.APIRerank, schemas.APIScore, schemas.APITEIRerank:
 	default:
 		return nil, fmt.Errorf("target.api: %q is not completions, chat, responses, messages, embeddings, rerank, score or tei_rerank", api)
 	}
@@ -66,10 +66,10 @@ func newBodyBuilder(t schemas.Target, tools *schemas.Tools) (*bodyBuilder, error
 	}
 	var sendMax bool
 	switch t.MaxTokens {
-	case "", "workload":
+	case "", schemas.MaxTokensWorkload:
 		sendMax = schemas.OutputAPI(api)
-	case "none":
-		if api == "messages" {
+	case schemas.MaxTokensNone:
+		if api == schemas.APIMessages {
 			return nil, fmt.Errorf("target.max_tokens: none: the messages API requires max_tokens")
 		}
 	default:
@@ -110,9 +110,9 @@ func (bb *bodyBuilder) prefixOf(model string) ([]byte, error) {
 func constantFields(api string, t schemas.Target, tools *schemas.Tools) (map[string]any, error) {
 	fields := map[string]any{}
 	switch api {
-	case "completions", "chat":
+	case schemas.APICompletions, schemas.APIChat:
 		fields["stream_options"] = map[string]any{"include_usage": true}
-	case "embeddings":
+	case schemas.APIEmbeddings:
 		fields["encoding_format"] = "float"
 	}
 	if t.IgnoreEOS && schemas.OutputAPI(api) {
@@ -142,15 +142,15 @@ func toolFields(api string, tt *schemas.Tools) (tools []any, choice any) {
 		name := "tool_" + strconv.Itoa(i)
 		desc := fmt.Sprintf("Synthetic tool %d of the wirebench tools workload: takes a text.", i)
 		switch api {
-		case "chat":
+		case schemas.APIChat:
 			tools = append(tools, map[string]any{"type": "function", "function": map[string]any{"name": name, "description": desc, "parameters": params}})
-		case "responses":
+		case schemas.APIResponses:
 			tools = append(tools, map[string]any{"type": "function", "name": name, "description": desc, "parameters": params})
 		default: // messages
 			tools = append(tools, map[string]any{"name": name, "description": desc, "input_schema": params})
 		}
 	}
-	if api != "messages" {
+	if api != schemas.APIMessages {
 		return tools, tt.Choice
 	}
 	if tt.Choice == "required" {
@@ -195,14 +195,14 @@ func (bb *bodyBuilder) build(model string, maxTokens int32, p *schemas.Prompt, p
 		return nil, nil, err
 	}
 	switch bb.api {
-	case "embeddings":
+	case schemas.APIEmbeddings:
 		body, err = bb.embeddings(prefix, p)
 		return body, nil, err
-	case "rerank", "score", "tei_rerank":
+	case schemas.APIRerank, schemas.APIScore, schemas.APITEIRerank:
 		body, err = bb.rank(prefix, p)
 		return body, nil, err
 	}
-	if bb.api == "completions" {
+	if bb.api == schemas.APICompletions {
 		if prev != nil {
 			hist = append(hist, prev...)
 			hist = append(hist, answer...)
@@ -248,12 +248,12 @@ func (bb *bodyBuilder) start(prefix []byte, n int, maxTokens int32, limitKey str
 // messages assembles a chat, responses or messages body around the message list hist.
 func (bb *bodyBuilder) messages(prefix, hist []byte, maxTokens int32) ([]byte, error) {
 	switch bb.api {
-	case "responses":
+	case schemas.APIResponses:
 		body := bb.start(prefix, len(hist), maxTokens, "max_output_tokens")
 		body = append(body, `,"input":[`...)
 		body = append(body, hist...)
 		return append(body, "]}"...), nil
-	case "messages":
+	case schemas.APIMessages:
 		system, rest, err := splitSystem(hist)
 		if err != nil {
 			return nil, err
@@ -291,9 +291,9 @@ func (bb *bodyBuilder) embeddings(prefix []byte, p *schemas.Prompt) ([]byte, err
 
 // rankKeys are the body keys of the query and the documents, by ranking API.
 var rankKeys = map[string][2]string{
-	"rerank":     {`,"query":`, `,"documents":`}, // vLLM /v1/rerank (Cohere, Jina)
-	"score":      {`,"text_1":`, `,"text_2":`},   // vLLM /v1/score
-	"tei_rerank": {`,"query":`, `,"texts":`},     // TEI /rerank
+	schemas.APIRerank:    {`,"query":`, `,"documents":`}, // vLLM /v1/rerank (Cohere, Jina)
+	schemas.APIScore:     {`,"text_1":`, `,"text_2":`},   // vLLM /v1/score
+	schemas.APITEIRerank: {`,"query":`, `,"texts":`},     // TEI /rerank
 }
 
 // rank builds a ranking body: the prompt's text as the query and its inputs_json as the
@@ -339,7 +339,7 @@ func (bb *bodyBuilder) appendUser(h []byte, text, imagesJSON string) ([]byte, er
 	}
 	h = append(h, `{"role":"user","content":[`...)
 	textPart := `{"type":"text","text":`
-	if bb.api == "responses" {
+	if bb.api == schemas.APIResponses {
 		textPart = `{"type":"input_text","text":`
 	}
 	h = append(h, textPart...)
@@ -359,11 +359,11 @@ func (bb *bodyBuilder) appendUser(h []byte, text, imagesJSON string) ([]byte, er
 // appendImage appends one image content part for url (http(s) or data:).
 func (bb *bodyBuilder) appendImage(h []byte, url string) []byte {
 	switch bb.api {
-	case "responses":
+	case schemas.APIResponses:
 		h = append(h, `{"type":"input_image","image_url":`...)
 		h = appendJSONString(h, url)
 		return append(h, '}')
-	case "messages":
+	case schemas.APIMessages:
 		if media, data, ok := splitDataURL(url); ok {
 			h = append(h, `{"type":"image","source":{"type":"base64","media_type":`...)
 			h = appendJSONString(h, media)
@@ -461,11 +461,11 @@ func endpoint(base, api string) string {
 		base += "/v1"
 	}
 	switch api {
-	case "chat":
+	case schemas.APIChat:
 		return base + "/chat/completions"
-	case "responses", "messages", "embeddings", "rerank", "score":
+	case schemas.APIResponses, schemas.APIMessages, schemas.APIEmbeddings, schemas.APIRerank, schemas.APIScore:
 		return base + "/" + api
-	case "tei_rerank": // TEI serves /rerank at its root, not under /v1
+	case schemas.APITEIRerank: // TEI serves /rerank at its root, not under /v1
 		return strings.TrimSuffix(base, "/v1") + "/rerank"
 	}
 	return base + "/completions"

@@ -10,13 +10,15 @@ import (
 // capture.Options), the command line's CaptureFlags embeds them (kong reads the flags from the
 // tags below), and each worker's Config embeds them (JSON). A zero value means "not given" until
 // capture resolves it from the config's capture and target sections and the defaults
-// (capture's resolve); after that each field holds the value in force.
+// (capture's resolveOptions); after that each field holds the value in force. The config's
+// capture section (schemas.CaptureOptions, the file's contract) names its options by the same
+// JSON keys as the tags below.
 type Options struct {
-	MaxInflight  int           `json:"max_inflight" help:"Per-worker cap on requests in flight; a send that waits on it is recorded as lag and counted (0 = capture.max_inflight, else unlimited)." default:"0"`
-	Connections  int           `json:"connections" help:"Connections each worker opens and warms before the start (0 = capture.connections, else 64)." default:"0"`
-	MaxConns     int           `json:"max_connections" name:"max-connections" help:"Most connections each worker may open (0 = capture.max_connections, else what the open-files limit allows). A request that finds no idle connection dials one and takes whichever connection comes first; at this cap it waits without dialing, and is marked conn_capped." default:"0"`
-	KeepText     bool          `json:"keep_text" help:"Store the generated text in raw requests (output_text)."`
-	DrainTimeout time.Duration `json:"drain_timeout" help:"After the first Ctrl-C, wait this long for in-flight requests (0 = capture.drain_timeout, else 30s)." default:"0s"`
+	MaxInflight    int           `json:"max_inflight" help:"Per-worker cap on requests in flight; a send that waits on it is recorded as lag and counted (0 = capture.max_inflight, else unlimited)." default:"0"`
+	Connections    int           `json:"connections" help:"Connections each worker opens and warms before the start (0 = capture.connections, else 64)." default:"0"`
+	MaxConnections int           `json:"max_connections" name:"max-connections" help:"Most connections each worker may open (0 = capture.max_connections, else what the open-files limit allows). A request that finds no idle connection dials one and takes whichever connection comes first; at this cap it waits without dialing, and is marked conn_capped." default:"0"`
+	KeepText       bool          `json:"keep_text" help:"Store the generated text in raw requests (output_text)."`
+	DrainTimeout   time.Duration `json:"drain_timeout" help:"After the first Ctrl-C, wait this long for in-flight requests (0 = capture.drain_timeout, else 30s)." default:"0s"`
 	// Timeout is per whole request: nil = target.timeout, else DefaultTimeout; 0 = none.
 	Timeout     *time.Duration `json:"timeout" placeholder:"D" help:"End a request (error kind timeout) this long after its send began; 0 = none (default: target.timeout, else 30m)."`
 	TTFTTimeout time.Duration  `json:"ttft_timeout" name:"ttft-timeout" help:"End a request (ttft_timeout) whose response body has not begun this long after its send, however far its headers have come (0 = target.ttft_timeout, else 10m)." default:"0s"`

@@ -59,7 +59,7 @@ func (w *worker) loadTarget() error {
 	if w.bb, err = newBodyBuilder(w.tgt, rc.Workload.Tools); err != nil {
 		return err
 	}
-	if d := rc.Workload.Documents; d != nil && w.tgt.API == "rerank" {
+	if d := rc.Workload.Documents; d != nil && w.tgt.API == schemas.APIRerank {
 		w.bb.topN = d.TopN
 	}
 	if w.api, err = wire.ParseAPI(w.tgt.API); err != nil {

@@ -197,7 +197,7 @@ func (w *worker) newClient() *wire.Client {
 			break
 		}
 	}
-	maxConns := ConnCap(cfg.MaxConns, cfg.MaxInflight, OpenFilesLimit())
+	maxConns := ConnCap(cfg.MaxConnections, cfg.MaxInflight, OpenFilesLimit())
 	w.log.Info("connections", "max_connections", maxConns, "open_files_limit", OpenFilesLimit())
 	w.log.Info("timeouts", "timeout", cfg.timeout(), "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout, "connect_timeout", cfg.ConnectTimeout)
 	return wire.NewClient(wire.ClientConfig{API: w.api, MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
