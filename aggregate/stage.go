@@ -288,6 +288,7 @@ func (a *stageAcc) row(workers []workerStats, done *completions, bias schemas.Bi
 			st.GoodputRate = ptr(share * *st.CompletionRate)
 		}
 	}
+	st.Overloaded, st.OverloadedReason = a.overloaded()
 	if err := a.finishDists(&st); err != nil {
 		return st, err
 	}
@@ -335,7 +336,8 @@ func (a *stageAcc) rates(st *schemas.Stage, done *completions, window float64) {
 	}
 }
 
-// finishDists sets the stage's distributions and the intervals of its latency percentiles.
+// finishDists sets the stage's distributions and the intervals of its latency percentiles (none
+// for an overloaded stage: its latencies have no steady distribution to sample).
 func (a *stageAcc) finishDists(st *schemas.Stage) error {
 	var err error
 	for _, p := range []struct {
@@ -360,6 +362,10 @@ func (a *stageAcc) finishDists(st *schemas.Stage) error {
 		{"ttft", a.ttftCI, &st.TTFTCI}, {"ttfc", a.ttfcCI, &st.TTFCCI}, {"tpot", a.tpotCI, &st.TPOTCI},
 		{"itl", a.itlCI, &st.ITLCI}, {"e2e", a.e2eCI, &st.E2ECI}, {"ntpot", a.ntpotCI, &st.NTPOTCI},
 	} {
+		if st.Overloaded {
+			*p.out = p.ci.withheld()
+			continue
+		}
 		if *p.out, err = p.ci.interval(fmt.Sprintf("%d/%s", a.info.Index, p.name)); err != nil {
 			return fmt.Errorf("stage %d: %s intervals: %w", a.info.Index, p.name, err)
 		}

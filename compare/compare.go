@@ -198,6 +198,8 @@ func pairReplicates(base, new *Run, p StagePair, opt Options) [][]replicates {
 			note = m.NoInterval
 		case xb == nil || xn == nil:
 			note = "no interval: a run has no metrics/requests.parquet"
+		case base.Stages[p.Base].Overloaded || new.Stages[p.New].Overloaded:
+			note = overloadNote(&base.Stages[p.Base], &new.Stages[p.New])
 		}
 		var bl, bh, nl, nh [][]float64
 		var err error
@@ -219,6 +221,19 @@ func pairReplicates(base, new *Run, p StagePair, opt Options) [][]replicates {
 		}
 	}
 	return out
+}
+
+// overloadNote says which of a pair's stages was overloaded: its percentiles grow with the
+// stage's length, so a change in them has no interval.
+func overloadNote(sb, sn *schemas.Stage) string {
+	who := "BASE's and NEW's stages were"
+	switch {
+	case !sn.Overloaded:
+		who = "BASE's stage was"
+	case !sb.Overloaded:
+		who = "NEW's stage was"
+	}
+	return "no interval: " + who + " overloaded (the queue grew through it)"
 }
 
 // changeReplicates pairs replicate i of BASE with replicate i of NEW.

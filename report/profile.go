@@ -157,6 +157,7 @@ func stageProfile(s *schemas.Stage, label string, cpus int) schemas.ProfileStage
 		ErrorsByKind: errorKinds(s.ErrorsByKind), AchievedRate: s.AchievedRate, IssuedRate: s.IssuedRate, CompletionRate: s.CompletionRate,
 		InputTPS: s.InputTPS, OutputTPS: s.OutputTPS, DocumentsPerS: s.DocumentsPerS, TotalTPS: s.TotalTPS, InflightMean: s.InflightMean,
 		GoodputShare: s.GoodputShare, GoodputRate: s.GoodputRate, Saturated: s.Saturated,
+		Overloaded: s.Overloaded, OverloadedReason: s.OverloadedReason,
 		Latency: map[string]schemas.Dist{}, Intervals: map[string]schemas.CI{},
 		Breakdown: schemas.ProfileBreakdown{
 			QueueMeanNs: s.Queue.Mean, PrefillMeanNs: s.Prefill.Mean, DecodeMeanNs: s.Decode.Mean,

@@ -90,6 +90,9 @@ func stageNotes(s *schemas.Stage) string {
 	if s.Saturated {
 		notes = append(notes, "<- saturation")
 	}
+	if s.Overloaded {
+		notes = append(notes, "OVERLOADED")
+	}
 	if s.ClientBound {
 		notes = append(notes, "CLIENT-BOUND")
 	}
@@ -113,7 +116,8 @@ func stageNotes(s *schemas.Stage) string {
 
 // intervalNote reads the brackets of the terminal summary.
 const intervalNote = "[lo, hi]: the percentile's 95% interval, sampling and client error together; " +
-	"[-a, +b]: the client's bound alone, where too few values lie beyond the percentile for an interval (n too small)"
+	"[-a, +b]: the client's bound alone, where too few values lie beyond the percentile for an interval (n too small) " +
+	"or the stage is OVERLOADED (its queue grew: its percentiles grow with its length and have no interval)"
 
 // hasLatency reports whether some stage has a latency to show.
 func hasLatency(stages []schemas.Stage) bool {

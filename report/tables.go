@@ -17,7 +17,7 @@ func stagesCSV(p schemas.Profile) ([]byte, error) {
 	w := csv.NewWriter(&buf)
 	head := []string{"run", "stage", "name", "mode", "target_rate", "concurrency", "requests", "completed", "errors",
 		"achieved_rate", "completion_rate", "input_tps", "output_tps", "total_tps", "inflight_mean",
-		"goodput_share", "goodput_rate", "saturated"}
+		"goodput_share", "goodput_rate", "saturated", "overloaded"}
 	for _, l := range latencyColumns {
 		base := strings.TrimSuffix(l.Key, "_ns")
 		for _, q := range []string{"p50", "p50_lo", "p50_hi", "p90", "p90_lo", "p90_hi", "p99", "p99_lo", "p99_hi", "mean"} {
@@ -48,7 +48,7 @@ func stagesCSV(p schemas.Profile) ([]byte, error) {
 			row := []string{r.Label, i64(int64(s.Stage)), s.Name, s.Mode, f(s.TargetRate), i64(int64(s.Concurrency)),
 				i64(s.Requests), i64(s.Completed), i64(s.Errors), nf(s.AchievedRate), nf(s.CompletionRate),
 				nf(s.InputTPS), nf(s.OutputTPS), nf(s.TotalTPS), nf(s.InflightMean), nf(s.GoodputShare), nf(s.GoodputRate),
-				strconv.FormatBool(s.Saturated)}
+				strconv.FormatBool(s.Saturated), strconv.FormatBool(s.Overloaded)}
 			for _, l := range latencyColumns {
 				d := s.Latency[l.Key]
 				row = append(row, ni(d.P50), ni(d.P50Lo), ni(d.P50Hi), ni(d.P90), ni(d.P90Lo), ni(d.P90Hi),
@@ -151,6 +151,9 @@ func stageTable(r schemas.ProfileRun) table {
 		var notes []string
 		if s.Saturated {
 			notes = append(notes, "saturation")
+		}
+		if s.Overloaded {
+			notes = append(notes, "overloaded: no intervals")
 		}
 		if s.Quality.ClientBound {
 			notes = append(notes, "client-bound")

@@ -146,11 +146,13 @@ type Dist struct {
 // B = 1,000, the block length by Politis & White's rule, from the 2.5% point of the replicates'
 // percentiles of the values' lower ends to the 97.5% point of those of their upper ends (ITL:
 // a request's gaps go together). Null ("n too small") where fewer than 20 values, or 20
-// effective values under dependence, lie beyond the percentile. See docs/design/intervals.md.
+// effective values under dependence, lie beyond the percentile, and null for every percentile of
+// an overloaded stage (Stage.Overloaded), whose latencies have no steady distribution. See
+// docs/design/intervals.md.
 type CI struct {
 	Values   int64  `parquet:"values" json:"values" doc:"values the bootstrap resampled: all of the stage's, or beyond 131,072 a systematic subsample of its requests (an interval then wider than the full sample's, never narrower)"`
 	BlockLen int32  `parquet:"block_len" json:"block_len" doc:"block length in requests; 0 when there was no interval"`
-	P50Lo    *int64 `parquet:"p50_lo,optional" json:"p50_lo" doc:"lower end of the p50's 95% interval; null when n is too small"`
+	P50Lo    *int64 `parquet:"p50_lo,optional" json:"p50_lo" doc:"lower end of the p50's 95% interval; null when n is too small or the stage is overloaded"`
 	P50Hi    *int64 `parquet:"p50_hi,optional" json:"p50_hi" doc:"upper end of the p50's 95% interval"`
 	P90Lo    *int64 `parquet:"p90_lo,optional" json:"p90_lo" doc:"lower end of the p90's 95% interval (null below 200 values)"`
 	P90Hi    *int64 `parquet:"p90_hi,optional" json:"p90_hi" doc:"upper end of the p90's 95% interval"`
@@ -235,6 +237,8 @@ type Stage struct {
 	LateShareClient     *float64 `parquet:"late_share_client,optional" doc:"of the stage's total lateness (the sum of max(0, S - P) over its sent requests), the share spent before the worker began the request (pacer_lag_ns); the rest was waiting for a connection, connecting and writing; null when no request was late"`
 	WorkersForRhoHalf   int32    `parquet:"workers_for_rho_half" doc:"workers that would bring rho under 0.5 at this load: ceil(sum of the workers' rho / 0.5); advice only where the load verdict blames the client's CPU"`
 	Saturated           bool     `parquet:"saturated" doc:"the run's saturation stage: of the non-warmup stages ordered by offered load, the first after the least-loaded where steady completions fall below 90% of steady sends (open loop) or grow less than 10% over the previous stage (closed loop), or TTFT p50 exceeds twice the least-loaded stage's and by more than 1 ms"`
+	Overloaded          bool     `parquet:"overloaded" doc:"the server fell behind this stage's offered load and its queue grew through the stage (open loop): the median TTFT of the last third of its first tokens (by time) exceeds the first third's by more than 1.25 times and by more than 2% of the time between them. Its latencies have no steady distribution (they grow with the stage's length), so its percentiles get no sampling interval (the *_ci columns are null)"`
+	OverloadedReason    string   `parquet:"overloaded_reason" doc:"the figures behind overloaded, e.g. median TTFT rose from 1.2 s to 9.8 s over 40 s; empty when not overloaded"`
 	Missing             string   `parquet:"missing" doc:"the stage's planned requests that are not in its figures, by host: each host (directory, shard) that recorded fewer whole requests than it planned, with why (its capture did not finish; requests without all their events; parts missing, short or damaged, named) and how many of its planned requests are here, and each shard no host directory holds; empty when every host's share is here. When not empty the load is not delivered (load_blame missing) and the trust level is red"`
 	ClockUncertaintyNs  int64    `parquet:"clock_uncertainty_ns" doc:"how far apart the clocks of the hosts whose requests are in the stage may be: the sum of the two largest kernel max errors (manifest clock.max_error_ns) among hosts that read different clocks; 0 on one host or hosts under one kernel. start_ns, end_ns, the send window and every rate over it compare times of different hosts and are uncertain by this much; latencies, each measured on one host, are not"`
 	// Footprint: what the client took of a machine it shared with the server.

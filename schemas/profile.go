@@ -58,33 +58,35 @@ type ProfileHeadline struct {
 // ProfileStage is one stage in profile.json (the columns of metrics/stages.parquet it repeats
 // mean the same, null where they are null).
 type ProfileStage struct {
-	Stage          int32            `json:"stage" doc:"stage index"`
-	Name           string           `json:"name" doc:"stage name"`
-	Mode           string           `json:"mode" doc:"open or closed"`
-	TargetRate     float64          `json:"target_rate" doc:"configured rate, requests/s (open loop)"`
-	Concurrency    int32            `json:"concurrency" doc:"users (closed loop)"`
-	DurationNs     int64            `json:"duration_ns" doc:"end_ns − start_ns of the stage"`
-	Requests       int64            `json:"requests" doc:"requests recorded"`
-	Completed      int64            `json:"completed" doc:"requests finished without error"`
-	Errors         int64            `json:"errors" doc:"requests that failed"`
-	Cancelled      int64            `json:"cancelled,omitempty" doc:"requests the client closed as planned (workload.cancel): not errors"`
-	ErrorsByKind   map[string]int64 `json:"errors_by_kind" doc:"failed requests by error kind"`
-	AchievedRate   *float64         `json:"achieved_rate" doc:"sends per second between the first and the last send"`
-	IssuedRate     *float64         `json:"issued_rate" doc:"requests begun per second (before any connection wait)"`
-	CompletionRate *float64         `json:"completion_rate" doc:"ok completions per second while the stage's load was offered"`
-	InputTPS       *float64         `json:"input_tps" doc:"input tokens per second"`
-	OutputTPS      *float64         `json:"output_tps" doc:"output tokens per second"`
-	DocumentsPerS  *float64         `json:"documents_per_s,omitempty" doc:"documents per second (ranking APIs' documents scored, embeddings' inputs); absent for the generating APIs"`
-	TotalTPS       *float64         `json:"total_tps" doc:"input + output tokens per second"`
-	InflightMean   *float64         `json:"inflight_mean" doc:"mean requests in flight"`
-	GoodputShare   *float64         `json:"goodput_share" doc:"share of requests meeting every SLO"`
-	GoodputRate    *float64         `json:"goodput_rate" doc:"requests per second meeting every SLO"`
-	Saturated      bool             `json:"saturated" doc:"the saturation stage"`
-	Latency        map[string]Dist  `json:"latency" doc:"distributions by stages.parquet column name: ttft_ns, tpot_ns, itl_ns, ntpot_ns, e2e_ns, ttfc_ns, queue_ns, ..."`
-	Intervals      map[string]CI    `json:"intervals" doc:"95% intervals of the percentiles (sampling and client error) by the latency's column name: ttft_ns, ttfc_ns, tpot_ns, itl_ns, e2e_ns, ntpot_ns (stages.parquet ttft_ci_ns, ...); an end is null where n is too small"`
-	Breakdown      ProfileBreakdown `json:"breakdown" doc:"mean decomposition of a request"`
-	Quality        ProfileQuality   `json:"quality" doc:"the stage's verdicts and their diagnostics"`
-	Split          []Breakdown      `json:"split,omitempty" doc:"the stage's figures by model (target.models) or endpoint: its metrics/breakdown.parquet rows, same names; absent for a single model"`
+	Stage            int32            `json:"stage" doc:"stage index"`
+	Name             string           `json:"name" doc:"stage name"`
+	Mode             string           `json:"mode" doc:"open or closed"`
+	TargetRate       float64          `json:"target_rate" doc:"configured rate, requests/s (open loop)"`
+	Concurrency      int32            `json:"concurrency" doc:"users (closed loop)"`
+	DurationNs       int64            `json:"duration_ns" doc:"end_ns − start_ns of the stage"`
+	Requests         int64            `json:"requests" doc:"requests recorded"`
+	Completed        int64            `json:"completed" doc:"requests finished without error"`
+	Errors           int64            `json:"errors" doc:"requests that failed"`
+	Cancelled        int64            `json:"cancelled,omitempty" doc:"requests the client closed as planned (workload.cancel): not errors"`
+	ErrorsByKind     map[string]int64 `json:"errors_by_kind" doc:"failed requests by error kind"`
+	AchievedRate     *float64         `json:"achieved_rate" doc:"sends per second between the first and the last send"`
+	IssuedRate       *float64         `json:"issued_rate" doc:"requests begun per second (before any connection wait)"`
+	CompletionRate   *float64         `json:"completion_rate" doc:"ok completions per second while the stage's load was offered"`
+	InputTPS         *float64         `json:"input_tps" doc:"input tokens per second"`
+	OutputTPS        *float64         `json:"output_tps" doc:"output tokens per second"`
+	DocumentsPerS    *float64         `json:"documents_per_s,omitempty" doc:"documents per second (ranking APIs' documents scored, embeddings' inputs); absent for the generating APIs"`
+	TotalTPS         *float64         `json:"total_tps" doc:"input + output tokens per second"`
+	InflightMean     *float64         `json:"inflight_mean" doc:"mean requests in flight"`
+	GoodputShare     *float64         `json:"goodput_share" doc:"share of requests meeting every SLO"`
+	GoodputRate      *float64         `json:"goodput_rate" doc:"requests per second meeting every SLO"`
+	Saturated        bool             `json:"saturated" doc:"the saturation stage"`
+	Overloaded       bool             `json:"overloaded" doc:"stages.parquet overloaded: the queue grew through the stage; no sampling intervals"`
+	OverloadedReason string           `json:"overloaded_reason" doc:"stages.parquet overloaded_reason"`
+	Latency          map[string]Dist  `json:"latency" doc:"distributions by stages.parquet column name: ttft_ns, tpot_ns, itl_ns, ntpot_ns, e2e_ns, ttfc_ns, queue_ns, ..."`
+	Intervals        map[string]CI    `json:"intervals" doc:"95% intervals of the percentiles (sampling and client error) by the latency's column name: ttft_ns, ttfc_ns, tpot_ns, itl_ns, e2e_ns, ntpot_ns (stages.parquet ttft_ci_ns, ...); an end is null where n is too small"`
+	Breakdown        ProfileBreakdown `json:"breakdown" doc:"mean decomposition of a request"`
+	Quality          ProfileQuality   `json:"quality" doc:"the stage's verdicts and their diagnostics"`
+	Split            []Breakdown      `json:"split,omitempty" doc:"the stage's figures by model (target.models) or endpoint: its metrics/breakdown.parquet rows, same names; absent for a single model"`
 }
 
 // ProfileBreakdown is the mean decomposition of a request: queue + prefill + decode.

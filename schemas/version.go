@@ -5,7 +5,7 @@ import "errors"
 // SchemaVersion is written into the key-value metadata of every Parquet file and into
 // manifest.json. Bump it whenever a column is renamed, removed or changes meaning; readers refuse
 // files of another version with ErrVersion.
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // Metadata keys written into every Parquet file's footer.
 const (

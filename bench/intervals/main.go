@@ -31,11 +31,11 @@ import (
 
 func main() {
 	bin := flag.String("wirebench", "bin/wirebench", "the wirebench binary")
-	simCfg := flag.String("sim", "examples/sim-demo.yaml", "simulator config (saturates near 60 requests/s)")
+	simCfg := flag.String("sim", "examples/sim-demo.yaml", "simulator config (with 128 output tokens it saturates near 34 requests/s)")
 	runs := flag.Int("runs", 20, "runs per load")
-	loads := flag.String("loads", "20,55", "Poisson rates in requests/s, comma-separated: light and near saturation")
-	duration := flag.Duration("duration", 150*time.Second, "length of each run")
-	output := flag.Int("output", 128, "output tokens per request (128: about 1 s of decode, the workload sim-demo.yaml saturates near 60 requests/s with)")
+	loads := flag.String("loads", "20,28", "Poisson rates in requests/s, comma-separated: light and near saturation (28: 82% of sim-demo.yaml's capacity, where its TTFT p99 has doubled)")
+	duration := flag.Duration("duration", 240*time.Second, "length of each run")
+	output := flag.Int("output", 128, "output tokens per request (128: about 1.7 s of decode at a full batch; sim-demo.yaml then completes at most about 34 requests/s)")
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "wirebench-intervals"), "where the runs are written (removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the runs")
 	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator and an unpinned client: only for loads the machine carries N times over (near saturation the runs compete and are no longer alike)")
@@ -127,10 +127,13 @@ func row(rate float64, f figure, res []result) {
 	}
 	slices.Sort(pooled)
 	truth := pooled[nearestRank(f.q, len(pooled))-1]
-	with, hold := 0, 0
+	with, hold, over := 0, 0, 0
 	var widths []int64
 	for i := range res {
 		lo, hi := f.ci(&res[i].stage)
+		if res[i].stage.Overloaded {
+			over++
+		}
 		if lo == nil || hi == nil {
 			continue
 		}
@@ -140,13 +143,20 @@ func row(rate float64, f figure, res []result) {
 		}
 		widths = append(widths, *hi-*lo)
 	}
+	runs := fmt.Sprintf("%d of %d", with, len(res))
+	switch {
+	case over > 0:
+		runs += fmt.Sprintf(" (%d overloaded)", over)
+	case with == 0:
+		runs += " (n too small)"
+	}
 	if with == 0 {
-		fmt.Printf("| %g/s | %s | 0 of %d (n too small) | %s | — | — | — |\n", rate, f.name, len(res), ms(truth))
+		fmt.Printf("| %g/s | %s | %s | %s | — | — | — |\n", rate, f.name, runs, ms(truth))
 		return
 	}
 	slices.Sort(widths)
 	w := widths[len(widths)/2]
-	fmt.Printf("| %g/s | %s | %d of %d | %s | %d/%d = %.0f%% | %s | %.1f%% |\n", rate, f.name, with, len(res), ms(truth),
+	fmt.Printf("| %g/s | %s | %s | %s | %d/%d = %.0f%% | %s | %.1f%% |\n", rate, f.name, runs, ms(truth),
 		hold, with, 100*float64(hold)/float64(with), ms(w), 100*float64(w)/float64(truth))
 }
 

@@ -90,6 +90,9 @@ func stageMarks(s *schemas.Stage) string {
 	if s.Saturated {
 		mark += " SATURATED"
 	}
+	if s.Overloaded {
+		mark += " OVERLOADED (" + s.OverloadedReason + "; no intervals)"
+	}
 	if s.ClientBound {
 		mark += " CLIENT-BOUND (" + s.ClientBoundReason + ")"
 	}
