@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"hash/fnv"
+	"math"
 
 	"github.com/wirebench/wirebench/internal/interval"
 	"github.com/wirebench/wirebench/schemas"
@@ -74,12 +75,15 @@ func (c *ciSample) endUnit() {
 }
 
 // interval returns the sample's intervals; seed names the stage and the latency, so that the
-// same run gives the same intervals.
-func (c *ciSample) interval(seed string) (schemas.CI, error) {
+// same run gives the same intervals. Blocks hold at least minBlock requests (blockFloor).
+func (c *ciSample) interval(seed string, minBlock int) (schemas.CI, error) {
 	h := fnv.New64a()
 	h.Write([]byte(seed))
 	s := interval.Sample{Values: c.vals, Lo: c.lo, Hi: c.hi, Units: c.units}
-	b, err := interval.Replicates(s, ciQuantiles, interval.Options{Seed: h.Sum64()})
+	if c.every > 1 { // a subsample of every k-th request: the same time span in fewer requests
+		minBlock = (minBlock + int(c.every) - 1) / int(c.every)
+	}
+	b, err := interval.Replicates(s, ciQuantiles, interval.Options{Seed: h.Sum64(), MinBlockLen: minBlock})
 	if err != nil {
 		return schemas.CI{}, err
 	}
@@ -100,4 +104,16 @@ func (c *ciSample) withheld() schemas.CI {
 	out := schemas.CI{Values: int64(len(c.vals))}
 	c.vals, c.lo, c.hi, c.units = nil, nil, nil, nil
 	return out
+}
+
+// blockFloor is the shortest block for a stage's intervals: twice the mean requests in flight
+// (Little's law: a request overlaps those sent within one latency before or after it, which
+// share the server's batch and queue with it), so that a block never cuts the dependence the
+// automatic rule, reading a few lags of the autocorrelation, may miss
+// (docs/design/intervals.md#block-length).
+func blockFloor(inflightMean *float64) int {
+	if inflightMean == nil {
+		return 0
+	}
+	return int(math.Ceil(2 * *inflightMean))
 }

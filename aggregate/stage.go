@@ -366,7 +366,7 @@ func (a *stageAcc) finishDists(st *schemas.Stage) error {
 			*p.out = p.ci.withheld()
 			continue
 		}
-		if *p.out, err = p.ci.interval(fmt.Sprintf("%d/%s", a.info.Index, p.name)); err != nil {
+		if *p.out, err = p.ci.interval(fmt.Sprintf("%d/%s", a.info.Index, p.name), blockFloor(st.InflightMean)); err != nil {
 			return fmt.Errorf("stage %d: %s intervals: %w", a.info.Index, p.name, err)
 		}
 	}

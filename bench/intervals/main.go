@@ -34,7 +34,7 @@ func main() {
 	simCfg := flag.String("sim", "examples/sim-demo.yaml", "simulator config (with 128 output tokens it saturates near 34 requests/s)")
 	runs := flag.Int("runs", 20, "runs per load")
 	loads := flag.String("loads", "20,28", "Poisson rates in requests/s, comma-separated: light and near saturation (28: 82% of sim-demo.yaml's capacity, where its TTFT p99 has doubled)")
-	duration := flag.Duration("duration", 240*time.Second, "length of each run")
+	duration := flag.Duration("duration", 120*time.Second, "length of each run")
 	output := flag.Int("output", 128, "output tokens per request (128: about 1.7 s of decode at a full batch; sim-demo.yaml then completes at most about 34 requests/s)")
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "wirebench-intervals"), "where the runs are written (removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the runs")

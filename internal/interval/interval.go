@@ -65,6 +65,10 @@ type Options struct {
 	Level    float64 // confidence level of intervals; 0: DefaultLevel
 	Seed     uint64  // the same seed and sample give the same replicates
 	BlockLen int     // block length in units; 0: automatic (BlockLength)
+	// MinBlockLen is the shortest automatic block, in units: what the caller knows of the
+	// sample's dependence that its autocorrelations may not show (aggregate: twice the requests
+	// in flight, the requests that share a server's state with each one). 0: none.
+	MinBlockLen int
 }
 
 // Interval is the interval of one percentile; OK false means "n too small" (Lo and Hi are 0).
@@ -219,7 +223,7 @@ func Replicates(s Sample, qs []float64, o Options) (*Boot, error) {
 	b.Deff = deffs
 	b.BlockLen = o.BlockLen
 	if b.BlockLen <= 0 {
-		b.BlockLen = slices.Max(bs)
+		b.BlockLen = max(slices.Max(bs), o.MinBlockLen)
 	}
 	b.BlockLen = min(max(b.BlockLen, (u+MaxBlocks-1)/MaxBlocks), u)
 	boot := newResampler(units, b.BlockLen, orDefault(o.B, DefaultB), o.Seed)

@@ -171,3 +171,35 @@ func TestBlockLength(t *testing.T) {
 		t.Errorf("BlockLength(AR(1) 0.8) = %d; want about 53", b)
 	}
 }
+
+// TestMinBlockLen: the floor lengthens an automatic block (independent values get 1 without
+// it), never a given one, and a floor over an eighth of the units leaves no interval.
+func TestMinBlockLen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	vals := make([]int64, 1000) // MaxBlocks makes blocks of at least ⌈1000/256⌉ = 4
+	for i := range vals {
+		vals[i] = rng.Int64N(1000)
+	}
+	qs := []float64{0.5}
+	for _, tt := range []struct {
+		o     Options
+		block int
+		ok    bool
+	}{
+		{Options{B: 50}, -1, true},
+		{Options{B: 50, MinBlockLen: 40}, 40, true},
+		{Options{B: 50, MinBlockLen: 40, BlockLen: 5}, 5, true},
+		{Options{B: 50, MinBlockLen: 200}, 200, false},
+	} {
+		b, err := Replicates(Sample{Values: vals}, qs, tt.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.block < 0 && b.BlockLen > 4 || tt.block >= 0 && b.BlockLen != tt.block {
+			t.Errorf("%+v: block length %d; want %d (-1: automatic, at most 4)", tt.o, b.BlockLen, tt.block)
+		}
+		if b.Interval(0, 0).OK != tt.ok {
+			t.Errorf("%+v: interval given %v; want %v", tt.o, !tt.ok, tt.ok)
+		}
+	}
+}
