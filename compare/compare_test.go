@@ -195,3 +195,20 @@ func TestHolm(t *testing.T) {
 }
 
 func slicesSort(v []int64) { slices.Sort(v) }
+
+// TestCompareOverloadedStage: a pair with an overloaded stage has no interval, names which run's
+// stage it was, and a gate on it cannot pass.
+func TestCompareOverloadedStage(t *testing.T) {
+	rule, _ := ParseRule("ttft.p50>+5%")
+	opt := Options{Rules: []Rule{rule}, Replicates: 200}
+	base, new := drawRun("a", 1000, 100e6, 1, "green"), drawRun("b", 1000, 100e6, 2, "green")
+	new.Stages[0].Overloaded = true
+	c := Compare(base, new, opt)
+	ch := c.Pairs[0].Changes[0]
+	if ch.Lo != nil || ch.Significant || !strings.Contains(ch.Note, "NEW's stage was overloaded") {
+		t.Errorf("TTFT p50 change %+v; want no interval, NEW's stage overloaded", ch)
+	}
+	if c.Gate.Verdict != "untrusted" || !strings.Contains(c.Gate.Failures[0].Reason, "overloaded") {
+		t.Errorf("gate %s %+v; want untrusted, naming the overload", c.Gate.Verdict, c.Gate.Failures)
+	}
+}
