@@ -2,7 +2,6 @@ package aggregate
 
 import (
 	"hash/fnv"
-	"math"
 
 	"github.com/wirebench/wirebench/internal/interval"
 	"github.com/wirebench/wirebench/schemas"
@@ -75,7 +74,7 @@ func (c *ciSample) endUnit() {
 }
 
 // interval returns the sample's intervals; seed names the stage and the latency, so that the
-// same run gives the same intervals. Blocks hold at least minBlock requests (blockFloor).
+// same run gives the same intervals. Blocks hold at least minBlock requests (interval.BlockFloor).
 func (c *ciSample) interval(seed string, minBlock int) (schemas.CI, error) {
 	h := fnv.New64a()
 	h.Write([]byte(seed))
@@ -104,16 +103,4 @@ func (c *ciSample) withheld() schemas.CI {
 	out := schemas.CI{Values: int64(len(c.vals))}
 	c.vals, c.lo, c.hi, c.units = nil, nil, nil, nil
 	return out
-}
-
-// blockFloor is the shortest block for a stage's intervals: twice the mean requests in flight
-// (Little's law: a request overlaps those sent within one latency before or after it, which
-// share the server's batch and queue with it), so that a block never cuts the dependence the
-// automatic rule, reading a few lags of the autocorrelation, may miss
-// (docs/design/intervals.md#block-length).
-func blockFloor(inflightMean *float64) int {
-	if inflightMean == nil {
-		return 0
-	}
-	return int(math.Ceil(2 * *inflightMean))
 }

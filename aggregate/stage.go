@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/wirebench/wirebench/internal/interval"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -366,7 +367,7 @@ func (a *stageAcc) finishDists(st *schemas.Stage) error {
 			*p.out = p.ci.withheld()
 			continue
 		}
-		if *p.out, err = p.ci.interval(fmt.Sprintf("%d/%s", a.info.Index, p.name), blockFloor(st.InflightMean)); err != nil {
+		if *p.out, err = p.ci.interval(fmt.Sprintf("%d/%s", a.info.Index, p.name), interval.BlockFloor(st.InflightMean)); err != nil {
 			return fmt.Errorf("stage %d: %s intervals: %w", a.info.Index, p.name, err)
 		}
 	}

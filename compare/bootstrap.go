@@ -8,14 +8,15 @@ import (
 // the order the requests were sent, each with its client-error ends). loReps[j][k] and
 // hiReps[j][k] are quantile qs[j] of the lower and of the upper ends in replicate k (both over
 // the same resampled requests); loReps[j] and hiReps[j] are nil when the sample is too small
-// for qs[j]. seed makes the draws reproducible.
-type Replicator func(s interval.Sample, qs []float64, b int, seed uint64) (loReps, hiReps [][]float64, err error)
+// for qs[j]. Blocks hold at least minBlock requests (interval.BlockFloor of the stage); seed
+// makes the draws reproducible.
+type Replicator func(s interval.Sample, qs []float64, b, minBlock int, seed uint64) (loReps, hiReps [][]float64, err error)
 
 // BlockBootstrap is internal/interval's circular block bootstrap (block length by the rule of
-// Politis & White, "n too small" by interval.TooSmall on the effective sample size): the same
-// replicates as the intervals of stages.parquet.
-func BlockBootstrap(s interval.Sample, qs []float64, b int, seed uint64) (loReps, hiReps [][]float64, err error) {
-	boot, err := interval.Replicates(s, qs, interval.Options{B: b, Seed: seed})
+// Politis & White with the floor minBlock, "n too small" by interval.TooSmall on the effective
+// sample size): the bootstrap of the intervals of stages.parquet.
+func BlockBootstrap(s interval.Sample, qs []float64, b, minBlock int, seed uint64) (loReps, hiReps [][]float64, err error) {
+	boot, err := interval.Replicates(s, qs, interval.Options{B: b, Seed: seed, MinBlockLen: minBlock})
 	if err != nil {
 		return nil, nil, err
 	}

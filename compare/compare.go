@@ -204,9 +204,9 @@ func pairReplicates(base, new *Run, p StagePair, opt Options) [][]replicates {
 		var bl, bh, nl, nh [][]float64
 		var err error
 		if note == "" {
-			bl, bh, err = opt.Replicator(*xb, qs, opt.Replicates, seed(base.Label, sb, m.Key))
+			bl, bh, err = opt.Replicator(*xb, qs, opt.Replicates, interval.BlockFloor(base.Stages[p.Base].InflightMean), seed(base.Label, sb, m.Key))
 			if err == nil {
-				nl, nh, err = opt.Replicator(*xn, qs, opt.Replicates, seed(new.Label+"\x00new", sn, m.Key))
+				nl, nh, err = opt.Replicator(*xn, qs, opt.Replicates, interval.BlockFloor(new.Stages[p.New].InflightMean), seed(new.Label+"\x00new", sn, m.Key))
 			}
 			if err != nil {
 				note = "no interval: " + err.Error()

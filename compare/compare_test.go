@@ -90,7 +90,7 @@ func TestBlockBootstrap(t *testing.T) {
 		v := rng.Int64N(1000)
 		s.Values[i], s.Lo[i], s.Hi[i] = v, v, v+10
 	}
-	l, h, err := BlockBootstrap(s, qs, 200, 1)
+	l, h, err := BlockBootstrap(s, qs, 200, 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +103,27 @@ func TestBlockBootstrap(t *testing.T) {
 			t.Fatalf("replicate %d: p50 lo %g hi %g; want hi = lo + 10, lo in [400, 600]", k, l[0][k], h[0][k])
 		}
 	}
-	l2, _, _ := BlockBootstrap(s, qs, 200, 1)
+	l2, _, _ := BlockBootstrap(s, qs, 200, 0, 1)
 	for k := range 200 {
 		if l2[1][k] != l[1][k] {
 			t.Fatalf("replicate %d differs with the same seed: %g, %g", k, l2[1][k], l[1][k])
 		}
+	}
+}
+
+// TestCompareBlockFloor checks that each run's bootstrap gets its stage's block floor, as
+// aggregate's intervals do: twice the requests in flight.
+func TestCompareBlockFloor(t *testing.T) {
+	base, new := drawRun("a", 1000, 100e6, 1, "green"), drawRun("b", 1000, 100e6, 2, "green")
+	base.Stages[0].InflightMean, new.Stages[0].InflightMean = ptr(7.2), ptr(30.0)
+	var got []int
+	spy := func(s interval.Sample, qs []float64, b, minBlock int, seed uint64) ([][]float64, [][]float64, error) {
+		got = append(got, minBlock)
+		return BlockBootstrap(s, qs, b, minBlock, seed)
+	}
+	Compare(base, new, Options{Replicates: 50, Replicator: spy})
+	if len(got) < 2 || got[0] != 15 || got[1] != 60 {
+		t.Fatalf("block floors given to the bootstrap %v; want 15 (BASE: 7.2 in flight), 60 (NEW: 30), ...", got)
 	}
 }
 

@@ -81,7 +81,7 @@ type ProfileStage struct {
 	GoodputRate      *float64         `json:"goodput_rate" doc:"requests per second meeting every SLO"`
 	Saturated        bool             `json:"saturated" doc:"the saturation stage"`
 	Overloaded       bool             `json:"overloaded" doc:"stages.parquet overloaded: the queue grew through the stage; no sampling intervals"`
-	OverloadedReason string           `json:"overloaded_reason" doc:"stages.parquet overloaded_reason"`
+	OverloadedReason string           `json:"overloaded_reason,omitempty" doc:"stages.parquet overloaded_reason; absent when not overloaded"`
 	Latency          map[string]Dist  `json:"latency" doc:"distributions by stages.parquet column name: ttft_ns, tpot_ns, itl_ns, ntpot_ns, e2e_ns, ttfc_ns, queue_ns, ..."`
 	Intervals        map[string]CI    `json:"intervals" doc:"95% intervals of the percentiles (sampling and client error) by the latency's column name: ttft_ns, ttfc_ns, tpot_ns, itl_ns, e2e_ns, ntpot_ns (stages.parquet ttft_ci_ns, ...); an end is null where n is too small"`
 	Breakdown        ProfileBreakdown `json:"breakdown" doc:"mean decomposition of a request"`

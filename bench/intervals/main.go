@@ -31,11 +31,11 @@ import (
 
 func main() {
 	bin := flag.String("wirebench", "bin/wirebench", "the wirebench binary")
-	simCfg := flag.String("sim", "examples/sim-demo.yaml", "simulator config (with 128 output tokens it saturates near 34 requests/s)")
+	simCfg := flag.String("sim", "bench/intervals/engine.yaml", "simulator config (with 32 output tokens it completes at most about 234 requests/s)")
 	runs := flag.Int("runs", 20, "runs per load")
-	loads := flag.String("loads", "20,28", "Poisson rates in requests/s, comma-separated: light and near saturation (28: 82% of sim-demo.yaml's capacity, where its TTFT p99 has doubled)")
+	loads := flag.String("loads", "140,190", "Poisson rates in requests/s, comma-separated: light and near saturation (60% and 81% of engine.yaml's capacity; at 190 its TTFT p99 is 3-5 times that at 150)")
 	duration := flag.Duration("duration", 120*time.Second, "length of each run")
-	output := flag.Int("output", 128, "output tokens per request (128: about 1.7 s of decode at a full batch; sim-demo.yaml then completes at most about 34 requests/s)")
+	output := flag.Int("output", 32, "output tokens per request (32: about 84 ms of decode at a full batch of engine.yaml)")
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "wirebench-intervals"), "where the runs are written (removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the runs")
 	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator and an unpinned client: only for loads the machine carries N times over (near saturation the runs compete and are no longer alike)")

@@ -71,6 +71,18 @@ type Options struct {
 	MinBlockLen int
 }
 
+// BlockFloor is the shortest block for a sample of requests (one unit each) of which
+// inflightMean were in flight on average: twice that (Little's law: a request overlaps those sent
+// within one latency before or after it, which share the server's batch and queue with it), so
+// that a block never cuts the dependence the automatic rule, reading a few lags of the
+// autocorrelation, may miss (docs/design/intervals.md#block-length). 0 when unknown (nil).
+func BlockFloor(inflightMean *float64) int {
+	if inflightMean == nil {
+		return 0
+	}
+	return int(math.Ceil(2 * *inflightMean))
+}
+
 // Interval is the interval of one percentile; OK false means "n too small" (Lo and Hi are 0).
 type Interval struct {
 	Lo, Hi int64
