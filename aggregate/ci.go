@@ -94,13 +94,16 @@ func (c *ciSample) interval(seed string, minBlock int) (schemas.CI, error) {
 			out.BlockLen = int32(b.BlockLen)
 		}
 	}
-	c.vals, c.lo, c.hi, c.units = nil, nil, nil, nil
+	c.release()
 	return out, nil
 }
 
 // withheld is the sample's record without intervals (an overloaded stage): its size, no ends.
 func (c *ciSample) withheld() schemas.CI {
 	out := schemas.CI{Values: int64(len(c.vals))}
-	c.vals, c.lo, c.hi, c.units = nil, nil, nil, nil
+	c.release()
 	return out
 }
+
+// release lets the values go once the stage's record is made.
+func (c *ciSample) release() { c.vals, c.lo, c.hi, c.units = nil, nil, nil, nil }

@@ -47,7 +47,7 @@ var below = map[string][]string{
 	"internal/objstore":       {"schemas", "internal/redact"},
 	"internal/s3server":       {},
 	"bench/scale":             {"internal/synthrun"}, // a benchmark command
-	"bench/intervals":         {"internal/simproc", "schemas"},
+	"bench/intervals":         {"aggregate", "internal/simproc", "schemas"},
 	"cmd/wirebench":           nil, // the command may import every package
 	"internal/layering":       {},
 	"internal/doclinks":       {},
