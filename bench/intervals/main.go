@@ -52,8 +52,13 @@ func main() {
 		}
 		rates = append(rates, r)
 	}
-	fmt.Printf("Machine: %d CPUs, %s, %s; %d runs of %v per load, %d output tokens, simulator %s\n\n",
-		runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *duration, *output, *simCfg)
+	if *reuse {
+		fmt.Printf("Re-analysed %s (-reuse) at %s: the runs' own config, machine and time are those they were made with\n\n",
+			*dir, time.Now().UTC().Format(time.RFC3339))
+	} else {
+		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs of %v per load, %d output tokens, simulator %s\n\n",
+			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *duration, *output, *simCfg)
+	}
 	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, rate := range rates {
