@@ -62,7 +62,7 @@ func main() {
 	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, rate := range rates {
-		res, err := runAll(*bin, *simCfg, *dir, rate, *duration, *output, *runs, *parallel, *keep || *reuse, *reuse)
+		res, err := runAll(*bin, *simCfg, *dir, rate, *duration, *output, *runs, *parallel, *keep, *reuse)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func runAll(bin, simCfg, dir string, rate float64, d time.Duration, output, n, p
 			} else {
 				res[i], errs[i] = oneRun(bin, simCfg, rd, rate, d, output, uint64(i+1), extra)
 			}
-			if !keep {
+			if !keep && !reuse {
 				os.RemoveAll(rd)
 			}
 			if errs[i] == nil {
@@ -222,7 +222,8 @@ tokenizer: whitespace
 // time of the segment that carried the event's last byte when the tap saw it, else the
 // kernel's receive time, else the user-space time. (Kernel times alone are not the same
 // measurand: a read that found several events waiting stamps them all with the last one's
-// arrival, which lengthens some gaps; at 140 requests/s that moved the ITL p99 up by 36-58 µs.)
+// arrival, which lengthens some gaps; pooled over 20 runs that moved the ITL p99 up by 50 µs at
+// 140 requests/s and 230 µs at 190.)
 func readRun(dir string) (result, error) {
 	st, err := schemas.ReadFile[schemas.Stage](filepath.Join(dir, "metrics", "stages.parquet"))
 	if err != nil || len(st) == 0 {
