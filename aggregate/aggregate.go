@@ -35,6 +35,9 @@ type Config struct {
 	// different clocks, before aggregate warns (with Strict: fails); 0 = DefaultClockTolerance.
 	ClockTolerance time.Duration
 	Args           []string // the command line, recorded in the files and the manifest
+	// KeepSamples keeps the values each stage's intervals were drawn from in Summary.Samples,
+	// for benchmarks that pool several runs' values (bench/intervals).
+	KeepSamples bool
 }
 
 // Summary is what Run wrote.
@@ -47,6 +50,11 @@ type Summary struct {
 	SaturationStage int32            // stage index of the saturation stage; -1 when none
 	Warnings        []string         // "file: text"
 	Outages         []schemas.Outage // when the target could not be reached (also in the manifest)
+	// Samples, with Config.KeepSamples: by stage index, by latency ("ttft", "ttfc", "tpot",
+	// "itl", "e2e", "ntpot"), the values its intervals were drawn from: every value of the
+	// stage's counted requests, or of every k-th request past 131,072 values (schemas.CI's
+	// Values says how many).
+	Samples map[int32]map[string][]int64
 }
 
 type aggregator struct {
@@ -71,6 +79,30 @@ type aggregator struct {
 	breakdowns   []*breakdown     // the request columns stages are split by (target.models)
 }
 
+// newStage makes and registers the accumulator of stage info.
+func (a *aggregator) newStage(info schemas.StageInfo, startNs int64) *stageAcc {
+	acc := newStageAcc(info, startNs, a.spill)
+	if a.cfg.KeepSamples {
+		acc.samples = map[string][]int64{}
+	}
+	a.stages[info.Index] = acc
+	return acc
+}
+
+// samples returns the stages' kept interval samples (Config.KeepSamples), nil without.
+func (a *aggregator) samples() map[int32]map[string][]int64 {
+	if !a.cfg.KeepSamples {
+		return nil
+	}
+	out := map[int32]map[string][]int64{}
+	for i, acc := range a.stages {
+		if len(acc.samples) > 0 {
+			out[i] = acc.samples
+		}
+	}
+	return out
+}
+
 // stageOf returns the accumulator of stage idx, making one (with a warning) for a stage the
 // manifest does not list.
 func (a *aggregator) stageOf(idx int32, file string) *stageAcc {
@@ -80,9 +112,7 @@ func (a *aggregator) stageOf(idx int32, file string) *stageAcc {
 	if err := a.w.warn(file, "stage %d is not in the manifest", idx); err != nil && a.pendErr == nil {
 		a.pendErr = err
 	}
-	acc := newStageAcc(schemas.StageInfo{Index: idx, Name: fmt.Sprintf("stage %d", idx), Mode: schemas.ModeOpen}, a.startNs, a.spill)
-	a.stages[idx] = acc
-	return acc
+	return a.newStage(schemas.StageInfo{Index: idx, Name: fmt.Sprintf("stage %d", idx), Mode: schemas.ModeOpen}, a.startNs)
 }
 
 // Run reads the raw shards of cfg.Runs and writes OUT/metrics/requests.parquet, stages.parquet
@@ -139,7 +169,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Summary, error) {
 		return nil, err
 	}
 	log.Info("aggregate: done", "out", metricsDir, "requests", a.requestsRead, "chunks", a.chunksRead, "stages", len(res.rows), "warnings", len(w.list))
-	return &Summary{RunID: runs[0].manifest.RunID, Out: out, Requests: a.requestsRead, Chunks: a.chunksRead, Stages: res.rows, SaturationStage: res.sat, Warnings: w.list, Outages: a.outages}, nil
+	return &Summary{RunID: runs[0].manifest.RunID, Out: out, Requests: a.requestsRead, Chunks: a.chunksRead, Stages: res.rows, SaturationStage: res.sat, Warnings: w.list, Outages: a.outages, Samples: a.samples()}, nil
 }
 
 // results are what the two passes compute in spill, before Run replaces the metrics in out.
@@ -259,7 +289,7 @@ func newAggregator(cfg Config, runs []*runDir, spill string, w *warner, log *slo
 		a.tok = nil
 	}
 	for _, si := range m0.Stages {
-		a.stages[si.Index] = newStageAcc(si, m0.StartNs+si.OffsetNs, spill)
+		a.newStage(si, m0.StartNs+si.OffsetNs)
 	}
 	a.breakdowns = newBreakdowns(&runs[0].config.Target, spill)
 	return a, nil

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"context"
 	"slices"
 	"testing"
 )
@@ -36,5 +37,44 @@ func TestCISampleThins(t *testing.T) {
 		if c.lo[i] != v-1 || c.hi[i] != v+1 {
 			t.Errorf("value %d: ends [%d, %d]; want [%d, %d]", v, c.lo[i], c.hi[i], v-1, v+1)
 		}
+	}
+}
+
+// TestKeepSamples: with Config.KeepSamples, Run returns the values each stage's intervals were
+// drawn from (the hand run's TTFT of every ok request with one, its content-event gaps), and
+// without it none.
+func TestKeepSamples(t *testing.T) {
+	dir := handRun().write(t, t.TempDir())
+	sum, err := Run(context.Background(), Config{Runs: []string{dir}, Out: t.TempDir(), KeepSamples: true}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ttft []int64
+	for _, m := range readRequests(t, sum.Out) {
+		if m.OK && m.TTFTNs != nil {
+			ttft = append(ttft, *m.TTFTNs)
+		}
+	}
+	s := sum.Samples[0]
+	for _, c := range []struct {
+		name      string
+		got, want []int64
+		values    int64
+	}{
+		{"ttft", s["ttft"], ttft, sum.Stages[0].TTFTCI.Values},
+		// seq 1's gaps 20 and 10 ms, seq 5's and seq 6's 10 ms
+		{"itl", s["itl"], []int64{10 * ms, 10 * ms, 10 * ms, 20 * ms}, sum.Stages[0].ITLCI.Values},
+	} {
+		got := slices.Sorted(slices.Values(c.got))
+		slices.Sort(c.want)
+		if len(c.want) < 4 || !slices.Equal(got, c.want) || int64(len(got)) != c.values {
+			t.Errorf("%s sample %v (stage counts %d values); want %v", c.name, got, c.values, c.want)
+		}
+	}
+	if sum, err = Run(context.Background(), Config{Runs: []string{dir}, Out: t.TempDir()}, quietLog()); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Samples != nil {
+		t.Errorf("without KeepSamples: samples %v; want none", sum.Samples)
 	}
 }

@@ -51,6 +51,7 @@ type stageAcc struct {
 	prefill, inD, outD, readLag, connect, connWait *dist
 	// The same latencies' values in request order, for their sampling intervals.
 	ttftCI, ttfcCI, tpotCI, itlCI, e2eCI, ntpotCI *ciSample
+	samples                                       map[string][]int64 // their values once finished, by latency; nil unless Config.KeepSamples
 	reasonD, answerD                              *dist
 
 	// planned send times, for the schedule's own rate; lateness split by who waited
@@ -363,6 +364,9 @@ func (a *stageAcc) finishDists(st *schemas.Stage) error {
 		{"ttft", a.ttftCI, &st.TTFTCI}, {"ttfc", a.ttfcCI, &st.TTFCCI}, {"tpot", a.tpotCI, &st.TPOTCI},
 		{"itl", a.itlCI, &st.ITLCI}, {"e2e", a.e2eCI, &st.E2ECI}, {"ntpot", a.ntpotCI, &st.NTPOTCI},
 	} {
+		if a.samples != nil {
+			a.samples[p.name] = p.ci.vals
+		}
 		if st.Overloaded {
 			*p.out = p.ci.withheld()
 			continue

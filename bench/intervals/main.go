@@ -7,7 +7,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -42,6 +41,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the runs")
 	reuse := flag.Bool("reuse", false, "read the runs already in -dir (kept with -keep) instead of running them again: to re-analyse a bench offline")
 	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator and an unpinned client: only for loads the machine carries N times over (near saturation the runs compete and are no longer alike)")
+	simCPU := flag.Int("sim-cpu", -1, "pin each simulator to this CPU (-1: leave it to the scheduler)")
 	flag.Parse()
 	log.SetFlags(0)
 	var rates []float64
@@ -56,13 +56,18 @@ func main() {
 		fmt.Printf("Re-analysed %s (-reuse) at %s: the runs' own config, machine and time are those they were made with\n\n",
 			*dir, time.Now().UTC().Format(time.RFC3339))
 	} else {
-		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs of %v per load, %d output tokens, simulator %s\n\n",
-			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *duration, *output, *simCfg)
+		pin := "unpinned"
+		if *simCPU >= 0 {
+			pin = fmt.Sprintf("pinned to CPU %d", *simCPU)
+		}
+		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs of %v per load, %d output tokens, simulator %s (%s)\n\n",
+			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *duration, *output, *simCfg, pin)
 	}
 	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, rate := range rates {
-		res, err := runAll(*bin, *simCfg, *dir, rate, *duration, *output, *runs, *parallel, *keep, *reuse)
+		p := plan{bin: *bin, simCfg: *simCfg, dir: *dir, rate: rate, d: *duration, output: *output, simCPU: *simCPU}
+		res, err := runAll(p, *runs, *parallel, *keep, *reuse)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -72,8 +77,16 @@ func main() {
 	}
 }
 
-// runAll runs n seeded runs at rate, parallel at a time, and returns them in seed order.
-func runAll(bin, simCfg, dir string, rate float64, d time.Duration, output, n, parallel int, keep, reuse bool) ([]result, error) {
+// plan is what each run of one load is made of.
+type plan struct {
+	bin, simCfg, dir string
+	rate             float64
+	d                time.Duration
+	output, simCPU   int
+}
+
+// runAll runs n seeded runs of p, parallel at a time, and returns them in seed order.
+func runAll(p plan, n, parallel int, keep, reuse bool) ([]result, error) {
 	res := make([]result, n)
 	errs := make([]error, n)
 	var extra []string
@@ -87,17 +100,17 @@ func runAll(bin, simCfg, dir string, rate float64, d time.Duration, output, n, p
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			rd := filepath.Join(dir, fmt.Sprintf("r%g-%02d", rate, i))
+			rd := filepath.Join(p.dir, fmt.Sprintf("r%g-%02d", p.rate, i))
 			if reuse {
 				res[i], errs[i] = readRun(rd)
 			} else {
-				res[i], errs[i] = oneRun(bin, simCfg, rd, rate, d, output, uint64(i+1), extra)
+				res[i], errs[i] = oneRun(p, rd, uint64(i+1), extra)
 			}
 			if !keep && !reuse {
 				os.RemoveAll(rd)
 			}
 			if errs[i] == nil {
-				log.Printf("rate %g run %d: %d requests, %d gaps", rate, i, len(res[i].ttft), len(res[i].itl))
+				log.Printf("rate %g run %d: %d TTFT and %d ITL values", p.rate, i, len(res[i].ttft), len(res[i].itl))
 			}
 		}()
 	}
@@ -183,13 +196,14 @@ func nearestRank(q float64, n int) int {
 	return max(r, 1)
 }
 
-// oneRun runs one seeded Poisson stage at rate against a fresh simulator and reads its figures.
-func oneRun(bin, simCfg, dir string, rate float64, d time.Duration, output int, seed uint64, extra []string) (result, error) {
+// oneRun runs one seeded Poisson stage of p into dir against a fresh simulator and reads its
+// figures.
+func oneRun(p plan, dir string, seed uint64, extra []string) (result, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return result{}, err
 	}
 	os.RemoveAll(dir)
-	url, stop, err := simproc.Start(bin, []string{"sim", "--listen", "127.0.0.1:0", "--config", simCfg}, -1, io.Discard, slog.New(slog.DiscardHandler))
+	url, stop, err := simproc.Start(p.bin, []string{"sim", "--listen", "127.0.0.1:0", "--config", p.simCfg}, p.simCPU, io.Discard, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return result{}, fmt.Errorf("start the simulator: %w", err)
 	}
@@ -207,68 +221,37 @@ workload:
     input: {kind: fixed, value: 64}
     output: {kind: fixed, value: %d}
 tokenizer: whitespace
-`, seed, url, rate, d, output)
+`, seed, url, p.rate, p.d, p.output)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		return result{}, err
 	}
-	if out, err := exec.Command(bin, append([]string{"run", cfg, "-o", dir, "--quiet"}, extra...)...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(p.bin, append([]string{"run", cfg, "-o", dir, "--quiet"}, extra...)...).CombinedOutput(); err != nil {
 		return result{}, fmt.Errorf("wirebench run %s: %w\n%s", cfg, err, out)
 	}
 	return readRun(dir)
 }
 
-// readRun reads the stage row, the TTFT of each ok request and the ITL gaps of each: the gaps
-// between consecutive content events' arrival times as aggregate takes them: the packet tap's
-// time of the segment that carried the event's last byte when the tap saw it, else the
-// kernel's receive time, else the user-space time. (Kernel times alone are not the same
-// measurand: a read that found several events waiting stamps them all with the last one's
-// arrival, which lengthens some gaps; pooled over 20 runs that moved the ITL p99 up by 50 µs at
-// 140 requests/s and 230 µs at 190.)
+// readRun aggregates the run in dir again (into a scratch directory: the run is left as it is)
+// and returns its stage row and the values its TTFT and ITL intervals were drawn from, so that
+// the pooled percentile is of the very values the intervals are about: aggregate's event
+// times (the packet tap's when it saw the segment, else the kernel's, else user space's).
+// (A second copy of that rule here once took kernel times alone: a read that found several
+// events waiting stamps them all with the last one's arrival, and pooled over 20 runs that
+// moved the ITL p99 up by 50 µs at 140 requests/s and 230 µs at 190.)
 func readRun(dir string) (result, error) {
-	st, err := schemas.ReadFile[schemas.Stage](filepath.Join(dir, "metrics", "stages.parquet"))
-	if err != nil || len(st) == 0 {
-		return result{}, fmt.Errorf("%s: stages: %v", dir, cmp.Or(err, fmt.Errorf("no stage")))
-	}
-	reqs, err := schemas.ReadFile[schemas.MetricRequest](filepath.Join(dir, "metrics", "requests.parquet"))
+	scratch, err := os.MkdirTemp("", "wirebench-intervals-agg-")
 	if err != nil {
 		return result{}, err
 	}
-	res := result{stage: st[0]}
-	ok := map[int64]bool{}
-	for _, m := range reqs {
-		if m.OK && !m.Warmup && m.TTFTNs != nil {
-			res.ttft = append(res.ttft, *m.TTFTNs)
-			ok[m.Seq] = true
-		}
-	}
-	tap, err := aggregate.LoadTapTimes(context.Background(), dir)
+	defer os.RemoveAll(scratch)
+	cfg := aggregate.Config{Runs: []string{dir}, Out: scratch, KeepSamples: true}
+	sum, err := aggregate.Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return result{}, fmt.Errorf("%s: tap times: %w", dir, err)
+		return result{}, fmt.Errorf("aggregate %s: %w", dir, err)
 	}
-	at := func(c schemas.RawChunk) int64 {
-		if ns, ok := tap.Rx[[2]int64{c.Seq, int64(c.Index)}]; ok {
-			return ns
-		}
-		return c.Time()
+	if len(sum.Stages) != 1 {
+		return result{}, fmt.Errorf("%s: %d stages, want 1", dir, len(sum.Stages))
 	}
-	paths, _ := filepath.Glob(filepath.Join(dir, "raw", "chunks-*.parquet"))
-	bySeq := map[int64][]schemas.RawChunk{}
-	for _, p := range paths {
-		rows, err := schemas.ReadFile[schemas.RawChunk](p)
-		if err != nil {
-			return result{}, err
-		}
-		for _, c := range rows {
-			if ok[c.Seq] && c.Kind == schemas.ChunkContent {
-				bySeq[c.Seq] = append(bySeq[c.Seq], c)
-			}
-		}
-	}
-	for _, cs := range bySeq {
-		slices.SortFunc(cs, func(a, b schemas.RawChunk) int { return cmp.Compare(a.Index, b.Index) })
-		for i := 1; i < len(cs); i++ {
-			res.itl = append(res.itl, at(cs[i])-at(cs[i-1]))
-		}
-	}
-	return res, nil
+	st := sum.Stages[0]
+	return result{stage: st, ttft: sum.Samples[st.Stage]["ttft"], itl: sum.Samples[st.Stage]["itl"]}, nil
 }
