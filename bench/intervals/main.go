@@ -32,11 +32,10 @@ import (
 
 func main() {
 	bin := flag.String("wirebench", "bin/wirebench", "the wirebench binary")
-	simCfg := flag.String("sim", "bench/intervals/engine.yaml", "simulator config (with 32 output tokens it completes at most about 234 requests/s)")
+	simCfg := flag.String("sim", "bench/intervals/engine.yaml", "simulator config (with 16 output tokens it completes at most about 930 requests/s)")
 	runs := flag.Int("runs", 20, "runs per load")
-	loads := flag.String("loads", "140,190", "Poisson rates in requests/s, comma-separated: light and near saturation (60% and 81% of engine.yaml's capacity; at 190 its TTFT p99, about 44 ms, is over 3 times that at 140)")
-	duration := flag.Duration("duration", 120*time.Second, "length of each run")
-	output := flag.Int("output", 32, "output tokens per request (32: about 84 ms of decode at a full batch of engine.yaml)")
+	loads := flag.String("loads", "540:60s,720:140s", "loads, comma-separated, each a Poisson rate in requests/s and the length of its runs (RATE:DURATION): light and near saturation (58% and 77% of engine.yaml's capacity; at 720 its TTFT p99, about 14 ms, is over twice that at 540; a p99 interval near saturation needs about 100,000 requests)")
+	output := flag.Int("output", 16, "output tokens per request (16: about 21 ms of decode at a full batch of engine.yaml)")
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "wirebench-intervals"), "where the runs are written (removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the runs")
 	reuse := flag.Bool("reuse", false, "read the runs already in -dir (kept with -keep) instead of running them again: to re-analyse a bench offline")
@@ -44,13 +43,9 @@ func main() {
 	simCPU := flag.Int("sim-cpu", -1, "pin each simulator to this CPU (-1: leave it to the scheduler)")
 	flag.Parse()
 	log.SetFlags(0)
-	var rates []float64
-	for f := range strings.SplitSeq(*loads, ",") {
-		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || r <= 0 {
-			log.Fatalf("-loads %q: want positive rates separated by commas", *loads)
-		}
-		rates = append(rates, r)
+	lds, err := parseLoads(*loads)
+	if err != nil {
+		log.Fatal(err)
 	}
 	if *reuse {
 		fmt.Printf("Re-analysed %s (-reuse) at %s: the runs' own config, machine and time are those they were made with\n\n",
@@ -60,21 +55,42 @@ func main() {
 		if *simCPU >= 0 {
 			pin = fmt.Sprintf("pinned to CPU %d", *simCPU)
 		}
-		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs of %v per load, %d output tokens, simulator %s (%s)\n\n",
-			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *duration, *output, *simCfg, pin)
+		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s), %d output tokens, simulator %s (%s)\n\n",
+			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *loads, *output, *simCfg, pin)
 	}
 	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled |")
 	fmt.Println("|---|---|---|---|---|---|---|")
-	for _, rate := range rates {
-		p := plan{bin: *bin, simCfg: *simCfg, dir: *dir, rate: rate, d: *duration, output: *output, simCPU: *simCPU}
+	for _, l := range lds {
+		p := plan{bin: *bin, simCfg: *simCfg, dir: *dir, rate: l.rate, d: l.d, output: *output, simCPU: *simCPU}
 		res, err := runAll(p, *runs, *parallel, *keep, *reuse)
 		if err != nil {
 			log.Fatal(err)
 		}
 		for _, f := range figures {
-			row(rate, f, res)
+			row(l.rate, f, res)
 		}
 	}
+}
+
+// load is one load of the bench: a Poisson rate and the length of its runs.
+type load struct {
+	rate float64
+	d    time.Duration
+}
+
+// parseLoads parses -loads: RATE:DURATION pairs separated by commas.
+func parseLoads(s string) ([]load, error) {
+	var out []load
+	for f := range strings.SplitSeq(s, ",") {
+		rs, ds, _ := strings.Cut(strings.TrimSpace(f), ":")
+		r, rerr := strconv.ParseFloat(rs, 64)
+		d, derr := time.ParseDuration(ds)
+		if rerr != nil || derr != nil || r <= 0 || d <= 0 {
+			return nil, fmt.Errorf("-loads %q: %q is not RATE:DURATION (a positive rate in requests/s and a positive length, e.g. 540:60s)", s, f)
+		}
+		out = append(out, load{r, d})
+	}
+	return out, nil
 }
 
 // plan is what each run of one load is made of.
