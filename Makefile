@@ -71,13 +71,12 @@ bench-scale: build
 	$(GO) run ./bench/scale -wirebench $(BIN) -hosts 5,10,20 -dir $(SCALE_DIR)
 
 # The percentile intervals proved: the same config run 20 times (seeds 1-20) against a fresh
-# `wirebench sim` (bench/intervals/engine.yaml, 16 output tokens, capacity about 930 requests/s)
-# at 540 requests/s for 60 s and 720 requests/s for 140 s (light; near its saturation, where a
-# TTFT p99 interval needs about 100,000 requests), one run at a time (runs side by side compete
-# for the CPUs and are no longer alike); for p50 and p99 of TTFT and ITL, the share of runs whose
-# 95% interval holds the pooled percentile and the median width, as a Markdown table (figures in
-# docs/measurements.md). About 90 minutes on a quiet machine; a cut-down check:
-# go run ./bench/intervals -runs 3 -loads 540:5s.
+# `wirebench sim` (bench/intervals/engine.yaml, 32 output tokens, capacity about 234 requests/s)
+# at 140 and 190 requests/s (light, near its saturation), 120 s each, one at a time (runs side by
+# side compete for the CPUs and are no longer alike); for p50 and p99 of TTFT and ITL, the share
+# of runs whose 95% interval holds the pooled percentile and the median width, as a Markdown
+# table (figures in docs/measurements.md). About 100 minutes on a quiet machine; a cut-down check:
+# go run ./bench/intervals -runs 3 -loads 140:5s.
 bench-intervals: build
 	$(GO) run ./bench/intervals -wirebench $(BIN)
 

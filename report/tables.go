@@ -60,7 +60,11 @@ func stagesCSV(p schemas.Profile) ([]byte, error) {
 				nf(q.LateShareClient), nf(q.ExactShare), nf(q.WorkerRhoMax), i64(int64(q.Workers)), i64(q.GCPauseNs),
 				i64(int64(q.WorkersForRhoHalf)))
 			fp := q.Footprint
-			row = append(row, strconv.FormatBool(fp.TargetLocal), f(fp.ClientCPUs), i64(int64(fp.MachineCPUs)), f(fp.MachineBusy),
+			cpus, busy := "", "" // unknown: a capture that did not record the machine's CPUs
+			if fp.MachineCPUs > 0 {
+				cpus, busy = i64(int64(fp.MachineCPUs)), f(fp.MachineBusy)
+			}
+			row = append(row, strconv.FormatBool(fp.TargetLocal), f(fp.ClientCPUs), cpus, busy,
 				strconv.FormatBool(fp.ServerDisturbed), i64(fp.InflightPeak), i64(fp.ConnectionsOpened), i64(fp.ConnectionsPeak),
 				strconv.FormatBool(fp.ConnectionSpiral))
 			for _, l := range latencyColumns {

@@ -131,7 +131,7 @@ type ProfileFootprint struct {
 	TargetLocal           bool    `json:"target_local" doc:"the target shared the capture host"`
 	ClientCPUs            float64 `json:"client_cpus" doc:"CPUs the client used (workers and coordinator)"`
 	MachineCPUs           int32   `json:"machine_cpus" doc:"the host's CPUs; 0 when unknown"`
-	MachineBusy           float64 `json:"machine_busy" doc:"share of the host's CPU time busy over the stage"`
+	MachineBusy           float64 `json:"machine_busy" doc:"share of the host's CPU time busy over the stage; 0 when machine_cpus is 0"`
 	ServerDisturbed       bool    `json:"server_disturbed" doc:"the footprint verdict: co-located, machine saturated, client over DisturbShare of the CPUs"`
 	ServerDisturbedReason string  `json:"server_disturbed_reason,omitempty" doc:"its figures"`
 	InflightPeak          int64   `json:"inflight_peak" doc:"most requests in flight (sum over workers)"`

@@ -117,6 +117,7 @@ func (e *engine) now() int64 { return int64(time.Since(e.base)) }
 
 func (e *engine) loop() {
 	defer close(e.done)
+	preciseThread()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {

@@ -32,15 +32,16 @@ import (
 
 func main() {
 	bin := flag.String("wirebench", "bin/wirebench", "the wirebench binary")
-	simCfg := flag.String("sim", "bench/intervals/engine.yaml", "simulator config (with 16 output tokens it completes at most about 930 requests/s)")
+	simCfg := flag.String("sim", "bench/intervals/engine.yaml", "simulator config (engine.yaml with 32 output tokens completes at most about 234 requests/s; fast.yaml with 16 about 930)")
 	runs := flag.Int("runs", 20, "runs per load")
-	loads := flag.String("loads", "540:60s,720:140s", "loads, comma-separated, each a Poisson rate in requests/s and the length of its runs (RATE:DURATION): light and near saturation (58% and 77% of engine.yaml's capacity; at 720 its TTFT p99, about 14 ms, is over twice that at 540; a p99 interval near saturation needs about 100,000 requests)")
-	output := flag.Int("output", 16, "output tokens per request (16: about 21 ms of decode at a full batch of engine.yaml)")
+	loads := flag.String("loads", "140:120s,190:120s", "loads, comma-separated, each a Poisson rate in requests/s and the length of its runs (RATE:DURATION): light and near saturation (60% and 81% of engine.yaml's capacity; at 190 its TTFT p99, about 44 ms, is over 3 times that at 140; a TTFT p99 interval there needs about 100,000 requests, see fast.yaml)")
+	output := flag.Int("output", 32, "output tokens per request (32: about 84 ms of decode at a full batch of engine.yaml)")
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "wirebench-intervals"), "where the runs are written (removed unless -keep)")
 	keep := flag.Bool("keep", false, "keep the runs")
 	reuse := flag.Bool("reuse", false, "read the runs already in -dir (kept with -keep) instead of running them again: to re-analyse a bench offline")
 	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator and an unpinned client: only for loads the machine carries N times over (near saturation the runs compete and are no longer alike)")
 	simCPU := flag.Int("sim-cpu", -1, "pin each simulator to this CPU (-1: leave it to the scheduler)")
+	clientCPU := flag.Int("client-cpu", -1, "run each `wirebench run` (its coordinator and workers) on this CPU alone, with taskset (-1: leave it to its defaults)")
 	flag.Parse()
 	log.SetFlags(0)
 	lds, err := parseLoads(*loads)
@@ -55,13 +56,16 @@ func main() {
 		if *simCPU >= 0 {
 			pin = fmt.Sprintf("pinned to CPU %d", *simCPU)
 		}
+		if *clientCPU >= 0 {
+			pin += fmt.Sprintf("; client on CPU %d", *clientCPU)
+		}
 		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s), %d output tokens, simulator %s (%s)\n\n",
 			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *loads, *output, *simCfg, pin)
 	}
 	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, l := range lds {
-		p := plan{bin: *bin, simCfg: *simCfg, dir: *dir, rate: l.rate, d: l.d, output: *output, simCPU: *simCPU}
+		p := plan{bin: *bin, simCfg: *simCfg, dir: *dir, rate: l.rate, d: l.d, output: *output, simCPU: *simCPU, clientCPU: *clientCPU}
 		res, err := runAll(p, *runs, *parallel, *keep, *reuse)
 		if err != nil {
 			log.Fatal(err)
@@ -95,10 +99,11 @@ func parseLoads(s string) ([]load, error) {
 
 // plan is what each run of one load is made of.
 type plan struct {
-	bin, simCfg, dir string
-	rate             float64
-	d                time.Duration
-	output, simCPU   int
+	bin, simCfg, dir  string
+	rate              float64
+	d                 time.Duration
+	output            int
+	simCPU, clientCPU int
 }
 
 // runAll runs n seeded runs of p, parallel at a time, and returns them in seed order.
@@ -241,7 +246,11 @@ tokenizer: whitespace
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		return result{}, err
 	}
-	if out, err := exec.Command(p.bin, append([]string{"run", cfg, "-o", dir, "--quiet"}, extra...)...).CombinedOutput(); err != nil {
+	cmd := exec.Command(p.bin, append([]string{"run", cfg, "-o", dir, "--quiet"}, extra...)...)
+	if p.clientCPU >= 0 {
+		cmd = exec.Command("taskset", append([]string{"-c", strconv.Itoa(p.clientCPU)}, cmd.Args...)...)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return result{}, fmt.Errorf("wirebench run %s: %w\n%s", cfg, err, out)
 	}
 	return readRun(dir)
