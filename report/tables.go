@@ -11,7 +11,8 @@ import (
 )
 
 // stagesCSV renders stages.csv: one row per run and stage, durations in nanoseconds; a figure
-// over nothing (null in the files) is an empty cell.
+// over nothing (null in the files) is an empty cell, and so are machine_cpus and machine_busy
+// when the capture did not record the machine's CPUs (0 in the files).
 func stagesCSV(p schemas.Profile) ([]byte, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
