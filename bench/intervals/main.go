@@ -62,8 +62,8 @@ func main() {
 		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s), %d output tokens, simulator %s (%s)\n\n",
 			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *loads, *output, *simCfg, pin)
 	}
-	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled | runs' spread / intervals' |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, l := range lds {
 		p := plan{bin: *bin, simCfg: *simCfg, dir: *dir, rate: l.rate, d: l.d, output: *output, simCPU: *simCPU, clientCPU: *clientCPU}
 		res, err := runAll(p, *runs, *parallel, *keep, *reuse)
@@ -168,13 +168,14 @@ func row(rate float64, f figure, res []result) {
 		pooled = append(pooled, f.values(&res[i])...)
 	}
 	if len(pooled) == 0 {
-		fmt.Printf("| %g/s | %s | 0 of %d | — | — | — | — |\n", rate, f.name, len(res))
+		fmt.Printf("| %g/s | %s | 0 of %d | — | — | — | — | — |\n", rate, f.name, len(res))
 		return
 	}
 	slices.Sort(pooled)
 	truth := pooled[nearestRank(f.q, len(pooled))-1]
 	with, hold, over := 0, 0, 0
 	var widths []int64
+	var points []float64
 	for i := range res {
 		lo, hi := f.ci(&res[i].stage)
 		if res[i].stage.Overloaded {
@@ -188,6 +189,8 @@ func row(rate float64, f figure, res []result) {
 			hold++
 		}
 		widths = append(widths, *hi-*lo)
+		vs := slices.Sorted(slices.Values(f.values(&res[i])))
+		points = append(points, float64(vs[nearestRank(f.q, len(vs))-1]))
 	}
 	runs := fmt.Sprintf("%d of %d", with, len(res))
 	switch {
@@ -197,13 +200,34 @@ func row(rate float64, f figure, res []result) {
 		runs += " (n too small)"
 	}
 	if with == 0 {
-		fmt.Printf("| %g/s | %s | %s | %s | — | — | — |\n", rate, f.name, runs, ms(truth))
+		fmt.Printf("| %g/s | %s | %s | %s | — | — | — | — |\n", rate, f.name, runs, ms(truth))
 		return
 	}
-	slices.Sort(widths)
-	w := widths[len(widths)/2]
-	fmt.Printf("| %g/s | %s | %s | %s | %d/%d = %.0f%% | %s | %.1f%% |\n", rate, f.name, runs, ms(truth),
-		hold, with, 100*float64(hold)/float64(with), ms(w), 100*float64(w)/float64(truth))
+	fmt.Printf("| %g/s | %s | %s | %s | %d/%d = %.0f%% | %s | %.1f%% | %s |\n", rate, f.name, runs, ms(truth),
+		hold, with, 100*float64(hold)/float64(with), ms(median(widths)), 100*float64(median(widths))/float64(truth), spread(points, widths))
+}
+
+func median(vs []int64) int64 { return slices.Sorted(slices.Values(vs))[len(vs)/2] }
+
+// spread compares how far apart the runs' own percentiles are with what their intervals say a
+// run's sampling moves it: the standard deviation of the points over the mean of the intervals'
+// widths / 3.92 (a 95% interval's width in standard deviations, were it normal). About 1 when
+// the runs are samples of one distribution; well over 1 when they differ by more than sampling
+// (then coverage says more about the runs than about the intervals). "—" with fewer than 3 runs.
+func spread(points []float64, widths []int64) string {
+	if len(points) < 3 {
+		return "—"
+	}
+	var m, v, w float64
+	for i, p := range points {
+		m += p
+		w += float64(widths[i]) / 3.92
+	}
+	m, w = m/float64(len(points)), w/float64(len(points))
+	for _, p := range points {
+		v += (p - m) * (p - m)
+	}
+	return strconv.FormatFloat(math.Sqrt(v/float64(len(points)-1))/w, 'f', 2, 64)
 }
 
 func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }
