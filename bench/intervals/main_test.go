@@ -18,3 +18,21 @@ func TestParseLoads(t *testing.T) {
 		}
 	}
 }
+
+// TestSpread: the runs' standard deviation over the intervals' mean width / 3.92.
+func TestSpread(t *testing.T) {
+	for _, c := range []struct {
+		points []float64
+		widths []int64
+		want   string
+	}{
+		{[]float64{1, 2, 3}, []int64{392, 392, 392}, "0.01"}, // sd 1, width / 3.92 = 100
+		{[]float64{10, 20, 30}, []int64{392, 392, 392}, "0.10"},
+		{[]float64{100, 300, 200}, []int64{196, 392, 588}, "1.00"},
+		{[]float64{1, 2}, []int64{392, 392}, "—"},
+	} {
+		if got := spread(c.points, c.widths); got != c.want {
+			t.Errorf("spread(%v, %v) = %s; want %s", c.points, c.widths, got, c.want)
+		}
+	}
+}
