@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/wirebench/wirebench/internal/interval"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -21,14 +22,7 @@ var quantiles = [...]float64{0.50, 0.90, 0.95, 0.99, 0.999}
 // The percentile is the value at that rank in ascending order (1-based). Nearest rank always
 // returns an observed value and needs no interpolation, so it is exact and reproducible in SQL:
 // quantile_disc(q) in DuckDB.
-func NearestRank(q float64, n int64) int64 {
-	r := int64(math.Ceil(q * float64(n)))
-	// q*n may carry a tiny floating error above an integer (0.95*20 = 19.000000000000004).
-	if f := q * float64(n); r > 1 && float64(r-1) >= f-1e-9 {
-		r--
-	}
-	return max(r, 1)
-}
+func NearestRank(q float64, n int64) int64 { return int64(interval.NearestRank(q, int(n))) }
 
 // memValues is how many values a dist keeps in memory before it spills the rest to a temporary
 // file. It bounds aggregate's memory to about (dists open) * memValues * 16 bytes whatever the

@@ -52,14 +52,14 @@ func main() {
 		fmt.Printf("Re-analysed %s (-reuse) at %s: the runs' own config, machine and time are those they were made with\n\n",
 			*dir, time.Now().UTC().Format(time.RFC3339))
 	} else {
-		pin := "unpinned"
+		pin := "simulator unpinned"
 		if *simCPU >= 0 {
-			pin = fmt.Sprintf("pinned to CPU %d", *simCPU)
+			pin = fmt.Sprintf("simulator on CPU %d", *simCPU)
 		}
 		if *clientCPU >= 0 {
-			pin += fmt.Sprintf("; client on CPU %d", *clientCPU)
+			pin += fmt.Sprintf(", client on CPU %d", *clientCPU)
 		}
-		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s), %d output tokens, simulator %s (%s)\n\n",
+		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s), %d output tokens, simulator config %s (%s)\n\n",
 			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *loads, *output, *simCfg, pin)
 	}
 	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled | runs' spread / intervals' |")
@@ -172,7 +172,7 @@ func row(rate float64, f figure, res []result) {
 		return
 	}
 	slices.Sort(pooled)
-	truth := pooled[nearestRank(f.q, len(pooled))-1]
+	truth := pooled[aggregate.NearestRank(f.q, int64(len(pooled)))-1]
 	with, hold, over := 0, 0, 0
 	var widths []int64
 	var points []float64
@@ -190,7 +190,7 @@ func row(rate float64, f figure, res []result) {
 		}
 		widths = append(widths, *hi-*lo)
 		vs := slices.Sorted(slices.Values(f.values(&res[i])))
-		points = append(points, float64(vs[nearestRank(f.q, len(vs))-1]))
+		points = append(points, float64(vs[aggregate.NearestRank(f.q, int64(len(vs)))-1]))
 	}
 	runs := fmt.Sprintf("%d of %d", with, len(res))
 	switch {
@@ -203,11 +203,10 @@ func row(rate float64, f figure, res []result) {
 		fmt.Printf("| %g/s | %s | %s | %s | — | — | — | — |\n", rate, f.name, runs, ms(truth))
 		return
 	}
+	w := slices.Sorted(slices.Values(widths))[len(widths)/2]
 	fmt.Printf("| %g/s | %s | %s | %s | %d/%d = %.0f%% | %s | %.1f%% | %s |\n", rate, f.name, runs, ms(truth),
-		hold, with, 100*float64(hold)/float64(with), ms(median(widths)), 100*float64(median(widths))/float64(truth), spread(points, widths))
+		hold, with, 100*float64(hold)/float64(with), ms(w), 100*float64(w)/float64(truth), spread(points, widths))
 }
-
-func median(vs []int64) int64 { return slices.Sorted(slices.Values(vs))[len(vs)/2] }
 
 // spread compares how far apart the runs' own percentiles are with what their intervals say a
 // run's sampling moves it: the standard deviation of the points over the mean of the intervals'
@@ -231,15 +230,6 @@ func spread(points []float64, widths []int64) string {
 }
 
 func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }
-
-// nearestRank is aggregate.NearestRank for an int count.
-func nearestRank(q float64, n int) int {
-	r := int(math.Ceil(q * float64(n)))
-	if f := q * float64(n); r > 1 && float64(r-1) >= f-1e-9 {
-		r--
-	}
-	return max(r, 1)
-}
 
 // oneRun runs one seeded Poisson stage of p into dir against a fresh simulator and reads its
 // figures.

@@ -119,6 +119,7 @@ var (
 // aggregate.NearestRank: the percentile is the value of that 1-based rank in ascending order).
 func NearestRank(q float64, n int) int {
 	r := int(math.Ceil(q * float64(n)))
+	// q*n may carry a tiny floating error above an integer (0.95*20 = 19.000000000000004).
 	if f := q * float64(n); r > 1 && float64(r-1) >= f-1e-9 {
 		r--
 	}
