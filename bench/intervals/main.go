@@ -1,9 +1,9 @@
 // Command intervals proves the percentile intervals of `wirebench aggregate`: it runs one config
-// many times (different seeds) against a fresh `wirebench sim`, at a light and a near-saturation
-// load, and prints, for p50 and p99 of TTFT and ITL, the share of runs whose 95% interval holds
-// the pooled percentile (all runs' values together) and the median interval width, as a
-// Markdown table on stdout (progress on stderr). `make bench-intervals` runs it; figures in
-// docs/measurements.md.
+// many times (different seeds) against `wirebench sim` (a fresh simulator each run, or with
+// -one-sim one for all the runs of a load), at a light and a near-saturation load, and prints,
+// for p50 and p99 of TTFT and ITL, the share of runs whose 95% interval holds the pooled
+// percentile (all runs' values together) and the median interval width, as a Markdown table on
+// stdout (progress on stderr). `make bench-intervals` runs it; figures in docs/measurements.md.
 package main
 
 import (
@@ -42,11 +42,15 @@ func main() {
 	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator and an unpinned client: only for loads the machine carries N times over (near saturation the runs compete and are no longer alike)")
 	simCPU := flag.Int("sim-cpu", -1, "pin each simulator to this CPU (-1: leave it to the scheduler)")
 	clientCPU := flag.Int("client-cpu", -1, "run each `wirebench run` (its coordinator and workers) on this CPU alone, with taskset (-1: leave it to its defaults)")
+	oneSim := flag.Bool("one-sim", false, "one simulator for all the runs of a load, started before the first (default: a fresh one each run): the runs then differ only in their requests' draws, not in the server process's start")
 	flag.Parse()
 	log.SetFlags(0)
 	lds, err := parseLoads(*loads)
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *oneSim && *parallel > 1 {
+		log.Fatal("-one-sim runs one run at a time: the runs would share the simulator (-parallel 1)")
 	}
 	if *reuse {
 		fmt.Printf("Re-analysed %s (-reuse) at %s: the runs' own config, machine and time are those they were made with\n\n",
@@ -59,6 +63,11 @@ func main() {
 		if *clientCPU >= 0 {
 			pin += fmt.Sprintf(", client on CPU %d", *clientCPU)
 		}
+		if *oneSim {
+			pin += ", one simulator a load"
+		} else {
+			pin += ", a fresh simulator a run"
+		}
 		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s), %d output tokens, simulator config %s (%s)\n\n",
 			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *loads, *output, *simCfg, pin)
 	}
@@ -66,7 +75,14 @@ func main() {
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, l := range lds {
 		p := plan{bin: *bin, simCfg: *simCfg, dir: *dir, rate: l.rate, d: l.d, output: *output, simCPU: *simCPU, clientCPU: *clientCPU}
+		stop := func() {}
+		if *oneSim && !*reuse {
+			if p.url, stop, err = startSim(p); err != nil {
+				log.Fatal(err)
+			}
+		}
 		res, err := runAll(p, *runs, *parallel, *keep, *reuse)
+		stop()
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -104,6 +120,7 @@ type plan struct {
 	d                 time.Duration
 	output            int
 	simCPU, clientCPU int
+	url               string // the simulator all runs share (-one-sim); "" for a fresh one each run
 }
 
 // runAll runs n seeded runs of p, parallel at a time, and returns them in seed order.
@@ -231,18 +248,31 @@ func spread(points []float64, widths []int64) string {
 
 func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }
 
-// oneRun runs one seeded Poisson stage of p into dir against a fresh simulator and reads its
-// figures.
+// startSim starts a simulator for p and returns its URL and its stop.
+func startSim(p plan) (string, func(), error) {
+	url, stop, err := simproc.Start(p.bin, []string{"sim", "--listen", "127.0.0.1:0", "--config", p.simCfg}, p.simCPU, io.Discard, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return "", nil, fmt.Errorf("start the simulator: %w", err)
+	}
+	return url, stop, nil
+}
+
+// oneRun runs one seeded Poisson stage of p into dir against p's simulator (a fresh one when
+// p.url is empty) and reads its figures.
 func oneRun(p plan, dir string, seed uint64, extra []string) (result, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return result{}, err
 	}
 	os.RemoveAll(dir)
-	url, stop, err := simproc.Start(p.bin, []string{"sim", "--listen", "127.0.0.1:0", "--config", p.simCfg}, p.simCPU, io.Discard, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return result{}, fmt.Errorf("start the simulator: %w", err)
+	url := p.url
+	if url == "" {
+		u, stop, err := startSim(p)
+		if err != nil {
+			return result{}, err
+		}
+		defer stop()
+		url = u
 	}
-	defer stop()
 	cfg := dir + ".yaml"
 	defer os.Remove(cfg)
 	text := fmt.Sprintf(`name: intervals
