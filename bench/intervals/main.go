@@ -42,7 +42,7 @@ func main() {
 	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator and an unpinned client: only for loads the machine carries N times over (near saturation the runs compete and are no longer alike)")
 	simCPU := flag.Int("sim-cpu", -1, "pin each simulator to this CPU (-1: leave it to the scheduler)")
 	clientCPU := flag.Int("client-cpu", -1, "run each `wirebench run` (its coordinator and workers) on this CPU alone, with taskset (-1: leave it to its defaults)")
-	oneSim := flag.Bool("one-sim", false, "one simulator for all the runs of a load, started before the first (default: a fresh one each run): the runs then differ only in their requests' draws, not in the server process's start")
+	oneSim := flag.Bool("one-sim", false, "one simulator for all the runs of a load, started before the first (default: a fresh one each run): the runs then share one server process; on the 2-vCPU project machine they still differed by more than sampling (docs/measurements.md)")
 	flag.Parse()
 	log.SetFlags(0)
 	lds, err := parseLoads(*loads)
