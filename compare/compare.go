@@ -59,18 +59,26 @@ func (o Options) withDefaults() Options {
 // writes; its Gate is set only with rules.
 func Compare(base, new *Run, opt Options) schemas.Comparison {
 	opt = opt.withDefaults()
+	return compare(base, new, opt, schemas.CompareWithin, func(p StagePair) [][]estimate {
+		return pairReplicates(base, new, p, opt)
+	})
+}
+
+// compare pairs the stages of base and new (for sets: their merged figures) and gives each pair's
+// changes the estimates of estimates.
+func compare(base, new *Run, opt Options, method string, estimates func(StagePair) [][]estimate) schemas.Comparison {
 	c := schemas.Comparison{
-		Version: schemas.CompareVersion, Level: opt.Level, Replicates: opt.Replicates,
+		Version: schemas.CompareVersion, Method: method, Level: opt.Level, Replicates: opt.Replicates,
 		Base: runOf(base), New: runOf(new),
 		Family:    "Holm over the percentile changes of one stage pair; the gate: Bonferroni over its rule × stage pair checks",
 		Pairs:     []schemas.ComparePair{},
 		Unmatched: []schemas.CompareStage{},
 	}
 	pairs, ub, un := Pair(base.Stages, new.Stages)
-	reps := make([][][]replicates, len(pairs))
+	est := make([][][]estimate, len(pairs))
 	for i, p := range pairs {
-		reps[i] = pairReplicates(base, new, p, opt)
-		c.Pairs = append(c.Pairs, comparePair(base, new, p, reps[i], opt))
+		est[i] = estimates(p)
+		c.Pairs = append(c.Pairs, comparePair(base, new, p, est[i], opt))
 	}
 	for _, i := range ub {
 		c.Unmatched = append(c.Unmatched, stageOf(&base.Stages[i], schemas.CompareBase))
@@ -80,7 +88,7 @@ func Compare(base, new *Run, opt Options) schemas.Comparison {
 	}
 	c.Notes = notes(base, new, c)
 	if len(opt.Rules) > 0 {
-		c.Gate = gate(base, new, pairs, reps, opt)
+		c.Gate = gate(base, new, pairs, est, opt)
 	}
 	return c
 }
@@ -116,7 +124,7 @@ func notes(base, new *Run, c schemas.Comparison) []string {
 
 // comparePair computes every percentile change of one stage pair and marks the significant
 // ones (Holm over the pair's changes with an interval).
-func comparePair(base, new *Run, p StagePair, reps [][]replicates, opt Options) schemas.ComparePair {
+func comparePair(base, new *Run, p StagePair, est [][]estimate, opt Options) schemas.ComparePair {
 	sb, sn := &base.Stages[p.Base], &new.Stages[p.New]
 	cp := schemas.ComparePair{Base: stageOf(sb, ""), New: stageOf(sn, ""), PairedBy: p.By, Ratios: map[string]*float64{}}
 	for _, f := range Throughputs {
@@ -126,10 +134,10 @@ func comparePair(base, new *Run, p StagePair, reps [][]replicates, opt Options) 
 		for pi, pc := range Percentiles {
 			ch := schemas.CompareChange{Metric: m.Key, Percentile: pc.Name, BaseNs: pc.Get(m.Dist(sb)), NewNs: pc.Get(m.Dist(sn))}
 			ch.Change = change(ch.BaseNs, ch.NewNs)
-			r := reps[mi][pi]
+			r := est[mi][pi]
 			switch {
-			case r.note != "":
-				ch.Note = r.note
+			case r.why() != "":
+				ch.Note = r.why()
 			case ch.Change != nil:
 				lo, hi := r.interval(1 - opt.Level)
 				ch.Lo, ch.Hi, ch.P = finite(lo), finite(hi), ptr(r.p())
@@ -141,6 +149,14 @@ func comparePair(base, new *Run, p StagePair, reps [][]replicates, opt Options) 
 	return cp
 }
 
+// An estimate is one percentile's change between the two stages of a pair: its interval at
+// any level and the p-value of no change. why says why it has none ("n too small", ...).
+type estimate interface {
+	interval(alpha float64) (lo, hi float64)
+	p() float64
+	why() string
+}
+
 // replicates are the bootstrap replicates of one percentile in both runs of a pair: the
 // change's lower ends NEW_lo / BASE_hi − 1 and upper ends NEW_hi / BASE_lo − 1, replicate i of
 // each run's independent draws. note says why there are none.
@@ -148,6 +164,8 @@ type replicates struct {
 	lower, upper []float64 // sorted
 	note         string
 }
+
+func (r replicates) why() string { return r.note }
 
 // interval is the change's (1 − alpha) interval: the alpha/2 point of the lower ends and the
 // 1 − alpha/2 point of the upper ends, so it covers sampling and the client's own error.
@@ -182,15 +200,15 @@ func countIf(xs []float64, f func(float64) bool) int {
 }
 
 // pairReplicates draws the replicates of every metric and percentile of a pair: [metric][percentile].
-func pairReplicates(base, new *Run, p StagePair, opt Options) [][]replicates {
+func pairReplicates(base, new *Run, p StagePair, opt Options) [][]estimate {
 	sb, sn := base.Stages[p.Base].Stage, new.Stages[p.New].Stage
-	out := make([][]replicates, len(Metrics))
+	out := make([][]estimate, len(Metrics))
 	qs := make([]float64, len(Percentiles))
 	for i, pc := range Percentiles {
 		qs[i] = pc.Q
 	}
 	for mi, m := range Metrics {
-		out[mi] = make([]replicates, len(Percentiles))
+		out[mi] = make([]estimate, len(Percentiles))
 		xb, xn := base.sample(sb, mi), new.sample(sn, mi)
 		var note string
 		switch {
@@ -214,7 +232,7 @@ func pairReplicates(base, new *Run, p StagePair, opt Options) [][]replicates {
 		}
 		for pi := range qs {
 			if note != "" {
-				out[mi][pi].note = note
+				out[mi][pi] = replicates{note: note}
 				continue
 			}
 			out[mi][pi] = changeReplicates(bl[pi], bh[pi], nl[pi], nh[pi])

@@ -103,15 +103,27 @@ func unmatchedLine(c schemas.Comparison) string {
 }
 
 func header(c schemas.Comparison) string {
-	return fmt.Sprintf("changes are NEW / BASE − 1 with %g%% intervals (sampling and the client's own error; %d bootstrap replicates a run); significant: %s",
+	if c.Method == schemas.CompareBetween {
+		return fmt.Sprintf("changes are NEW / BASE − 1 of the sets' geometric means with %g%% intervals between runs (Student t over %d and %d runs: sampling, the client's own error and what changes from run to run); significant: %s",
+			c.Level*100, len(c.Base.Runs), len(c.New.Runs), c.Family)
+	}
+	return fmt.Sprintf("changes are NEW / BASE − 1 with %g%% intervals (sampling and the client's own error within each run, not changes between runs as a whole; %d bootstrap replicates a run); significant: %s",
 		c.Level*100, c.Replicates, c.Family)
+}
+
+// runTitle names a run, or a set with its number of runs.
+func runTitle(r schemas.CompareRun) string {
+	if len(r.Runs) > 0 {
+		return fmt.Sprintf("%s (%d runs)", r.Label, len(r.Runs))
+	}
+	return r.Label
 }
 
 // Text writes the comparison for a terminal.
 func Text(w io.Writer, c schemas.Comparison) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "wirebench compare: NEW %s vs BASE %s\n", c.New.Label, c.Base.Label)
-	fmt.Fprintf(&b, "BASE %s: trust %s\nNEW  %s: trust %s\n", c.Base.Label, c.Base.Trust, c.New.Label, c.New.Trust)
+	fmt.Fprintf(&b, "wirebench compare: NEW %s vs BASE %s\n", runTitle(c.New), runTitle(c.Base))
+	fmt.Fprintf(&b, "BASE %s: trust %s\nNEW  %s: trust %s\n", runTitle(c.Base), c.Base.Trust, runTitle(c.New), c.New.Trust)
 	fmt.Fprintln(&b, header(c))
 	for _, p := range c.Pairs {
 		fmt.Fprintf(&b, "\n%s\n  %s\n", pairTitle(p), throughputLine(p))
@@ -161,9 +173,9 @@ func gateLevel(g *schemas.CompareGate, level float64) string {
 // Markdown writes the comparison for a pull-request comment.
 func Markdown(w io.Writer, c schemas.Comparison) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### wirebench compare: %s vs %s\n\n", md(c.New.Label), md(c.Base.Label))
+	fmt.Fprintf(&b, "### wirebench compare: %s vs %s\n\n", md(runTitle(c.New)), md(runTitle(c.Base)))
 	fmt.Fprintf(&b, "| | run | trust |\n|---|---|---|\n| BASE | %s | %s |\n| NEW | %s | %s |\n\n",
-		md(c.Base.Label), c.Base.Trust, md(c.New.Label), c.New.Trust)
+		md(runTitle(c.Base)), c.Base.Trust, md(runTitle(c.New)), c.New.Trust)
 	if c.Gate != nil {
 		fmt.Fprintf(&b, "**Gate: %s** (%s; %d checks, each at level %s)\n\n", c.Gate.Verdict, md(strings.Join(c.Gate.Rules, " ")), c.Gate.Tests, gateLevel(c.Gate, c.Level))
 		for _, f := range c.Gate.Failures {

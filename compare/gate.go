@@ -97,7 +97,7 @@ func percentileIndex(name string) int {
 // rule's side of 0, so that a gate on two runs of one config fails by chance at most alpha of
 // the time however many rules and stages it checks. A run whose trust is red,
 // or a check without an interval, makes the gate untrusted: it cannot pass.
-func gate(base, new *Run, pairs []StagePair, reps [][][]replicates, opt Options) *schemas.CompareGate {
+func gate(base, new *Run, pairs []StagePair, est [][][]estimate, opt Options) *schemas.CompareGate {
 	g := &schemas.CompareGate{Tests: len(opt.Rules) * len(pairs), Verdict: schemas.GatePass, Failures: []schemas.GateFailure{}}
 	for _, r := range opt.Rules {
 		g.Rules = append(g.Rules, r.Text)
@@ -118,7 +118,7 @@ func gate(base, new *Run, pairs []StagePair, reps [][][]replicates, opt Options)
 	alpha := (1 - opt.Level) / float64(max(g.Tests, 1))
 	for _, r := range opt.Rules {
 		for i, p := range pairs {
-			if f, ok := check(base, new, p, r, reps[i][r.Metric][r.Percentile], alpha); !ok {
+			if f, ok := check(base, new, p, r, est[i][r.Metric][r.Percentile], alpha); !ok {
 				g.Failures = append(g.Failures, f)
 			}
 		}
@@ -134,15 +134,15 @@ func gate(base, new *Run, pairs []StagePair, reps [][][]replicates, opt Options)
 }
 
 // check judges one rule on one pair at level alpha (already divided by the number of checks).
-func check(base, new *Run, p StagePair, r Rule, rep replicates, alpha float64) (schemas.GateFailure, bool) {
+func check(base, new *Run, p StagePair, r Rule, rep estimate, alpha float64) (schemas.GateFailure, bool) {
 	sb, sn := &base.Stages[p.Base], &new.Stages[p.New]
 	m, pc := Metrics[r.Metric], Percentiles[r.Percentile]
 	f := schemas.GateFailure{Rule: r.Text, Stage: stageName(sn)}
 	f.Change = change(pc.Get(m.Dist(sb)), pc.Get(m.Dist(sn)))
 	what := fmt.Sprintf("%s %s", m.Title, pc.Name)
-	if rep.note != "" || f.Change == nil {
+	if rep.why() != "" || f.Change == nil {
 		f.Verdict = schemas.GateUntrusted
-		f.Reason = fmt.Sprintf("%s of stage %s cannot be judged: %s", what, f.Stage, orStr(rep.note, "no value in a run"))
+		f.Reason = fmt.Sprintf("%s of stage %s cannot be judged: %s", what, f.Stage, orStr(rep.why(), "no value in a run"))
 		return f, false
 	}
 	lo, hi := rep.interval(alpha)

@@ -15,10 +15,11 @@ const (
 // Changes are NEW / BASE − 1 (+0.05 = 5% higher in NEW); durations in ns.
 type Comparison struct {
 	Version    int            `json:"compare_version" doc:"version of this layout (CompareVersion)"`
-	Base       CompareRun     `json:"base" doc:"the baseline run"`
-	New        CompareRun     `json:"new" doc:"the run compared with it"`
+	Base       CompareRun     `json:"base" doc:"the baseline run, or set of runs"`
+	New        CompareRun     `json:"new" doc:"the run, or set of runs, compared with it"`
+	Method     string         `json:"method" doc:"how the intervals were made: within (one run a side: a block bootstrap of each run's requests) or between (sets of two or more runs a side: Student t over the runs' percentiles, which covers changes between runs as a whole too)"`
 	Level      float64        `json:"level" doc:"confidence level of every interval (0.95)"`
-	Replicates int            `json:"replicates" doc:"bootstrap replicates per run and stage behind every interval"`
+	Replicates int            `json:"replicates" doc:"bootstrap replicates per run and stage behind every interval (method between: behind each run's own variance)"`
 	Family     string         `json:"family" doc:"how significance allows for the number of changes tested (multiplicity): Holm over the percentile changes of one stage pair"`
 	Pairs      []ComparePair  `json:"pairs" doc:"one per stage of NEW that has a partner in BASE, in NEW's stage order"`
 	Unmatched  []CompareStage `json:"unmatched" doc:"stages of either run without a partner: not compared"`
@@ -26,12 +27,19 @@ type Comparison struct {
 	Notes      []string       `json:"notes,omitempty" doc:"what to keep in mind: a run whose trust is not green, percentiles without an interval"`
 }
 
-// CompareRun names one run of a comparison and its trust verdict.
+// Methods of a comparison's intervals (Comparison.Method).
+const (
+	CompareWithin  = "within"  // one run a side: a block bootstrap of each run's requests
+	CompareBetween = "between" // two or more runs a side: Student t over the runs' percentiles
+)
+
+// CompareRun names one run of a comparison, or one set of runs, and its trust verdict.
 type CompareRun struct {
-	Dir           string `json:"dir" doc:"the run directory as given"`
-	Label         string `json:"label" doc:"run id from the manifest, else the directory name"`
-	Trust         string `json:"trust" doc:"the run's trust verdict: green, amber or red (as the report's banner)"`
-	TrustSentence string `json:"trust_sentence" doc:"the stages and reasons behind it"`
+	Dir           string   `json:"dir" doc:"the run directory as given, or the directory holding the set's runs"`
+	Label         string   `json:"label" doc:"run id from the manifest, else the directory name"`
+	Runs          []string `json:"runs,omitempty" doc:"a set's runs (their directories), in name order; absent for one run. Its percentiles are the runs' geometric means, its throughputs their means"`
+	Trust         string   `json:"trust" doc:"the run's trust verdict: green, amber or red (as the report's banner); a set's is its worst run's"`
+	TrustSentence string   `json:"trust_sentence" doc:"the stages and reasons behind it"`
 }
 
 // Which run an unmatched stage is of (CompareStage.Run).
@@ -64,12 +72,12 @@ type ComparePair struct {
 type CompareChange struct {
 	Metric      string   `json:"metric" doc:"ttft, ttfc, tpot, itl, e2e or ntpot"`
 	Percentile  string   `json:"percentile" doc:"p50, p90, p99 or p99.9"`
-	BaseNs      *int64   `json:"base_ns" doc:"the percentile in BASE (stages.parquet); null without a value"`
+	BaseNs      *int64   `json:"base_ns" doc:"the percentile in BASE (stages.parquet; a set: the geometric mean of its runs'); null without a value"`
 	NewNs       *int64   `json:"new_ns" doc:"the percentile in NEW; null without a value"`
 	Change      *float64 `json:"change" doc:"new_ns / base_ns − 1; null when either is null or base_ns is 0"`
 	Lo          *float64 `json:"lo" doc:"lower end of the change's 95% interval (sampling and the client's own error); null without an interval"`
 	Hi          *float64 `json:"hi" doc:"upper end of the change's 95% interval"`
-	P           *float64 `json:"p" doc:"bootstrap p-value of no change (two-sided, from the same replicates); null without an interval"`
+	P           *float64 `json:"p" doc:"p-value of no change (two-sided; within: from the same bootstrap replicates, between: from the same t distribution); null without an interval"`
 	Significant bool     `json:"significant" doc:"the interval excludes 0 and the change survives Holm's correction over the pair's changes"`
 	Note        string   `json:"note,omitempty" doc:"why there is no interval, e.g. n too small"`
 }

@@ -13,8 +13,8 @@ import (
 // CompareCmd is `wirebench compare BASE NEW`: every percentile's change with its interval, and
 // the --fail-on gate for CI.
 type CompareCmd struct {
-	Base   string   `arg:"" type:"existingdir" help:"Baseline run directory (with metrics/ from aggregate)."`
-	New    string   `arg:"" type:"existingdir" help:"Run directory compared with it."`
+	Base   string   `arg:"" type:"existingdir" help:"Baseline run directory (with metrics/ from aggregate), or a directory of runs of one config (a set)."`
+	New    string   `arg:"" type:"existingdir" help:"Run directory, or set, compared with it."`
 	Format string   `short:"f" default:"text" enum:"text,markdown,json" help:"Output on stdout: text, markdown (a pull-request comment) or json (schemas/SCHEMAS.md#comparejson)."`
 	FailOn []string `name:"fail-on" placeholder:"RULE" help:"Exit 3 when a significant change passes this threshold (repeatable): METRIC.PERCENTILE>+N% or <-N%, METRIC ttft, ttfc, tpot, e2e or ntpot, PERCENTILE p50, p90, p99 or p99.9; e.g. ttft.p99>+5%. A run whose trust is red, or a gated percentile without an interval, exits 4."`
 }
@@ -24,7 +24,11 @@ func (c *CompareCmd) Help() string {
 	return `Pairs each stage of NEW with the stage of BASE of the same name, else of the same mode and
 rate (unmatched stages are listed), and gives every latency percentile's change NEW / BASE - 1
 with a 95% interval from a block bootstrap of each run's requests in time order, widened by
-the client's own error bounds. A change is significant when its interval excludes 0 and it
+the client's own error bounds. That interval covers each run's own sampling, not what changes
+between runs as a whole (a machine's speed from one minute to the next): BASE and NEW may each
+be a directory of two or more runs of one config (a set), and the interval is then taken
+between the runs (Student t over the runs' percentiles, as wide at least as their own
+sampling). A change is significant when its interval excludes 0 and it
 survives Holm's correction over the pair's changes. With --fail-on the gate checks each rule on
 each stage pair at 5% divided by the number of checks (Bonferroni). Exit codes: 0 pass (or no
 gate), 1 error, 2 bad flag, 3 gate failed, 4 gate untrusted. See docs/design/compare.md.`
@@ -35,15 +39,19 @@ func (c *CompareCmd) Run() error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	var runs [2]*compare.Run
+	var sets [2]compare.Set
 	for i, dir := range []string{c.Base, c.New} {
-		if runs[i], err = compare.Load(dir); err != nil {
+		if sets[i], err = compare.LoadSet(dir); err != nil {
 			return err
 		}
-		runs[i].Dir = dir
-		runs[i].Trust, runs[i].TrustSentence = report.Trust(runs[i].Stages)
+		for _, r := range sets[i].Runs {
+			r.Trust, r.TrustSentence = report.Trust(r.Stages)
+		}
 	}
-	res := compare.Compare(runs[0], runs[1], compare.Options{Rules: rules})
+	res, err := compare.CompareSets(sets[0], sets[1], compare.Options{Rules: rules})
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
 	switch c.Format {
 	case "json":
 		b, err := json.MarshalIndent(res, "", "  ")

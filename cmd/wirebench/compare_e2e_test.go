@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -121,7 +122,7 @@ func findChange(c schemas.Comparison, metric, pct string) *schemas.CompareChange
 
 // TestCompareSameConfigPasses: two runs of one config against one simulator (fixed mode: TTFT
 // 100 ms, then a token each 20 ms) are paired by stage name, show no significant change, and
-// pass a gate on E2E p50.
+// pass a gate on E2E p50; with two runs more, so do two sets of two runs (compareSets).
 func TestCompareSameConfigPasses(t *testing.T) {
 	url := startSim(t, "--ttft", "100ms", "--itl", "20ms", "--max-num-seqs", "0")
 	base, again := compareRun(t, url, wideBias), compareRun(t, url, wideBias)
@@ -150,6 +151,61 @@ func TestCompareSameConfigPasses(t *testing.T) {
 	}
 	if ch := findChange(c, "ttft", "p99"); ch == nil || ch.Note != "n too small" || ch.Lo != nil {
 		t.Errorf("TTFT p99 over about 320 requests: %+v; want no interval, n too small", ch)
+	}
+	compareSets(t, url, base, again)
+}
+
+// compareSets: two more runs of the config make two sets of two runs, each a directory of run
+// directories; compared, their intervals are taken between the runs (method between), the gate
+// on E2E p50 passes, E2E and NTPOT show no significant change, and the text names the sets. One
+// run against a set is refused with exit 2.
+func compareSets(t *testing.T, url string, base, again string) {
+	t.Helper()
+	a, b := filepath.Join(t.TempDir(), "base"), filepath.Join(t.TempDir(), "new")
+	for dir, runs := range map[string][]string{a: {base, again}, b: {compareRun(t, url, wideBias), compareRun(t, url, wideBias)}} {
+		for i, r := range runs {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(r, filepath.Join(dir, fmt.Sprint("r", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c, code, stderr := compareJSON(t, a, b, "--fail-on", "e2e.p50>+5%")
+	if code != 0 || c.Method != schemas.CompareBetween || len(c.Base.Runs) != 2 || len(c.New.Runs) != 2 || c.Gate.Verdict != "pass" {
+		t.Fatalf("compare of two sets of two runs: exit %d, method %q, runs %v / %v, gate %+v; want 0, between, 2 / 2, pass\nstderr:\n%s",
+			code, c.Method, c.Base.Runs, c.New.Runs, c.Gate, stderr)
+	}
+	if s := significant(c, "e2e", "ntpot"); len(s) > 0 {
+		t.Errorf("significant changes between two sets of one config: %v", s)
+	}
+	if ch := findChange(c, "e2e", "p50"); ch == nil || ch.Lo == nil || *ch.Lo > 0 || *ch.Hi < 0 || *ch.Lo > *ch.Change || *ch.Hi < *ch.Change {
+		t.Errorf("E2E p50 change %+v; want an interval holding 0 and the change", ch)
+	}
+	out, _, err := wirebench(t, time.Minute, "compare", a, b)
+	if err != nil || !strings.Contains(out, "NEW new (2 runs) vs BASE base (2 runs)") || !strings.Contains(out, "intervals between runs") {
+		t.Errorf("text of two sets: %v\n%s", err, out)
+	}
+	_, stderr, err = wirebench(t, time.Minute, "compare", base, b)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, "has 1 run and NEW") {
+		t.Errorf("one run against a set: %v\n%s; want exit 2 naming the counts", err, stderr)
+	}
+	// A run of the set that was never aggregated (its manifest, no metrics/) is an error, not
+	// left out.
+	raw := filepath.Join(a, "r9")
+	if err := os.MkdirAll(raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := os.ReadFile(filepath.Join(base, schemas.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(raw, schemas.ManifestName), string(manifest))
+	_, stderr, err = wirebench(t, time.Minute, "compare", a, b)
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr, "run "+raw+" has no") {
+		t.Errorf("a set with a run not aggregated: %v\n%s; want exit 1 naming %s", err, stderr, raw)
 	}
 }
 
