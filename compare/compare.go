@@ -1,8 +1,9 @@
 // Package compare sets a run NEW against a baseline BASE: stages paired by name, else by rate;
 // every latency percentile's change NEW / BASE − 1 with a 95% interval that covers both the
-// sampling error of each run and the client's own error; significance corrected for the number
-// of changes tested; and the --fail-on gate. `wirebench compare` and the report's A/B tables
-// both use it (docs/design/compare.md).
+// sampling error of each run and the client's own error (with sets of runs a side, the
+// variation between runs too: sets.go); significance corrected for the number of changes
+// tested; and the --fail-on gate. `wirebench compare` and the report's A/B tables both use it
+// (docs/design/compare.md).
 package compare
 
 import (

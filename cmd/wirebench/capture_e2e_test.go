@@ -481,9 +481,10 @@ func measureCapture(b *testing.B, tgt schemas.Target, rate float64, tokens int32
 
 // wakeProbe sleeps to absolute times 500 µs apart on a locked thread at nice -20 (when
 // permitted), as a capture worker's pacer does, until stop, and returns how late each wake-up was.
+// The thread stays locked: when the goroutine returns the runtime ends it, so its priority and
+// timer slack do not go back to the pool with it.
 func wakeProbe(stop <-chan struct{}) []int64 {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
 	_ = unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: -20}, 0)
 	var late []int64
