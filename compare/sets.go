@@ -140,15 +140,17 @@ func plural(n int, what string) string {
 
 // merge is a set's figures as one run: each stage of its first run with every percentile the
 // geometric mean of the runs' (the figure the interval is about), every throughput their mean,
-// and the worst of the runs' trust verdicts.
+// the requests of all its runs, and the worst of the runs' trust verdicts.
 func merge(s Set, at [][]int) *Run {
 	m := &Run{Dir: s.Dir, Label: filepath.Base(absOr(s.Dir)), Stages: slices.Clone(s.Runs[0].Stages), Trust: schemas.TrustGreen}
 	for i := range m.Stages {
 		st := &m.Stages[i]
 		members := make([]*schemas.Stage, len(s.Runs))
+		st.Requests = 0
 		for j, r := range s.Runs {
 			members[j] = &r.Stages[at[j][i]]
 			st.Overloaded = st.Overloaded || members[j].Overloaded
+			st.Requests += members[j].Requests
 		}
 		for _, mt := range Metrics {
 			for _, pc := range Percentiles {

@@ -14,7 +14,7 @@ func drawSet(label string, k, n int, med, drift float64, rng *rand.Rand) Set {
 	s := Set{Dir: label}
 	for j := range k {
 		r := drawRun(label+string(rune('a'+j)), n, med*math.Exp(drift*rng.NormFloat64()), rng.Uint64(), "green")
-		r.Dir = r.Label
+		r.Dir, r.Stages[0].Requests = r.Label, int64(n)
 		s.Runs = append(s.Runs, r)
 	}
 	return s
@@ -35,8 +35,8 @@ func TestCompareSetsCoverRunDrift(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Method != "between" || len(c.Base.Runs) != 3 {
-			t.Fatalf("method %q, BASE runs %v; want between, 3 runs", c.Method, c.Base.Runs)
+		if c.Method != "between" || len(c.Base.Runs) != 3 || c.Pairs[0].Base.Requests != 3*b.Runs[0].Stages[0].Requests {
+			t.Fatalf("method %q, BASE runs %v, requests %d; want between, 3 runs, all their requests", c.Method, c.Base.Runs, c.Pairs[0].Base.Requests)
 		}
 		if ch := c.Pairs[0].Changes[0]; *ch.Lo <= 0 && *ch.Hi >= 0 {
 			setHolds++

@@ -56,7 +56,7 @@ type CompareStage struct {
 	Mode       string  `json:"mode" doc:"open or closed"`
 	TargetRate float64 `json:"target_rate" doc:"planned requests per second (open); 0 closed"`
 	Users      int32   `json:"concurrency" doc:"closed-loop users; 0 open"`
-	Requests   int64   `json:"requests" doc:"requests sent"`
+	Requests   int64   `json:"requests" doc:"requests sent (a set: by all its runs)"`
 }
 
 // ComparePair is one stage of NEW against its partner in BASE.
