@@ -269,8 +269,9 @@ func sideStats(s Set, at [][]int, i, mi int, salt string, opt Options) (stats []
 		if err != nil {
 			return nil, "no interval: " + err.Error()
 		}
+		xLo, xHi := sortedCopy(x.Lo), sortedCopy(x.Hi)
 		for k, q := range qs {
-			rs, ok := statOf(*x, q, lo[k], hi[k])
+			rs, ok := statOf(xLo, xHi, q, lo[k], hi[k])
 			if !ok || stats[k] == nil {
 				stats[k] = nil
 				continue
@@ -281,24 +282,24 @@ func sideStats(s Set, at [][]int, i, mi int, salt string, opt Options) (stats []
 	return stats, ""
 }
 
-// statOf is a run's runStat of quantile q: the sample's own quantiles of the lower and upper ends
-// and the variance of the log replicates, the mean of the two ends'. ok is false without
-// replicates (n too small) or with a value that is not positive.
-func statOf(x interval.Sample, q float64, loReps, hiReps []float64) (runStat, bool) {
-	if loReps == nil || hiReps == nil || len(x.Lo) == 0 {
+// statOf is a run's runStat of quantile q: the quantiles of its sorted lower and upper ends and
+// the variance of the log replicates, the mean of the two ends'. ok is false without replicates
+// (n too small) or with a value that is not positive.
+func statOf(sortedLo, sortedHi []int64, q float64, loReps, hiReps []float64) (runStat, bool) {
+	if loReps == nil || hiReps == nil || len(sortedLo) == 0 {
 		return runStat{}, false
 	}
-	lo, hi := float64(quantile(x.Lo, q)), float64(quantile(x.Hi, q))
+	lo, hi := float64(interval.Point(sortedLo, q)), float64(interval.Point(sortedHi, q))
 	if lo <= 0 || slices.Min(loReps) <= 0 {
 		return runStat{}, false
 	}
 	return runStat{lo: math.Log(lo), hi: math.Log(hi), v: (logVar(loReps) + logVar(hiReps)) / 2}, true
 }
 
-func quantile(xs []int64, q float64) int64 {
+func sortedCopy(xs []int64) []int64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	return interval.Point(s, q)
+	return s
 }
 
 func logVar(xs []float64) float64 {
