@@ -32,6 +32,8 @@ test: lint build
 	$(GO) test -count=1 ./capture/wire
 	# The intervals' coverage over 1,000 draws skips under -race: run it plain.
 	$(GO) test -count=1 -run TestCoverage ./internal/interval
+	# So does compare's over 100 sets of runs.
+	$(GO) test -count=1 -run TestCompareSetsCoverRunDrift ./compare
 	# Static like bin/wirebench, so that the end-to-end tests reuse its build (TestImageFromScratch
 	# puts the binary they build in an image).
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m $(E2E_PKGS)

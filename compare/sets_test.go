@@ -25,6 +25,9 @@ func drawSet(label string, k, n int, med, drift float64, rng *rand.Rand) Set {
 // config then differ "significantly" far more often than 5% of the time; sets of three runs a
 // side do not: their 95% interval holds 0 in about 95% of 100 seeded comparisons.
 func TestCompareSetsCoverRunDrift(t *testing.T) {
+	if raceEnabled {
+		t.Skip("700 comparisons take half a minute under the race detector; make test runs this test plain")
+	}
 	rng := rand.New(rand.NewPCG(11, 27))
 	opt := Options{Replicates: 200}
 	const trials, drift = 100, 0.03
