@@ -220,12 +220,12 @@ func pairReplicates(base, new *Run, p StagePair, opt Options) [][]estimate {
 		case base.Stages[p.Base].Overloaded || new.Stages[p.New].Overloaded:
 			note = overloadNote(&base.Stages[p.Base], &new.Stages[p.New])
 		}
-		var bl, bh, nl, nh [][]float64
+		var rb, rn Reps
 		var err error
 		if note == "" {
-			bl, bh, err = opt.Replicator(*xb, qs, opt.Replicates, interval.BlockFloor(base.Stages[p.Base].InflightMean), seed(base.Label, sb, m.Key))
+			rb, err = opt.Replicator(*xb, qs, opt.Replicates, interval.BlockFloor(base.Stages[p.Base].InflightMean), seed(base.Label, sb, m.Key))
 			if err == nil {
-				nl, nh, err = opt.Replicator(*xn, qs, opt.Replicates, interval.BlockFloor(new.Stages[p.New].InflightMean), seed(new.Label+"\x00new", sn, m.Key))
+				rn, err = opt.Replicator(*xn, qs, opt.Replicates, interval.BlockFloor(new.Stages[p.New].InflightMean), seed(new.Label+"\x00new", sn, m.Key))
 			}
 			if err != nil {
 				note = "no interval: " + err.Error()
@@ -236,7 +236,7 @@ func pairReplicates(base, new *Run, p StagePair, opt Options) [][]estimate {
 				out[mi][pi] = replicates{note: note}
 				continue
 			}
-			out[mi][pi] = changeReplicates(bl[pi], bh[pi], nl[pi], nh[pi])
+			out[mi][pi] = changeReplicates(rb.Lo[pi], rb.Hi[pi], rn.Lo[pi], rn.Hi[pi])
 		}
 	}
 	return out

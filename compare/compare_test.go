@@ -90,9 +90,14 @@ func TestBlockBootstrap(t *testing.T) {
 		v := rng.Int64N(1000)
 		s.Values[i], s.Lo[i], s.Hi[i] = v, v, v+10
 	}
-	l, h, err := BlockBootstrap(s, qs, 200, 0, 1)
+	r, err := BlockBootstrap(s, qs, 200, 0, 1)
 	if err != nil {
 		t.Fatal(err)
+	}
+	l, h := r.Lo, r.Hi
+	// The sample's own quantiles of the ends: the upper ends are the lower ones + 10.
+	if r.PointHi[0] != r.PointLo[0]+10 || r.PointLo[0] < 400 || r.PointLo[0] > 600 {
+		t.Errorf("p50 of the ends %d, %d; want hi = lo + 10, lo in [400, 600]", r.PointLo[0], r.PointHi[0])
 	}
 	if l[0] == nil || l[1] == nil || l[2] != nil || h[2] != nil {
 		t.Fatalf("replicates present for p50, p90, p99: %v %v %v; want true true false", l[0] != nil, l[1] != nil, l[2] != nil)
@@ -103,10 +108,10 @@ func TestBlockBootstrap(t *testing.T) {
 			t.Fatalf("replicate %d: p50 lo %g hi %g; want hi = lo + 10, lo in [400, 600]", k, l[0][k], h[0][k])
 		}
 	}
-	l2, _, _ := BlockBootstrap(s, qs, 200, 0, 1)
+	r2, _ := BlockBootstrap(s, qs, 200, 0, 1)
 	for k := range 200 {
-		if l2[1][k] != l[1][k] {
-			t.Fatalf("replicate %d differs with the same seed: %g, %g", k, l2[1][k], l[1][k])
+		if r2.Lo[1][k] != l[1][k] {
+			t.Fatalf("replicate %d differs with the same seed: %g, %g", k, r2.Lo[1][k], l[1][k])
 		}
 	}
 }
@@ -117,7 +122,7 @@ func TestCompareBlockFloor(t *testing.T) {
 	base, new := drawRun("a", 1000, 100e6, 1, "green"), drawRun("b", 1000, 100e6, 2, "green")
 	base.Stages[0].InflightMean, new.Stages[0].InflightMean = ptr(7.2), ptr(30.0)
 	var got []int
-	spy := func(s interval.Sample, qs []float64, b, minBlock int, seed uint64) ([][]float64, [][]float64, error) {
+	spy := func(s interval.Sample, qs []float64, b, minBlock int, seed uint64) (Reps, error) {
 		got = append(got, minBlock)
 		return BlockBootstrap(s, qs, b, minBlock, seed)
 	}

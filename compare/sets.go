@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/wirebench/wirebench/internal/interval"
@@ -265,13 +266,12 @@ func sideStats(s Set, at [][]int, i, mi int, salt string, opt Options) (stats []
 		case st.Overloaded:
 			return nil, "no interval: run " + r.Dir + "'s stage was overloaded (the queue grew through it)"
 		}
-		lo, hi, err := opt.Replicator(*x, qs, opt.Replicates, interval.BlockFloor(st.InflightMean), seed(r.Label+salt, st.Stage, Metrics[mi].Key))
+		reps, err := opt.Replicator(*x, qs, opt.Replicates, interval.BlockFloor(st.InflightMean), seed(r.Label+salt, st.Stage, Metrics[mi].Key))
 		if err != nil {
 			return nil, "no interval: " + err.Error()
 		}
-		xLo, xHi := sortedCopy(x.Lo), sortedCopy(x.Hi)
-		for k, q := range qs {
-			rs, ok := statOf(xLo, xHi, q, lo[k], hi[k])
+		for k := range qs {
+			rs, ok := statOf(reps, k)
 			if !ok || stats[k] == nil {
 				stats[k] = nil
 				continue
@@ -282,38 +282,25 @@ func sideStats(s Set, at [][]int, i, mi int, salt string, opt Options) (stats []
 	return stats, ""
 }
 
-// statOf is a run's runStat of quantile q: the quantiles of its sorted lower and upper ends and
-// the variance of the log replicates, the mean of the two ends'. ok is false without replicates
-// (n too small) or with a value that is not positive.
-func statOf(sortedLo, sortedHi []int64, q float64, loReps, hiReps []float64) (runStat, bool) {
-	if loReps == nil || hiReps == nil || len(sortedLo) == 0 {
+// statOf is a run's runStat of quantile k: the logs of the sample's own quantiles of its lower
+// and upper ends and the variance of the log replicates, the mean of the two ends'. ok is false
+// without replicates (n too small) or with a value that is not positive.
+func statOf(r Reps, k int) (runStat, bool) {
+	if r.Lo[k] == nil || r.Hi[k] == nil || r.PointLo[k] <= 0 || slices.Min(r.Lo[k]) <= 0 {
 		return runStat{}, false
 	}
-	lo, hi := float64(interval.Point(sortedLo, q)), float64(interval.Point(sortedHi, q))
-	if lo <= 0 || slices.Min(loReps) <= 0 {
-		return runStat{}, false
-	}
-	return runStat{lo: math.Log(lo), hi: math.Log(hi), v: (logVar(loReps) + logVar(hiReps)) / 2}, true
+	return runStat{
+		lo: math.Log(float64(r.PointLo[k])), hi: math.Log(float64(r.PointHi[k])),
+		v: (stat.Variance(logs(r.Lo[k]), nil) + stat.Variance(logs(r.Hi[k]), nil)) / 2,
+	}, true
 }
 
-func sortedCopy(xs []int64) []int64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s
-}
-
-func logVar(xs []float64) float64 {
-	var m float64
-	for _, x := range xs {
-		m += math.Log(x)
+func logs(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Log(x)
 	}
-	m /= float64(len(xs))
-	var v float64
-	for _, x := range xs {
-		d := math.Log(x) - m
-		v += d * d
-	}
-	return v / float64(len(xs)-1)
+	return out
 }
 
 // betweenRuns is a change between two sets on the log scale: dLo = mean log lower end of NEW −
