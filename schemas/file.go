@@ -42,8 +42,8 @@ type Writer[T any] struct {
 // the schema version, kind, producer and schema checksum in its key-value metadata (and a
 // CRC-32 in every page header: see VerifyPages). The raw/ kinds, written while a capture's load
 // runs on CPUs it may share with the server, use zstd's fastest level: a quarter to a third
-// less CPU per row than the default's, for files about 9% larger (`go test -bench WriteRaw
-// ./schemas`); the rest use the default level.
+// less CPU per row than the default's, for files about 9% larger (BenchmarkWriteRaw); the
+// rest use the default level.
 func Create[T any](path string, p Producer) (*Writer[T], error) {
 	return create[T](path, p, level(KindOf[T]()))
 }
