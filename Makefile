@@ -40,6 +40,8 @@ test: lint build
 	# The Kubernetes manifests of `wirebench k8s`, parsed with the Kubernetes API types: a module of
 	# its own (k8s.io stays out of go.mod), so `go list ./...` above does not see it.
 	cd examples/k8s/validate && $(GO) vet ./... && WIREBENCH=$(CURDIR)/$(BIN) $(GO) test -count=1 ./...
+	# The vegeta side-by-side bench's own unit tests (its module keeps vegeta out of go.mod).
+	cd bench/vegeta && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # Cross-checks with DuckDB (cgo; the library comes with github.com/duckdb/duckdb-go/v2); in
 # cmd/wirebench, DuckDB reads a run written to the local S3 server (skips without versitygw).

@@ -33,13 +33,17 @@
 //
 //   - server CPU per request: the simulator's own CPU (the sum of its threads' on-CPU time,
 //     /proc/PID/task/*/schedstat) over the same window as its metrics, per request it completed;
-//   - connections: accepted by the simulator during the run (wirebench's warm-up included).
+//   - connections: accepted by the simulator during the run (wirebench's warm-up included);
+//   - TCP segments per request: the host's TCP segments sent over the same window (/proc/net/snmp
+//     OutSegs: on loopback both ends', so the server's data and the client's ACKs), per request
+//     served. A client that reads each event as it comes acknowledges each one.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -79,6 +83,7 @@ type result struct {
 	served      serverDelta
 	cpuNs       int64  // user + system CPU of the client's processes
 	serverCPUNs int64  // the simulator's CPU over the same window (its threads' schedstat)
+	segments    int64  // TCP segments the host sent over the same window (both ends, on loopback)
 	trust, note string // wirebench's trust level; what went wrong or stands out
 	failed      error
 }
@@ -197,11 +202,14 @@ func runOne(parent context.Context, o options, k caseKey, client string) (r resu
 	}
 	defer sim.stop()
 	var before serverMetrics
-	var cpu0 int64
+	var cpu0, segs0 int64
 	scrapeBefore := func() error {
 		var err error
-		before, err = scrape(sim.url)
+		if before, err = scrape(sim.url); err != nil {
+			return err
+		}
 		cpu0 = sim.cpuNs()
+		segs0, err = tcpOutSegs()
 		return err
 	}
 	switch client {
@@ -215,8 +223,13 @@ func runOne(parent context.Context, o options, k caseKey, client string) (r resu
 	}
 	if err == nil {
 		var after serverMetrics
+		var segs1 int64
 		r.serverCPUNs = sim.cpuNs() - cpu0
-		if after, err = scrape(sim.url); err == nil {
+		if segs1, err = tcpOutSegs(); err == nil {
+			r.segments = segs1 - segs0
+			after, err = scrape(sim.url)
+		}
+		if err == nil {
 			r.served = after.since(before)
 		}
 	}
@@ -232,6 +245,7 @@ type figures struct {
 	ttft50, ttft99, e2e50, e2e99 time.Duration
 	cpu, serverCPU               time.Duration
 	ok, conns                    int64
+	segments                     float64 // TCP segments per request served, both directions
 }
 
 func (r result) figures() figures {
@@ -239,6 +253,7 @@ func (r result) figures() figures {
 		e2e50: r.served.e2e.quantile(0.5), e2e99: r.served.e2e.quantile(0.99), ok: r.served.ok, conns: r.served.conns}
 	if r.served.ok > 0 {
 		f.cpu, f.serverCPU = time.Duration(r.cpuNs/r.served.ok), time.Duration(r.serverCPUNs/r.served.ok)
+		f.segments = float64(r.segments) / float64(r.served.ok)
 	}
 	return f
 }
@@ -265,6 +280,7 @@ func medianFigures(rs []result) figures {
 		e2e50: d(func(f figures) time.Duration { return f.e2e50 }), e2e99: d(func(f figures) time.Duration { return f.e2e99 }),
 		cpu: d(func(f figures) time.Duration { return f.cpu }), serverCPU: d(func(f figures) time.Duration { return f.serverCPU }),
 		ok: med(func(f figures) int64 { return f.ok }), conns: med(func(f figures) int64 { return f.conns }),
+		segments: float64(med(func(f figures) int64 { return int64(math.Round(10 * f.segments)) })) / 10,
 	}
 }
 

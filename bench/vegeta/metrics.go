@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -152,3 +154,36 @@ func (h hist) quantile(q float64) time.Duration {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * 1e9) }
+
+// tcpOutSegs is the host's count of TCP segments sent (/proc/net/snmp, Tcp OutSegs). On
+// loopback both ends' segments are this host's, so its change over a run is every segment of
+// the run: the server's data and each ACK the client sent back (and anything else the host
+// sent meanwhile; the bench runs on a quiet machine).
+func tcpOutSegs() (int64, error) {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		return 0, err
+	}
+	return snmpField(string(b), "Tcp:", "OutSegs")
+}
+
+// snmpField finds field in /proc/net/snmp's text: a header line and a value line per protocol,
+// both starting with proto.
+func snmpField(text, proto, field string) (int64, error) {
+	var header []string
+	for line := range strings.Lines(text) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != proto {
+			continue
+		}
+		if header == nil {
+			header = f
+			continue
+		}
+		if i := slices.Index(header, field); i > 0 && i < len(f) {
+			return strconv.ParseInt(f[i], 10, 64)
+		}
+		break
+	}
+	return 0, fmt.Errorf("/proc/net/snmp: no %s %s", proto, field)
+}

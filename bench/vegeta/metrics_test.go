@@ -46,3 +46,18 @@ func TestParseSample(t *testing.T) {
 		t.Error("parseSample(garbage) ok")
 	}
 }
+
+func TestSNMPField(t *testing.T) {
+	text := "Ip: Forwarding DefaultTTL\nIp: 1 64\n" +
+		"Tcp: RtoAlgorithm RtoMin InSegs OutSegs RetransSegs\nTcp: 1 200 367842948 367813465 20868\n" +
+		"Udp: InDatagrams OutSegs\nUdp: 5 6\n"
+	if n, err := snmpField(text, "Tcp:", "OutSegs"); err != nil || n != 367813465 {
+		t.Errorf("Tcp OutSegs = %d, %v; want 367813465", n, err)
+	}
+	if _, err := snmpField(text, "Tcp:", "Nope"); err == nil {
+		t.Error("a missing field gave no error")
+	}
+	if _, err := snmpField("Tcp: OutSegs\n", "Tcp:", "OutSegs"); err == nil {
+		t.Error("a header without values gave no error")
+	}
+}

@@ -23,15 +23,15 @@ const (
 // then how wirebench compares where the server was not saturated.
 func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[string][]result) {
 	fmt.Fprintf(w, "Server-side latencies are the simulator's own (from reading a request to writing its first token / last event), vegeta / wirebench (wirebench ÷ vegeta); every figure is the median of %d runs per client.\n\n", o.repeat)
-	fmt.Fprintln(w, "| simulator | rate/s | tokens | server TTFT p50 | server TTFT p99 | server E2E p50 | server E2E p99 | served | client CPU per request | server CPU per request | connections | wirebench trust, notes |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| simulator | rate/s | tokens | server TTFT p50 | server TTFT p99 | server E2E p50 | server E2E p99 | served | client CPU per request | server CPU per request | connections | TCP segments per request | wirebench trust, notes |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|---|---|")
 	var judged, fair, cheaper int
 	var unfair []string
 	for _, k := range keys {
 		row := []string{simName(o.sims[k.sim]), fmtInt(int64(k.rate)), strconv.Itoa(k.tokens)}
 		vs, wbs := results[k]["vegeta"], results[k]["wirebench"]
 		if err := firstFailure(vs, wbs); err != "" {
-			row = append(row, "–", "–", "–", "–", "–", "–", "–", "–", mdEscape(err))
+			row = append(row, "–", "–", "–", "–", "–", "–", "–", "–", "–", mdEscape(err))
 			fmt.Fprintln(w, "| "+strings.Join(row, " | ")+" |")
 			continue
 		}
@@ -45,6 +45,7 @@ func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[
 			fmt.Sprintf("%s / %s", fmtDur(v.cpu), fmtDur(wb.cpu)),
 			fmt.Sprintf("%s / %s (%s)", fmtDur(v.serverCPU), fmtDur(wb.serverCPU), ratio(wb.serverCPU, v.serverCPU)),
 			fmt.Sprintf("%s / %s", fmtInt(v.conns), fmtInt(wb.conns)),
+			fmt.Sprintf("%.1f / %.1f", v.segments, wb.segments),
 			mdEscape(notes(vs, wbs)))
 		fmt.Fprintln(w, "| "+strings.Join(row, " | ")+" |")
 		if v.e2e99 < fairP99 {
