@@ -242,8 +242,11 @@ func pairReplicates(base, new *Run, p StagePair, opt Options) [][]estimate {
 	return out
 }
 
-// overloadNote says which of a pair's stages was overloaded: its percentiles grow with the
-// stage's length, so a change in them has no interval.
+// overloaded is why an overloaded stage's change has no interval: its percentiles grow with the
+// stage's length.
+const overloaded = "overloaded (the queue grew through it)"
+
+// overloadNote says which of a pair's stages was overloaded.
 func overloadNote(sb, sn *schemas.Stage) string {
 	who := "BASE's and NEW's stages were"
 	switch {
@@ -252,7 +255,7 @@ func overloadNote(sb, sn *schemas.Stage) string {
 	case !sb.Overloaded:
 		who = "NEW's stage was"
 	}
-	return "no interval: " + who + " overloaded (the queue grew through it)"
+	return "no interval: " + who + " " + overloaded
 }
 
 // changeReplicates pairs replicate i of BASE with replicate i of NEW.

@@ -264,7 +264,7 @@ func sideStats(s Set, at [][]int, i, mi int, salt string, opt Options) (stats []
 		case x == nil:
 			return nil, "no interval: run " + r.Dir + " has no metrics/requests.parquet"
 		case st.Overloaded:
-			return nil, "no interval: run " + r.Dir + "'s stage was overloaded (the queue grew through it)"
+			return nil, "no interval: run " + r.Dir + "'s stage was " + overloaded
 		}
 		reps, err := opt.Replicator(*x, qs, opt.Replicates, interval.BlockFloor(st.InflightMean), seed(r.Label+salt, st.Stage, Metrics[mi].Key))
 		if err != nil {
