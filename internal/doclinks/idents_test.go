@@ -25,7 +25,7 @@ var notGo = map[string]bool{
 	"JavaScript": true, "DevTools": true, "GitHub": true, "DeepSeek": true, "WebSocket": true,
 	"ShareGPT": true, "BurstGPT": true, "ByteLevel": true, "QoS": true, "MinIO": true,
 	// kernel counters, CSV columns and Kubernetes fields the comments quote
-	"ListenOverflows": true, "TcpExt": true, "ContextTokens": true, "GeneratedTokens": true,
+	"ListenOverflows": true, "TcpExt": true, "OutSegs": true, "ContextTokens": true, "GeneratedTokens": true,
 	"FailJob": true,
 	// names of the standard library
 	"ReadFrom": true, "ReadHeaderTimeout": true,
