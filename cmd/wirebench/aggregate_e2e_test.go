@@ -26,6 +26,30 @@ const (
 	decPrefillPerToken = 10 * time.Microsecond
 )
 
+// firstLast is a response's first content event and last event, as times of the simulator's
+// writes that carried them (server_sent_ns).
+type firstLast struct{ first, last int64 }
+
+// serverWrites gives each request its firstLast; 0 where the simulator reported no time.
+func serverWrites(chunks []schemas.RawChunk) map[int64]firstLast {
+	out := map[int64]firstLast{}
+	first, last := map[int64]int32{}, map[int64]int32{}
+	for _, c := range chunks {
+		if c.ServerSentNs == nil {
+			continue
+		}
+		w := out[c.Seq]
+		if i, seen := first[c.Seq]; c.Kind == schemas.ChunkContent && (!seen || c.Index < i) {
+			first[c.Seq], w.first = c.Index, *c.ServerSentNs
+		}
+		if i, seen := last[c.Seq]; !seen || c.Index > i {
+			last[c.Seq], w.last = c.Index, *c.ServerSentNs
+		}
+		out[c.Seq] = w
+	}
+	return out
+}
+
 // readRawRequests reads every raw request part of run, keyed by seq.
 func readRawRequests(t *testing.T, run string) map[int64]schemas.RawRequest {
 	t.Helper()
@@ -64,9 +88,13 @@ func medianNs(v []int64) time.Duration {
 // gives the histograms source its per-stage deltas; its per-stage mean prefill is spread over
 // the stage's requests with the fit's slope (see aggregate/decompose.go).
 //
-// Every source measures T_queue as TTFT − prefill, so it also holds the request's transport
-// (client write to engine arrival, engine emit to kernel receive): tens of µs on loopback.
-// T_decode is always E − t_first from the client's timestamps.
+// Every source measures T_queue as TTFT − prefill and T_decode as E − t_first from the client's
+// timestamps, so their truth is taken at the simulator's socket: T_queue from the client's send
+// to the simulator's write of the first token, less its engine's prefill; T_decode from that
+// write to the write of the stream's last event (server_sent_ns). The simulator's own delays
+// outside its engine (reading the request, handing a token to its writer), which a loaded
+// machine stretches to milliseconds, then count on both sides; what is left is the estimate of
+// the prefill and loopback's transport, tens of µs.
 func TestAggregateDecompositionSources(t *testing.T) {
 	dir := t.TempDir()
 	url := startSim(t, "--mode", "engine", "--max-num-seqs", "1", "--batch-slowdown", "0",
@@ -95,6 +123,8 @@ tokenizer: whitespace
 		}
 	}
 	raw := readRawRequests(t, run)
+	_, _, chunks := rawFiles(t, run)
+	writes := serverWrites(chunks)
 
 	// The run must exercise what the sources are meant to separate: queueing in stage 1.
 	var maxQueue [2]int64
@@ -121,8 +151,8 @@ tokenizer: whitespace
 			var dq, dp, dd []int64
 			perStage := map[int32][3][]int64{}
 			for _, m := range rows {
-				r := raw[m.Seq]
-				if !m.OK || r.ServerPrefillNs == nil || r.ServerQueueNs == nil || r.ServerDecodeNs == nil {
+				r, w := raw[m.Seq], writes[m.Seq]
+				if !m.OK || r.ServerPrefillNs == nil || w.first == 0 || w.last == 0 {
 					continue
 				}
 				if m.DecompositionSource != source || m.QueueNs == nil {
@@ -130,7 +160,8 @@ tokenizer: whitespace
 					continue
 				}
 				abs := func(v int64) int64 { return max(v, -v) }
-				q, p, d := abs(*m.QueueNs-*r.ServerQueueNs), abs(*m.PrefillNs-*r.ServerPrefillNs), abs(*m.DecodeNs-*r.ServerDecodeNs)
+				queue, decode := w.first-r.SentNs-*r.ServerPrefillNs, w.last-w.first
+				q, p, d := abs(*m.QueueNs-queue), abs(*m.PrefillNs-*r.ServerPrefillNs), abs(*m.DecodeNs-decode)
 				dq, dp, dd = append(dq, q), append(dp, p), append(dd, d)
 				s := perStage[m.Stage]
 				s[0], s[1], s[2] = append(s[0], q), append(s[1], p), append(s[2], d)
