@@ -19,8 +19,8 @@ const (
 )
 
 // writeTable prints one Markdown row per case: the server's latencies under each client and
-// their ratio, what it served, each client's CPU per request and the connections it accepted;
-// then how wirebench compares where the server was not saturated.
+// their ratio, what it served, each client's CPU per request, the connections it accepted and
+// the TCP segments per request; then how wirebench compares where the server was not saturated.
 func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[string][]result) {
 	fmt.Fprintf(w, "Server-side latencies are the simulator's own (from reading a request to writing its first token / last event), vegeta / wirebench (wirebench ÷ vegeta); every figure is the median of %d runs per client.\n\n", o.repeat)
 	fmt.Fprintln(w, "| simulator | rate/s | tokens | server TTFT p50 | server TTFT p99 | server E2E p50 | server E2E p99 | served | client CPU per request | server CPU per request | connections | TCP segments per request | wirebench trust, notes |")
