@@ -41,7 +41,7 @@ type Writer[T any] struct {
 // Create starts an atomic Parquet file of the kind whose row struct is T, zstd-compressed, with
 // the schema version, kind, producer and schema checksum in its key-value metadata (and a
 // CRC-32 in every page header: see VerifyPages). The raw/ kinds, written while a capture's load
-// runs on CPUs it may share with the server, use zstd's fastest level: a quarter to a third
+// runs on CPUs it may share with the server, use zstd's fastest level: a fifth to a third
 // less CPU per row than the default's, for files about 9% larger (BenchmarkWriteRaw); the
 // rest use the default level.
 func Create[T any](path string, p Producer) (*Writer[T], error) {
