@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/wirebench/wirebench/internal/race"
 )
 
 // drawSet is k runs of one config whose whole-run speed varies: each run's TTFT median is
@@ -25,7 +27,7 @@ func drawSet(label string, k, n int, med, drift float64, rng *rand.Rand) Set {
 // config then differ "significantly" far more often than 5% of the time; sets of three runs a
 // side do not: their 95% interval holds 0 in about 95% of 100 seeded comparisons.
 func TestCompareSetsCoverRunDrift(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("700 comparisons take half a minute under the race detector; make test runs this test plain")
 	}
 	rng := rand.New(rand.NewPCG(11, 27))

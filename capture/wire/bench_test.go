@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wirebench/wirebench/internal/hostile"
+	"github.com/wirebench/wirebench/internal/race"
 )
 
 // event212 is a typical ~212-byte OpenAI chat chunk event.
@@ -244,7 +245,7 @@ func BenchmarkClientRequests(b *testing.B) {
 // crypto/tls (readFromUntil's atLeastReader, once per record, as for any crypto/tls client);
 // the rest of the path allocates nothing.
 func TestTLSReadAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("crypto/tls's sync.Pools drop items at random under the race detector; runs in the plain go test")
 	}
 	c, peer, _ := tcpPair(t, true)

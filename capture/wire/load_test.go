@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wirebench/wirebench/internal/race"
 	"github.com/wirebench/wirebench/schemas"
 )
 
@@ -110,7 +111,7 @@ func runStreams(t *testing.T, n, events int, interval time.Duration) *delays {
 // TestKernelDelay500Streams: at 500 concurrent streams the kernel-time delay behind the server's
 // send has p99 below 1 ms and more than 99% of events are exact.
 func TestKernelDelay500Streams(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("500 streams: too slow under the race detector; runs in the plain go test")
 	}
 	if testing.Short() {
@@ -182,7 +183,7 @@ func runDelay(t *testing.T) time.Duration {
 // delay grows to the scheduler's time slice while the kernel-time delay of exact events stays
 // small, and events coalesced into one read are marked upper_bound.
 func TestStarvedClient(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("timing test: runs in the plain go test")
 	}
 	if runtime.GOOS != "linux" {

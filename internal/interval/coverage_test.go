@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/wirebench/wirebench/internal/race"
 )
 
 // draw returns n values exp(σ·z_t)·1e6, σ = 0.5, of a stationary AR(1) series z (ρ = 0:
@@ -70,7 +72,7 @@ func coverage(t *testing.T, n, draws, b int, rho float64, qs []float64) (cover, 
 // small". B = 250 keeps it to a few seconds; docs/design/intervals.md has the figures at
 // B = 1,000 and for ρ = 0.8.
 func TestCoverage(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("3.5 M resamples under the race detector take minutes; make test runs this test plain")
 	}
 	qs := []float64{0.5, 0.99}

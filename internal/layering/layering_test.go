@@ -51,6 +51,7 @@ var below = map[string][]string{
 	"cmd/wirebench":           nil, // the command may import every package
 	"internal/layering":       {},
 	"internal/doclinks":       {},
+	"internal/race":           {}, // whether the race detector is on, for tests that skip under it
 }
 
 type pkg struct {

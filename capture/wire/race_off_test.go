@@ -1,5 +1,0 @@
-//go:build !race
-
-package wire
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package interval
-
-const raceEnabled = false
