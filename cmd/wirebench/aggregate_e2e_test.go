@@ -27,23 +27,29 @@ const (
 )
 
 // firstLast is a response's first content event and last event, as times of the simulator's
-// writes that carried them (server_sent_ns).
-type firstLast struct{ first, last int64 }
+// writes that carried them (server_sent_ns), with those events' indexes.
+type firstLast struct {
+	first, last int64
+	fi, li      int32
+}
 
-// serverWrites gives each request its firstLast; 0 where the simulator reported no time.
+// serverWrites gives each request its firstLast; first or last is 0 where the simulator
+// reported no time.
 func serverWrites(chunks []schemas.RawChunk) map[int64]firstLast {
 	out := map[int64]firstLast{}
-	first, last := map[int64]int32{}, map[int64]int32{}
 	for _, c := range chunks {
 		if c.ServerSentNs == nil {
 			continue
 		}
-		w := out[c.Seq]
-		if i, seen := first[c.Seq]; c.Kind == schemas.ChunkContent && (!seen || c.Index < i) {
-			first[c.Seq], w.first = c.Index, *c.ServerSentNs
+		w, seen := out[c.Seq]
+		if !seen {
+			w = firstLast{fi: -1, li: -1}
 		}
-		if i, seen := last[c.Seq]; !seen || c.Index > i {
-			last[c.Seq], w.last = c.Index, *c.ServerSentNs
+		if c.Kind == schemas.ChunkContent && (w.fi < 0 || c.Index < w.fi) {
+			w.first, w.fi = *c.ServerSentNs, c.Index
+		}
+		if c.Index > w.li {
+			w.last, w.li = *c.ServerSentNs, c.Index
 		}
 		out[c.Seq] = w
 	}
