@@ -372,8 +372,8 @@ func tapTx(tt *aggregate.TapTimes, seq int64) (int64, bool) {
 // BenchmarkHTTPSNginx is issue 25's measurement: through nginx's TLS and its plain port in front
 // of the simulator (20 ms / 5 ms, 16 tokens), capture with its defaults, the tap off and on, a
 // 5 s constant stage at 100 and 1,000 req/s, then aggregate. Per case it reports the exact
-// share, TTFT p50 and the widest p50/p90/p99 bound of TTFT and ITL (µs), and logs the stage's
-// load and client-bound verdicts. `make bench` runs it once; WIREBENCH_BENCH_CAPTURE_FLAGS adds
+// share, TTFT p50 and the widest p50/p90/p99 bound of TTFT and ITL (µs), and logs the run's
+// trust line and the stage's load and client-bound verdicts. `make bench` runs it once; WIREBENCH_BENCH_CAPTURE_FLAGS adds
 // capture flags, as for BenchmarkCapture.
 func BenchmarkHTTPSNginx(b *testing.B) {
 	p := startNginx(b, startSim(b, "--ttft", "20ms", "--itl", "5ms"), false)
@@ -405,9 +405,16 @@ func httpsCase(b *testing.B, tgt schemas.Target, rate float64, tap string) {
 		b.Fatal(err)
 	}
 	capture := append([]string{"capture", run, "--quiet", "--tap", tap}, strings.Fields(os.Getenv("WIREBENCH_BENCH_CAPTURE_FLAGS"))...)
+	var trust string
 	for _, args := range [][]string{capture, {"aggregate", run}} {
-		if out, err := exec.Command(binary, args...).CombinedOutput(); err != nil {
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err != nil {
 			b.Fatalf("%s: %v\n%s", args[0], err, out)
+		}
+		for line := range strings.Lines(string(out)) {
+			if strings.HasPrefix(line, "trust ") {
+				trust = strings.TrimSpace(line)
+			}
 		}
 	}
 	rows, err := schemas.ReadFile[schemas.Stage](filepath.Join(run, "metrics", "stages.parquet"))
@@ -428,5 +435,5 @@ func httpsCase(b *testing.B, tgt schemas.Target, rate float64, tap string) {
 	b.ReportMetric(float64(width(s.TTFT))/1e3, "ttft-width-µs")
 	b.ReportMetric(float64(width(s.ITL))/1e3, "itl-width-µs")
 	b.ReportMetric(float64(val(s.SendLag.P99))/1e3, "send-lag-p99-µs")
-	b.Logf("load delivered %v (%s); client-bound %v (%s)", s.LoadDelivered, s.LoadReason, s.ClientBound, s.ClientBoundReason)
+	b.Logf("%s; load delivered %v (%s); client-bound %v (%s)", trust, s.LoadDelivered, s.LoadReason, s.ClientBound, s.ClientBoundReason)
 }
