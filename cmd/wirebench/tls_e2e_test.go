@@ -373,8 +373,8 @@ func tapTx(tt *aggregate.TapTimes, seq int64) (int64, bool) {
 // of the simulator (20 ms / 5 ms, 16 tokens), capture with its defaults, the tap off and on, a
 // 5 s constant stage at 100 and 1,000 req/s, then aggregate. Per case it reports the exact
 // share, TTFT p50 and the widest p50/p90/p99 bound of TTFT and ITL (µs), and logs the run's
-// trust line and the stage's load and client-bound verdicts. `make bench` runs it once; WIREBENCH_BENCH_CAPTURE_FLAGS adds
-// capture flags, as for BenchmarkCapture.
+// trust line and the stage's load and client-bound verdicts. `make bench` runs it once;
+// WIREBENCH_BENCH_CAPTURE_FLAGS adds capture flags, as for BenchmarkCapture.
 func BenchmarkHTTPSNginx(b *testing.B) {
 	p := startNginx(b, startSim(b, "--ttft", "20ms", "--itl", "5ms"), false)
 	for _, rate := range []float64{100, 1000} {
