@@ -42,6 +42,7 @@ func main() {
 	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator and an unpinned client: only for loads the machine carries N times over (near saturation the runs compete and are no longer alike)")
 	simCPU := flag.Int("sim-cpu", -1, "pin each simulator to this CPU (-1: leave it to the scheduler)")
 	clientCPU := flag.Int("client-cpu", -1, "run each `wirebench run` (its coordinator and workers) on this CPU alone, with taskset (-1: leave it to its defaults)")
+	firstSeed := flag.Int("first-seed", 1, "seed of run 0 (run i has seed first-seed+i and is kept as r<rate>-<first-seed-1+i>): to add runs to a kept set")
 	oneSim := flag.Bool("one-sim", false, "one simulator for all the runs of a load, started before the first (default: a fresh one each run): the runs then share one server process; on the 2-vCPU project machine they still differed by more than sampling (docs/measurements.md)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -68,13 +69,13 @@ func main() {
 		} else {
 			pin += ", a fresh simulator a run"
 		}
-		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s), %d output tokens, simulator config %s (%s)\n\n",
-			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *loads, *output, *simCfg, pin)
+		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s; seeds %d-%d), %d output tokens, simulator config %s (%s)\n\n",
+			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *loads, *firstSeed, *firstSeed+*runs-1, *output, *simCfg, pin)
 	}
 	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled | runs' spread / intervals' |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, l := range lds {
-		p := plan{bin: *bin, simCfg: *simCfg, dir: *dir, rate: l.rate, d: l.d, output: *output, simCPU: *simCPU, clientCPU: *clientCPU}
+		p := plan{bin: *bin, simCfg: *simCfg, dir: *dir, rate: l.rate, d: l.d, output: *output, simCPU: *simCPU, clientCPU: *clientCPU, first: *firstSeed}
 		stop := func() {}
 		if *oneSim && !*reuse {
 			if p.url, stop, err = startSim(p); err != nil {
@@ -121,6 +122,7 @@ type plan struct {
 	output            int
 	simCPU, clientCPU int
 	url               string // the simulator all runs share (-one-sim); "" for a fresh one each run
+	first             int    // seed of run 0
 }
 
 // runAll runs n seeded runs of p, parallel at a time, and returns them in seed order.
@@ -138,11 +140,11 @@ func runAll(p plan, n, parallel int, keep, reuse bool) ([]result, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			rd := filepath.Join(p.dir, fmt.Sprintf("r%g-%02d", p.rate, i))
+			rd := filepath.Join(p.dir, fmt.Sprintf("r%g-%02d", p.rate, p.first-1+i))
 			if reuse {
 				res[i], errs[i] = readRun(rd)
 			} else {
-				res[i], errs[i] = oneRun(p, rd, uint64(i+1), extra)
+				res[i], errs[i] = oneRun(p, rd, uint64(p.first+i), extra)
 			}
 			if !keep && !reuse {
 				os.RemoveAll(rd)
