@@ -50,6 +50,9 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	if *firstSeed < 1 {
+		log.Fatalf("-first-seed %d: seeds start at 1", *firstSeed)
+	}
 	if *oneSim && *parallel > 1 {
 		log.Fatal("-one-sim runs one run at a time: the runs would share the simulator (-parallel 1)")
 	}

@@ -56,26 +56,6 @@ func serverWrites(chunks []schemas.RawChunk) map[int64]firstLast {
 	return out
 }
 
-// readRawRequests reads every raw request part of run, keyed by seq.
-func readRawRequests(t *testing.T, run string) map[int64]schemas.RawRequest {
-	t.Helper()
-	raw := map[int64]schemas.RawRequest{}
-	parts, _ := filepath.Glob(filepath.Join(run, "raw", "requests-*.parquet"))
-	for _, p := range parts {
-		rows, err := schemas.ReadFile[schemas.RawRequest](p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rows {
-			raw[r.Seq] = r
-		}
-	}
-	if len(raw) == 0 {
-		t.Fatalf("no raw requests in %s", run)
-	}
-	return raw
-}
-
 // medianNs is the lower median of v (it sorts v).
 func medianNs(v []int64) time.Duration {
 	slices.Sort(v)
@@ -128,8 +108,14 @@ tokenizer: whitespace
 			t.Fatalf("wirebench %v: %v\n%s", args, err, errs)
 		}
 	}
-	raw := readRawRequests(t, run)
-	_, _, chunks := rawFiles(t, run)
+	_, reqs, chunks := rawFiles(t, run)
+	if len(reqs) == 0 {
+		t.Fatalf("no raw requests in %s", run)
+	}
+	raw := make(map[int64]schemas.RawRequest, len(reqs))
+	for _, r := range reqs {
+		raw[r.Seq] = r
+	}
 	writes := serverWrites(chunks)
 
 	// The run must exercise what the sources are meant to separate: queueing in stage 1.
