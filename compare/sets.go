@@ -140,8 +140,10 @@ func plural(n int, what string) string {
 }
 
 // merge is a set's figures as one run: each stage of its first run with every percentile the
-// geometric mean of the runs' (the figure the interval is about), every throughput their mean,
-// the requests of all its runs, and the worst of the runs' trust verdicts.
+// geometric mean of the runs' (the figure the interval is about) and the other fields of its
+// distributions left empty but the count (a set has no one p95, maximum or client-error bound),
+// every throughput their mean, the requests of all its runs, and the worst of the runs' trust
+// verdicts.
 func merge(s Set, at [][]int) *Run {
 	m := &Run{Dir: s.Dir, Label: filepath.Base(absOr(s.Dir)), Stages: slices.Clone(s.Runs[0].Stages), Trust: schemas.TrustGreen}
 	for i := range m.Stages {
@@ -154,8 +156,13 @@ func merge(s Set, at [][]int) *Run {
 			st.Requests += members[j].Requests
 		}
 		for _, mt := range Metrics {
+			d := mt.Dist(st)
+			*d = schemas.Dist{} // the first run's bounds, p95, max and mean are not the set's
+			for _, x := range members {
+				d.Count += mt.Dist(x).Count
+			}
 			for _, pc := range Percentiles {
-				*pc.Ptr(mt.Dist(st)) = geoMean(members, func(x *schemas.Stage) *int64 { return pc.Get(mt.Dist(x)) })
+				*pc.Ptr(d) = geoMean(members, func(x *schemas.Stage) *int64 { return pc.Get(mt.Dist(x)) })
 			}
 		}
 		for _, f := range Throughputs {

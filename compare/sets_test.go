@@ -130,3 +130,29 @@ func TestBetweenRuns(t *testing.T) {
 		t.Errorf("[%g, %g] p %g; want [0.10, 0.20], p 0", lo, hi, between(base, new).p())
 	}
 }
+
+// TestMergeKeepsOnlySetFigures: a set's merged stage has the runs' geometric-mean percentiles and
+// their summed count, and none of its first run's own figures that a set has no value for (p95,
+// maximum, mean, client-error bounds).
+func TestMergeKeepsOnlySetFigures(t *testing.T) {
+	s := drawSet("s", 3, 200, 100e6, 0.1, rand.New(rand.NewPCG(3, 4)))
+	first := &s.Runs[0].Stages[0].TTFT
+	first.P95, first.Max, first.Mean, first.P50Lo, first.P50Hi = ptr(int64(7)), ptr(int64(8)), ptr(int64(9)), ptr(int64(1)), ptr(int64(2))
+	m := merge(s, [][]int{{0}, {0}, {0}})
+	d := m.Stages[0].TTFT
+	if d.P95 != nil || d.Max != nil || d.Mean != nil || d.P50Lo != nil || d.P50Hi != nil {
+		t.Errorf("merged TTFT kept the first run's p95 %v, max %v, mean %v or p50 bounds %v %v", d.P95, d.Max, d.Mean, d.P50Lo, d.P50Hi)
+	}
+	var count int64
+	logSum := 0.0
+	for _, r := range s.Runs {
+		count += r.Stages[0].TTFT.Count
+		logSum += math.Log(float64(*r.Stages[0].TTFT.P50))
+	}
+	if want := math.Exp(logSum / 3); d.Count != count || d.P50 == nil || math.Abs(float64(*d.P50)-want) > 1 {
+		t.Errorf("merged TTFT count %d, p50 %v; want %d and the geometric mean %.0f", d.Count, d.P50, count, want)
+	}
+	if *first.P95 != 7 {
+		t.Error("merge changed the first run's own stage")
+	}
+}
