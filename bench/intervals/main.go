@@ -3,7 +3,8 @@
 // -one-sim one for all the runs of a load), at a light and a near-saturation load, and prints,
 // for p50 and p99 of TTFT and ITL, the share of runs whose 95% interval holds the pooled
 // percentile (all runs' values together) and the median interval width, as a Markdown table on
-// stdout (progress on stderr). `make bench-intervals` runs it; figures in docs/measurements.md.
+// stdout (progress on stderr). Its last column asks whether the runs differ because the machine
+// did (drift.go). `make bench-intervals` runs it; figures in docs/measurements.md.
 package main
 
 import (
@@ -75,8 +76,8 @@ func main() {
 		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s; seeds %d-%d), %d output tokens, simulator config %s (%s)\n\n",
 			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *loads, *firstSeed, *firstSeed+*runs-1, *output, *simCfg, pin)
 	}
-	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled | runs' spread / intervals' |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| load | figure | runs with an interval | pooled percentile | coverage | median width | median width / pooled | runs' spread / intervals' | with the machine's busy share: r; coverage; spread |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, l := range lds {
 		p := plan{bin: *bin, simCfg: *simCfg, dir: *dir, rate: l.rate, d: l.d, output: *output, simCPU: *simCPU, clientCPU: *clientCPU, first: *firstSeed}
 		stop := func() {}
@@ -190,14 +191,14 @@ func row(rate float64, f figure, res []result) {
 		pooled = append(pooled, f.values(&res[i])...)
 	}
 	if len(pooled) == 0 {
-		fmt.Printf("| %g/s | %s | 0 of %d | — | — | — | — | — |\n", rate, f.name, len(res))
+		fmt.Printf("| %g/s | %s | 0 of %d | — | — | — | — | — | — |\n", rate, f.name, len(res))
 		return
 	}
 	slices.Sort(pooled)
 	truth := pooled[aggregate.NearestRank(f.q, int64(len(pooled)))-1]
 	with, hold, over := 0, 0, 0
-	var widths []int64
-	var points []float64
+	var widths, los, his []int64
+	var points, busy []float64
 	for i := range res {
 		lo, hi := f.ci(&res[i].stage)
 		if res[i].stage.Overloaded {
@@ -210,7 +211,8 @@ func row(rate float64, f figure, res []result) {
 		if *lo <= truth && truth <= *hi {
 			hold++
 		}
-		widths = append(widths, *hi-*lo)
+		widths, los, his = append(widths, *hi-*lo), append(los, *lo), append(his, *hi)
+		busy = append(busy, res[i].stage.MachineBusy)
 		vs := slices.Sorted(slices.Values(f.values(&res[i])))
 		points = append(points, float64(vs[aggregate.NearestRank(f.q, int64(len(vs)))-1]))
 	}
@@ -222,12 +224,16 @@ func row(rate float64, f figure, res []result) {
 		runs += " (n too small)"
 	}
 	if with == 0 {
-		fmt.Printf("| %g/s | %s | %s | %s | — | — | — | — |\n", rate, f.name, runs, ms(truth))
+		fmt.Printf("| %g/s | %s | %s | %s | — | — | — | — | — |\n", rate, f.name, runs, ms(truth))
 		return
 	}
 	w := slices.Sorted(slices.Values(widths))[len(widths)/2]
-	fmt.Printf("| %g/s | %s | %s | %s | %d/%d = %.0f%% | %s | %.1f%% | %s |\n", rate, f.name, runs, ms(truth),
-		hold, with, 100*float64(hold)/float64(with), ms(w), 100*float64(w)/float64(truth), spread(points, widths))
+	machine := "—"
+	if d, ok := machineDrift(points, busy, los, his, truth); ok {
+		machine = d.String()
+	}
+	fmt.Printf("| %g/s | %s | %s | %s | %d/%d = %.0f%% | %s | %.1f%% | %s | %s |\n", rate, f.name, runs, ms(truth),
+		hold, with, 100*float64(hold)/float64(with), ms(w), 100*float64(w)/float64(truth), spread(points, widths), machine)
 }
 
 // spread compares how far apart the runs' own percentiles are with what their intervals say a

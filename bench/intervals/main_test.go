@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -34,5 +35,32 @@ func TestSpread(t *testing.T) {
 		if got := spread(c.points, c.widths); got != c.want {
 			t.Errorf("spread(%v, %v) = %s; want %s", c.points, c.widths, got, c.want)
 		}
+	}
+}
+
+// TestMachineDrift: runs whose points follow the machine's busy share exactly, each interval
+// tight around its own point, miss the pooled percentile but all hold it moved along the fit;
+// the spread about the fit is 0 and the correlation 1. Noise in the points lowers both.
+func TestMachineDrift(t *testing.T) {
+	busy := []float64{0.10, 0.15, 0.20, 0.25, 0.30}
+	var points []float64
+	var los, his []int64
+	for _, b := range busy {
+		p := 1000 + 2000*(b-0.20) // the truth, 1000, at the mean busy share
+		points = append(points, p)
+		los, his = append(los, int64(p)-10), append(his, int64(p)+10)
+	}
+	d, ok := machineDrift(points, busy, los, his, 1000)
+	if !ok || d.hold != 5 || d.n != 5 || math.Abs(d.r-1) > 1e-9 || d.spread > 1e-9 {
+		t.Errorf("exact drift: %+v, %v; want r 1, 5 of 5 held, spread 0", d, ok)
+	}
+	points[2] += 60 // the run at the mean busy share (the slope stays) off the line by 6 half-widths
+	los[2], his[2] = los[2]+60, his[2]+60
+	d, _ = machineDrift(points, busy, los, his, 1000)
+	if d.hold != 4 || d.r >= 1 || d.spread <= 0 {
+		t.Errorf("one run off the fit: %+v; want 4 of 5 held, r < 1, spread > 0", d)
+	}
+	if _, ok := machineDrift(points, []float64{0.2, 0.2, 0.2, 0.2, 0.2}, los, his, 1000); ok {
+		t.Error("a busy share that does not vary gave a fit")
 	}
 }
