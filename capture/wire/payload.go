@@ -430,52 +430,103 @@ func (s *jscan) str() (raw []byte, escaped bool) {
 		}
 		// Step over the escape (it may escape a quote) and look again.
 		escaped = true
-		s.i += bs + 2
-		if s.i > len(s.b) {
+		s.i += bs + 1
+		if !s.escape() {
 			s.fail()
 			return nil, false
 		}
 	}
 }
 
+// escape consumes what follows a backslash in a string and reports whether it is one of JSON's
+// escapes (RFC 8259: one of "\/bfnrt, or u and four hex digits).
+func (s *jscan) escape() bool {
+	if s.i >= len(s.b) {
+		return false
+	}
+	c := s.b[s.i]
+	s.i++
+	switch c {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return true
+	case 'u':
+		if s.i+4 > len(s.b) {
+			return false
+		}
+		for _, h := range s.b[s.i : s.i+4] {
+			if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+				return false
+			}
+		}
+		s.i += 4
+		return true
+	}
+	return false
+}
+
 // int consumes a number and returns its integer part (or -1 for null or a non-number).
 func (s *jscan) int() int64 {
-	s.ws()
 	if s.null() {
 		return -1
 	}
-	start := s.i
-	var n int64
-	neg := false
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		neg = true
-		s.i++
-	}
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		n = n*10 + int64(s.b[s.i]-'0')
-		s.i++
-	}
-	if s.i == start || (neg && s.i == start+1) {
-		s.i = start
+	if !s.isNumber() {
 		s.skip() // not a number: skip whatever it is
 		return -1
 	}
-	s.skipNumberRest()
+	start := s.i
+	s.number()
+	j, neg := start, s.b[start] == '-'
+	if neg {
+		j++
+	}
+	var n int64
+	for ; j < s.i && s.b[j] >= '0' && s.b[j] <= '9'; j++ {
+		n = n*10 + int64(s.b[j]-'0')
+	}
 	if neg {
 		n = -n
 	}
 	return n
 }
 
-func (s *jscan) skipNumberRest() {
-	for s.i < len(s.b) {
-		switch c := s.b[s.i]; {
-		case c >= '0' && c <= '9', c == '.', c == 'e', c == 'E', c == '+', c == '-':
-			s.i++
-		default:
+// number consumes a JSON number, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (RFC 8259), and
+// fails on anything else.
+func (s *jscan) number() {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	if s.i < len(s.b) && s.b[s.i] == '0' {
+		s.i++
+	} else if s.digits() == 0 {
+		s.fail()
+		return
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if s.digits() == 0 {
+			s.fail()
 			return
 		}
 	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if s.digits() == 0 {
+			s.fail()
+		}
+	}
+}
+
+// digits consumes decimal digits and returns how many.
+func (s *jscan) digits() int {
+	j := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i - j
 }
 
 // skip consumes any value.
@@ -499,8 +550,7 @@ func (s *jscan) skip() {
 	case c == 'n':
 		s.lit("null")
 	case c == '-' || (c >= '0' && c <= '9'):
-		s.i++
-		s.skipNumberRest()
+		s.number()
 	default:
 		s.fail()
 	}

@@ -40,6 +40,15 @@ func TestParsePayload(t *testing.T) {
 		{"truncated", `{"choices":[{"delta":{"content":"a`, payload{}, "", true},
 		{"trailing garbage", `{"choices":[]} x`, payload{}, "", true},
 		{"not an object", `[DONE]`, payload{}, "", true},
+		{"bare minus", `{"n":-}`, payload{}, "", true},
+		{"leading zero", `{"n":01}`, payload{}, "", true},
+		{"no fraction digits", `{"n":1.}`, payload{}, "", true},
+		{"no exponent digits", `{"n":1e+}`, payload{}, "", true},
+		{"unknown escape", `{"s":"a\q"}`, payload{}, "", true},
+		{"short unicode escape", `{"s":"\u12"}`, payload{}, "", true},
+		{"non-hex unicode escape", `{"s":"\u12g4"}`, payload{}, "", true},
+		{"integer of a usage with fraction and exponent", `{"usage":{"prompt_tokens":-0.5e+3,"total_tokens":12.75}}`,
+			payload{Tokens: -1, HasUsage: true, Prompt: 0, Total: 12, MaxIndex: -1, Completion: -1, Cached: -1, ReasoningTok: -1}, "", false},
 	}
 	for _, tt := range tests {
 		var p payload
