@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -231,7 +232,7 @@ func setEstimates(base, new Set, ab, an [][]int, p StagePair, opt Options) [][]e
 		for pi := range Percentiles {
 			switch {
 			case errB != "" || errN != "":
-				out[mi][pi] = replicates{note: cmpOr(errB, errN)}
+				out[mi][pi] = replicates{note: cmp.Or(errB, errN)}
 			case sb[pi] == nil || sn[pi] == nil:
 				out[mi][pi] = replicates{note: "n too small"}
 			default:
@@ -240,13 +241,6 @@ func setEstimates(base, new Set, ab, an [][]int, p StagePair, opt Options) [][]e
 		}
 	}
 	return out
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // runStat is one run's percentile on the log scale: the logs of its lower and upper ends (the
