@@ -19,7 +19,8 @@ type drift struct {
 }
 
 // machineDrift computes drift for runs with points, busy shares and intervals [los, his] against
-// the pooled percentile truth. ok is false with fewer than 3 runs or when busy does not vary.
+// the pooled percentile truth. ok is false with fewer than 3 runs, when the busy shares or the
+// points are all equal (nothing to fit), or when every interval has zero width.
 func machineDrift(points, busy []float64, los, his []int64, truth int64) (d drift, ok bool) {
 	n := len(points)
 	if n < 3 {
