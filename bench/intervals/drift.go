@@ -18,21 +18,21 @@ type drift struct {
 	hold, n   int
 }
 
-// machineDrift computes drift for runs with points, busy shares and intervals [los, his] against
-// the pooled percentile truth. ok is false with fewer than 3 runs, when the busy shares or the
-// points are all equal (nothing to fit), or when every interval has zero width.
-func machineDrift(points, busy []float64, los, his []int64, truth int64) (d drift, ok bool) {
+// machineDrift computes drift for runs with points, busy shares and intervals [los, his] (whose
+// implied standard deviation is w, intervalSD) against the pooled percentile truth. ok is false
+// with fewer than 3 runs, when the busy shares or the points are all equal (nothing to fit), or
+// when w is 0.
+func machineDrift(points, busy []float64, los, his []int64, w float64, truth int64) (d drift, ok bool) {
 	n := len(points)
 	if n < 3 {
 		return d, false
 	}
-	var mp, mb, w float64
+	var mp, mb float64
 	for i := range n {
 		mp += points[i]
 		mb += busy[i]
-		w += float64(his[i]-los[i]) / 3.92
 	}
-	mp, mb, w = mp/float64(n), mb/float64(n), w/float64(n)
+	mp, mb = mp/float64(n), mb/float64(n)
 	var sbb, spp, sbp float64
 	for i := range n {
 		sbb += (busy[i] - mb) * (busy[i] - mb)

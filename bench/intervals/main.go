@@ -229,7 +229,7 @@ func row(rate float64, f figure, res []result) {
 	}
 	w := slices.Sorted(slices.Values(widths))[len(widths)/2]
 	machine := "—"
-	if d, ok := machineDrift(points, busy, los, his, truth); ok {
+	if d, ok := machineDrift(points, busy, los, his, intervalSD(widths), truth); ok {
 		machine = d.String()
 	}
 	fmt.Printf("| %g/s | %s | %s | %s | %d/%d = %.0f%% | %s | %.1f%% | %s | %s |\n", rate, f.name, runs, ms(truth),
@@ -245,16 +245,25 @@ func spread(points []float64, widths []int64) string {
 	if len(points) < 3 {
 		return "—"
 	}
-	var m, v, w float64
-	for i, p := range points {
+	var m, v float64
+	for _, p := range points {
 		m += p
-		w += float64(widths[i]) / 3.92
 	}
-	m, w = m/float64(len(points)), w/float64(len(points))
+	m /= float64(len(points))
 	for _, p := range points {
 		v += (p - m) * (p - m)
 	}
-	return strconv.FormatFloat(math.Sqrt(v/float64(len(points)-1))/w, 'f', 2, 64)
+	return strconv.FormatFloat(math.Sqrt(v/float64(len(points)-1))/intervalSD(widths), 'f', 2, 64)
+}
+
+// intervalSD is the standard deviation the intervals imply for a run's point: their mean width
+// over 3.92 (a 95% interval's width in standard deviations, were it normal).
+func intervalSD(widths []int64) float64 {
+	var w float64
+	for _, x := range widths {
+		w += float64(x)
+	}
+	return w / 3.92 / float64(len(widths))
 }
 
 func ms(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 2, 64) + " ms" }

@@ -50,17 +50,17 @@ func TestMachineDrift(t *testing.T) {
 		points = append(points, p)
 		los, his = append(los, int64(p)-10), append(his, int64(p)+10)
 	}
-	d, ok := machineDrift(points, busy, los, his, 1000)
+	d, ok := machineDrift(points, busy, los, his, 20/3.92, 1000)
 	if !ok || d.hold != 5 || d.n != 5 || math.Abs(d.r-1) > 1e-9 || d.spread > 1e-9 {
 		t.Errorf("exact drift: %+v, %v; want r 1, 5 of 5 held, spread 0", d, ok)
 	}
 	points[2] += 60 // the run at the mean busy share (the slope stays) off the line by 6 half-widths
 	los[2], his[2] = los[2]+60, his[2]+60
-	d, _ = machineDrift(points, busy, los, his, 1000)
+	d, _ = machineDrift(points, busy, los, his, 20/3.92, 1000)
 	if d.hold != 4 || d.r >= 1 || d.spread <= 0 {
 		t.Errorf("one run off the fit: %+v; want 4 of 5 held, r < 1, spread > 0", d)
 	}
-	if _, ok := machineDrift(points, []float64{0.2, 0.2, 0.2, 0.2, 0.2}, los, his, 1000); ok {
+	if _, ok := machineDrift(points, []float64{0.2, 0.2, 0.2, 0.2, 0.2}, los, his, 20/3.92, 1000); ok {
 		t.Error("a busy share that does not vary gave a fit")
 	}
 }

@@ -489,10 +489,9 @@ func (s *jscan) int() int64 {
 	return n
 }
 
-// number consumes a JSON number, -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (RFC 8259), and
-// fails on anything else.
+// number consumes a JSON number at s.i (its callers have skipped the white space before it),
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (RFC 8259), and fails on anything else.
 func (s *jscan) number() {
-	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '-' {
 		s.i++
 	}
