@@ -48,6 +48,7 @@ var below = map[string][]string{
 	"internal/s3server":       {},
 	"bench/scale":             {"internal/synthrun"}, // a benchmark command
 	"bench/intervals":         {"aggregate", "internal/simproc", "schemas"},
+	"bench/readpath":          {"internal/cpuset", "internal/simproc"},
 	"cmd/wirebench":           nil, // the command may import every package
 	"internal/layering":       {},
 	"internal/doclinks":       {},
