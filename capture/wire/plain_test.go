@@ -106,26 +106,16 @@ func TestPlainKeepAliveAndClose(t *testing.T) {
 		srv, conns := countingServer(t, rawSSE(okSSE), nil)
 		c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
 		defer c.Close()
-		for i := range 5 {
-			var res Result
-			c.do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
-			mustOK(t, fmt.Sprint("request ", i), &res, 3)
-		}
+		sendInTurn(t, c, srv.URL, 5)
 		if n := conns.Load(); n != 1 {
 			t.Errorf("5 sequential requests used %d connections; want 1", n)
 		}
 	})
 	t.Run("connection close", func(t *testing.T) {
-		srv, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Connection", "close")
-			rawSSE(okSSE)(w, r)
-		}), nil)
+		srv, conns := closingServer(t)
 		c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
 		defer c.Close()
-		for i := range 3 {
-			var res Result
-			c.do(context.Background(), &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
-			mustOK(t, fmt.Sprint("request ", i), &res, 3)
+		for i, res := range sendInTurn(t, c, srv.URL, 3) {
 			if res.Req.ConnReused {
 				t.Errorf("request %d reused a connection the server closed", i)
 			}
@@ -172,33 +162,17 @@ func TestPlainLargeBody(t *testing.T) {
 }
 
 func TestPlainBodyUntilClose(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			br := bufio.NewReader(conn)
-			if _, err := http.ReadRequest(br); err != nil {
-				conn.Close()
-				continue
-			}
-			// No Content-Length, not chunked: the body ends when the connection closes.
-			fmt.Fprint(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+okSSE)
-			conn.Close()
+	base := serveTCP(t, func(conn net.Conn) {
+		defer conn.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+			return
 		}
-	}()
+		// No Content-Length, not chunked: the body ends when the connection closes.
+		fmt.Fprint(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+okSSE)
+	})
 	c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
 	defer c.Close()
-	for i := range 2 {
-		var res Result
-		c.do(context.Background(), &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
-		mustOK(t, fmt.Sprint("request ", i), &res, 3)
+	for i, res := range sendInTurn(t, c, base, 2) {
 		if res.Req.ConnReused {
 			t.Errorf("request %d: ConnReused = true after a body that ended with the connection", i)
 		}
@@ -227,19 +201,10 @@ func TestMinIdleTopUp(t *testing.T) {
 
 func TestPlainConnectionCap(t *testing.T) {
 	t.Run("closed connections free their slot", func(t *testing.T) {
-		srv, conns := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Connection", "close")
-			rawSSE(okSSE)(w, r)
-		}), nil)
+		srv, conns := closingServer(t)
 		c := NewClient(ClientConfig{MaxConns: 1, Timestamps: true})
 		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for i := range 3 {
-			var res Result
-			c.do(ctx, &Request{URL: srv.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
-			mustOK(t, fmt.Sprint("request ", i), &res, 3)
-		}
+		sendInTurn(t, c, srv.URL, 3)
 		if n := conns.Load(); n != 3 {
 			t.Errorf("%d connections; want 3", n)
 		}
@@ -262,33 +227,23 @@ func TestPlainConnectionCap(t *testing.T) {
 }
 
 func TestPlainEarlyResponseStopsTheWrite(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
 	release := make(chan struct{})
 	defer close(release)
-	go func() {
-		conn, err := l.Accept()
-		if err != nil {
-			return
-		}
+	base := serveTCP(t, func(conn net.Conn) {
 		defer conn.Close()
-		br := bufio.NewReader(conn)
-		if _, err := http.ReadRequest(br); err != nil { // headers only; the body stays unread
+		if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil { // headers only; the body stays unread
 			return
 		}
 		fmt.Fprint(conn, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 8\r\n\r\ntoo long")
 		<-release // hold the connection open without reading
-	}()
+	})
 	c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var res Result
 	start := time.Now()
-	c.do(ctx, &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: make([]byte, 64<<20)}, &res)
+	c.do(ctx, &Request{URL: base + "/v1/completions", Body: make([]byte, 64<<20)}, &res)
 	if res.Req.ErrorKind != schemas.ErrHTTPStatus || res.Req.Status != 413 || !strings.Contains(res.Req.ErrorMessage, "too long") {
 		t.Errorf("error %q status %d message %q; want http_status 413 'too long'", res.Req.ErrorKind, res.Req.Status, res.Req.ErrorMessage)
 	}
@@ -314,28 +269,19 @@ func TestPlainPoolIsLIFO(t *testing.T) {
 }
 
 func TestPlainMalformedResponse(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		conn, err := l.Accept()
-		if err != nil {
-			return
-		}
+	base := serveTCP(t, func(conn net.Conn) {
 		defer conn.Close()
 		if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
 			return
 		}
 		fmt.Fprint(conn, "SSH-2.0-OpenSSH_9.6\r\n\r\n")
 		time.Sleep(time.Second) // keep the connection open: the client must not wait for more
-	}()
+	})
 	c := NewClient(ClientConfig{MaxConns: 4, Timestamps: true})
 	defer c.Close()
 	var res Result
 	start := time.Now()
-	c.do(context.Background(), &Request{URL: "http://" + l.Addr().String() + "/v1/completions", Body: []byte(`{}`)}, &res)
+	c.do(context.Background(), &Request{URL: base + "/v1/completions", Body: []byte(`{}`)}, &res)
 	if res.Req.ErrorKind != schemas.ErrMalformedStream || !strings.Contains(res.Req.ErrorMessage, "malformed HTTP") {
 		t.Errorf("error %q (%s); want malformed_stream, malformed HTTP response", res.Req.ErrorKind, res.Req.ErrorMessage)
 	}
@@ -362,19 +308,10 @@ func TestConnectionCounters(t *testing.T) {
 		t.Errorf("TakeOpenPeak again = %d; want the 3 still open (idle)", p)
 	}
 
-	closing, _ := countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Connection", "close")
-		rawSSE(okSSE)(w, r)
-	}), nil)
+	closing, _ := closingServer(t)
 	c2 := NewClient(ClientConfig{MaxConns: 8, Timestamps: true})
 	defer c2.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for i := range 3 {
-		var res Result
-		c2.do(ctx, &Request{URL: closing.URL + "/v1/completions", Body: []byte(`{}`)}, &res)
-		mustOK(t, fmt.Sprint("request ", i), &res, 3)
-	}
+	sendInTurn(t, c2, closing.URL, 3)
 	if o, p := c2.Opened(), c2.TakeOpenPeak(); o != 3 || p != 1 {
 		t.Errorf("3 sequential requests, each connection closed by the server: Opened %d, TakeOpenPeak %d; want 3, 1", o, p)
 	}
@@ -429,26 +366,57 @@ func sendAtOnce(c *Client, base string, n int) []Result {
 	return results
 }
 
-// TestNewConnectionClosedBeforeFirstRequest: a new connection whose reader has already ended
-// (the server closed it before any request, as a TLS 1.3 server refusing the client's
-// certificate does) is handed to a waiting request: the request ends with a connect error that
-// says so. It used to go back to the queue with no dial started for it, and wait forever.
-func TestNewConnectionClosedBeforeFirstRequest(t *testing.T) {
+// sendInTurn sends n requests to base, each after the previous has ended (at most 10 s in
+// all), checks that each got okSSE's three events, and returns them.
+func sendInTurn(t *testing.T, c *Client, base string, n int) []Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	results := make([]Result, n)
+	for i := range results {
+		c.do(ctx, &Request{URL: base + "/v1/completions", Body: []byte(`{}`)}, &results[i])
+		mustOK(t, fmt.Sprint("request ", i), &results[i], 3)
+	}
+	return results
+}
+
+// serveTCP listens on loopback until the test ends and hands each connection it accepts to
+// handle, one at a time on one goroutine; it returns the base URL.
+func serveTCP(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
 			conn, err := l.Accept()
 			if err != nil {
 				return
 			}
-			conn.Close()
+			handle(conn)
 		}
 	}()
-	res := handEndedConn(t, "http://"+l.Addr().String()+"/v1/completions", func(*plainConn) {})
+	return "http://" + l.Addr().String()
+}
+
+// closingServer answers every request with okSSE and Connection: close, and counts its
+// connections.
+func closingServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	return countingServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		rawSSE(okSSE)(w, r)
+	}), nil)
+}
+
+// TestNewConnectionClosedBeforeFirstRequest: a new connection whose reader has already ended
+// (the server closed it before any request, as a TLS 1.3 server refusing the client's
+// certificate does) is handed to a waiting request: the request ends with a connect error that
+// says so. It used to go back to the queue with no dial started for it, and wait forever.
+func TestNewConnectionClosedBeforeFirstRequest(t *testing.T) {
+	base := serveTCP(t, func(conn net.Conn) { conn.Close() })
+	res := handEndedConn(t, base+"/v1/completions", func(*plainConn) {})
 	if q := res.Req; q.ErrorKind != schemas.ErrConnect || !strings.Contains(q.ErrorMessage, "closed a new connection before its first request") {
 		t.Errorf("%s %q; want connect, the server closed the new connection", q.ErrorKind, q.ErrorMessage)
 	}
