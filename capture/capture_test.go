@@ -323,6 +323,9 @@ func TestParseCPUs(t *testing.T) {
 		{"-1", nil, true},
 		{"", nil, true},
 		{"a", nil, true},
+		{"1023", []int{1023}, false},
+		{"1024", nil, true},         // past an affinity mask (CPU_SETSIZE)
+		{"0-2000000000", nil, true}, // an error, not two billion CPUs in memory
 	}
 	for _, tt := range tests {
 		got, err := ParseCPUs(tt.in)

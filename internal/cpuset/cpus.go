@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -103,7 +104,11 @@ func PinTasks(pid, cpu int) error {
 	return nil
 }
 
+// MaxCPUs is how many CPUs an affinity mask (unix.CPUSet, the kernel's CPU_SETSIZE) can name.
+const MaxCPUs = len(unix.CPUSet{}) * int(unsafe.Sizeof(unix.CPUSet{}[0])) * 8
+
 // ParseList parses the kernel's CPU list format ("0,2-3", as taskset -c and Cpus_allowed_list).
+// CPU numbers run from 0 to MaxCPUs-1.
 func ParseList(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
@@ -115,6 +120,9 @@ func ParseList(s string) ([]int, error) {
 		}
 		if err != nil || lo < 0 || hi < lo {
 			return nil, fmt.Errorf("invalid CPU list %q: want CPU numbers and ranges, e.g. 0,2-3", s)
+		}
+		if hi >= MaxCPUs {
+			return nil, fmt.Errorf("invalid CPU list %q: CPU %d is past the largest an affinity mask can name (%d)", s, hi, MaxCPUs-1)
 		}
 		for c := lo; c <= hi; c++ {
 			out = append(out, c)
