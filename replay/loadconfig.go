@@ -495,6 +495,7 @@ func (v *validator) search(s *schemas.Search) {
 	if s.Duration < 0 || (s.Duration > 0 && s.Duration.D() < time.Second) {
 		v.errf(f+"duration", "%v: must be >= 1s (default 30s)", s.Duration.D())
 	}
+	v.planSize(f+"max_rate", s.MaxRate, s.WithDefaults().Duration.D())
 	if s.Arrival != "" && s.Arrival != schemas.ArrivalConstant && s.Arrival != schemas.ArrivalPoisson {
 		v.errf(f+"arrival", "%q: must be constant or poisson", s.Arrival)
 	}
@@ -539,6 +540,7 @@ func (v *validator) load(l *schemas.Load, needStages bool) {
 		if s.Duration <= 0 {
 			v.errf(f+"duration", "must be > 0")
 		}
+		v.planSize(f+"max_rate", s.MaxRate, s.Duration.D())
 		if s.Scale != schemas.ScaleLinear && s.Scale != schemas.ScaleGeometric {
 			v.errf(f+"scale", "%q: want linear or geometric", s.Scale)
 		}
@@ -561,6 +563,19 @@ func checkArrival(v *validator, f, arrival string, burst float64) {
 	}
 }
 
+// MaxStageRequests is the most requests one stage may plan: far beyond any run measured
+// (100,000 requests/s for an hour is 360 million), so that a mistyped rate or duration is an
+// error naming the field, not hours of planning and a disk filled with schedule files.
+const MaxStageRequests = 1 << 30
+
+// planSize reports an open-loop stage of rate requests/s for d that plans more than
+// MaxStageRequests.
+func (v *validator) planSize(field string, rate float64, d time.Duration) {
+	if n := rate * d.Seconds(); n > MaxStageRequests {
+		v.errf(field, "%g requests/s for %v plans about %.3g requests; a stage plans at most %d: lower the rate or shorten the duration", rate, d, n, MaxStageRequests)
+	}
+}
+
 func (v *validator) stage(s *schemas.StageSpec, f string) {
 	open, closed := s.Rate != 0, s.Concurrency != 0
 	f += "."
@@ -574,6 +589,7 @@ func (v *validator) stage(s *schemas.StageSpec, f string) {
 		if s.Duration <= 0 {
 			v.errf(f+"duration", "must be > 0 for an open-loop stage")
 		}
+		v.planSize(f+"rate", s.Rate, s.Duration.D())
 		if s.Requests != 0 {
 			v.errf(f+"requests", "only for closed-loop stages (open loop sends rate × duration)")
 		}
@@ -587,6 +603,9 @@ func (v *validator) stage(s *schemas.StageSpec, f string) {
 		}
 		if s.Requests < 0 {
 			v.errf(f+"requests", "must be > 0")
+		}
+		if s.Requests > MaxStageRequests {
+			v.errf(f+"requests", "%d: a stage plans at most %d requests", s.Requests, MaxStageRequests)
 		}
 		if s.Duration < 0 {
 			v.errf(f+"duration", "must be > 0")
