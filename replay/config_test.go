@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/wirebench/wirebench/internal/hostile"
 	"github.com/wirebench/wirebench/internal/tlsclient"
+	"github.com/wirebench/wirebench/schemas"
 )
 
 const goodHead = `target: {url: "http://127.0.0.1:8000", model: m}
@@ -43,6 +45,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"sweep plans too much", goodHead + "load:\n  sweep: {min_rate: 10, max_rate: 1e9, stages: 3, duration: 10s}\n" + synth, []string{"load.sweep.max_rate: 1e+09 requests/s for 10s plans about 1e+10"}},
 		{"search plans too much", goodHead + "search: {min_rate: 10, max_rate: 1e9}\n" + synth, []string{"c.yaml:2:", "search.max_rate: 1e+09 requests/s for 30s plans about 3e+10"}},
 		{"search max <= min", goodHead + "search: {min_rate: 10, max_rate: 10}\n" + synth, []string{"search.max_rate: 10: must be > min_rate 10"}},
+		{"mistyped length", goodHead + stages + "workload:\n  synthetic:\n    input: {kind: fixed, value: 2000000000}\n    output: {kind: fixed, value: 8}\n", []string{"c.yaml:7:", "workload.synthetic.input.value: 2e+09: at most 16777216"}},
+		{"mistyped prefix", goodHead + stages + "workload:\n  shared_prefix: {groups: 1, prefix_tokens: 100000000, users_per_group: 1, question_tokens: 8, output_tokens: 8}\n", []string{"workload.shared_prefix.prefix_tokens: 1e+08: at most 16777216"}},
 		{"rate and concurrency", goodHead + "load:\n  stages:\n    - {rate: 10, concurrency: 3, duration: 1s}\n" + synth, []string{"load.stages[0]: set rate"}},
 		{"closed without bound", goodHead + "load:\n  stages:\n    - {concurrency: 3}\n" + synth, []string{"load.stages[0]: a closed-loop stage needs requests or duration"}},
 		{"closed by count before another stage", goodHead + "load:\n  stages:\n    - {concurrency: 3, requests: 10}\n    - {rate: 10, duration: 1s}\n" + synth, []string{"load.stages[0].duration: a closed-loop stage ended by request count must be the last stage"}},
@@ -178,5 +182,29 @@ func TestLoadConfigTLSPaths(t *testing.T) {
 	tc, err := tlsclient.Config(c.Target.TLS)
 	if err != nil || tc.RootCAs == nil || tc.ServerName != "llm.internal" {
 		t.Errorf("tlsclient.Config = %v, %v; want the CA pool and the server name", tc, err)
+	}
+}
+
+// TestDrawnLengthsStayUnderMaxLength: a distribution without max whose tail reaches past
+// MaxLength draws at most MaxLength; an empirical file may not name a longer length.
+func TestDrawnLengthsStayUnderMaxLength(t *testing.T) {
+	s, err := newSampler(schemas.LengthDist{Kind: schemas.DistExponential, Mean: MaxLength, Min: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	longest := 0
+	for range 1000 {
+		longest = max(longest, s.draw(r))
+	}
+	if longest != MaxLength {
+		t.Errorf("longest of 1,000 exponential draws with mean MaxLength = %d; want MaxLength %d (capped)", longest, MaxLength)
+	}
+	csv := filepath.Join(t.TempDir(), "lengths.csv")
+	if err := os.WriteFile(csv, []byte("tokens,count\n8,1\n100000000,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newSampler(schemas.LengthDist{Kind: schemas.DistEmpirical, File: csv, Min: 1}); err == nil || !strings.Contains(err.Error(), "lengths.csv:3: tokens") {
+		t.Errorf("empirical file with a length over MaxLength: err = %v; want one naming lengths.csv:3: tokens", err)
 	}
 }

@@ -73,8 +73,8 @@ func (s *sampler) readHistogram(path string) error {
 			return fmt.Errorf("%s:%d: want 2 fields (tokens,count), got %d", path, line, len(rec))
 		}
 		v, err := strconv.Atoi(strings.TrimSpace(rec[0]))
-		if err != nil || v <= 0 {
-			return fmt.Errorf("%s:%d: tokens: %q is not a positive integer", path, line, rec[0])
+		if err != nil || v <= 0 || v > MaxLength {
+			return fmt.Errorf("%s:%d: tokens: %q is not an integer in 1..%d", path, line, rec[0], MaxLength)
 		}
 		c, err := strconv.ParseFloat(strings.TrimSpace(rec[1]), 64)
 		if err != nil || c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
@@ -120,5 +120,5 @@ func (s *sampler) draw(r *rand.Rand) int {
 	if d.Max > 0 && n > d.Max {
 		n = d.Max
 	}
-	return n
+	return min(n, MaxLength) // a lognormal's or an exponential's tail, without max
 }

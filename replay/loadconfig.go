@@ -624,6 +624,18 @@ func (v *validator) stage(s *schemas.StageSpec, f string) {
 	}
 }
 
+// MaxLength is the largest length (tokens, turns, documents) a config may ask for: beyond
+// any model's context today, so that a mistyped length is an error, not a prompt that takes
+// the machine's memory. A drawn length never exceeds it.
+const MaxLength = 1 << 24
+
+// lengthOK reports a length field over MaxLength.
+func (v *validator) lengthOK(field string, n float64) {
+	if n > MaxLength {
+		v.errf(field, "%g: at most %d", n, MaxLength)
+	}
+}
+
 func (v *validator) length(d *schemas.LengthDist, f string) {
 	f += "."
 	if d.Min == 0 {
@@ -635,6 +647,10 @@ func (v *validator) length(d *schemas.LengthDist, f string) {
 	if d.Max != 0 && d.Max < d.Min {
 		v.errf(f+"max", "%d < min %d", d.Max, d.Min)
 	}
+	v.lengthOK(f+"min", float64(d.Min))
+	v.lengthOK(f+"max", float64(d.Max))
+	v.lengthOK(f+"value", float64(d.Value))
+	v.lengthOK(f+"mean", d.Mean)
 	switch d.Kind {
 	case schemas.DistFixed:
 		if d.Value <= 0 {
