@@ -297,6 +297,22 @@ func TestRunStopsOnRefusedTarget(t *testing.T) {
 	}
 }
 
+// TestRunRefusesTooManyWorkers: a worker count past MaxWorkersPerCPU a CPU is an error before
+// any worker starts.
+func TestRunRefusesTooManyWorkers(t *testing.T) {
+	run := t.TempDir()
+	if err := construn.Write(run, schemas.Target{URL: "http://127.0.0.1:9", Model: "m"}, []construn.Stage{{Rate: 1, Duration: time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	err := Run(context.Background(), Config{Run: run, Exe: testExe(t), Workers: 100_000, CPUs: []int{0}}, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "workers 100000: at most 4 here") {
+		t.Errorf("Run with 100,000 workers on one CPU = %v; want an error naming the limit of 4", err)
+	}
+	if _, err := os.Stat(filepath.Join(run, "raw")); err == nil {
+		t.Error("raw/ exists; want nothing started")
+	}
+}
+
 func TestRunRefusesUsedRunDir(t *testing.T) {
 	run := t.TempDir()
 	if err := construn.Write(run, schemas.Target{URL: "http://127.0.0.1:9", Model: "m"}, []construn.Stage{{Rate: 1, Duration: time.Second}}); err != nil {

@@ -88,6 +88,11 @@ type prepared struct {
 // prepare reads the manifest, resolves cfg against its config and checks everything that can be
 // checked before the capture starts: variables and secrets, an empty raw/, the schedule, the
 // CPUs and where the target runs.
+// MaxWorkersPerCPU bounds the worker processes: workers share the CPUs they are pinned to
+// (worker i on CPU i mod n), and a mistyped count (100,000) would otherwise start that many
+// processes and exhaust the machine's memory.
+const MaxWorkersPerCPU = 4
+
 func prepare(ctx context.Context, cfg Config, log *slog.Logger) (*prepared, error) {
 	p := &prepared{mpath: filepath.Join(cfg.Run, schemas.ManifestName)}
 	var err error
@@ -133,6 +138,9 @@ func prepare(ctx context.Context, cfg Config, log *slog.Logger) (*prepared, erro
 	p.cpus = p.pl.applyColocated(&cfg, cpus, usable)
 	if cfg.Workers == 0 {
 		cfg.Workers = usable
+	}
+	if limit := MaxWorkersPerCPU * len(cpus); cfg.Workers > limit {
+		return nil, fmt.Errorf("workers %d: at most %d here (%d for each of the %d CPUs workers may be pinned to): each worker is a process", cfg.Workers, limit, MaxWorkersPerCPU, len(cpus))
 	}
 	if p.exe = cfg.Exe; p.exe == "" {
 		if p.exe, err = os.Executable(); err != nil {

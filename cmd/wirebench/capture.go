@@ -24,7 +24,7 @@ type CaptureCmd struct {
 
 // CaptureFlags are the capture options shared by `capture` and `run`.
 type CaptureFlags struct {
-	Workers int    `help:"Worker processes, each pinned to one CPU (0 = capture.workers from the config, else the CPUs this process may use: affinity mask and cgroup quota)." default:"0"`
+	Workers int    `help:"Worker processes, each pinned to one CPU (0 = capture.workers from the config, else the CPUs this process may use: affinity mask and cgroup quota); at most 4 a CPU." default:"0"`
 	Shard   string `help:"This host's share of the schedule for multi-host runs: i/n keeps requests (whole conversations) whose key mod n == i." default:"0/1"`
 	StartAt string `help:"Common start time for multi-host runs: RFC 3339 (2026-01-02T15:04:05Z) or unix nanoseconds. Default: just after every worker is ready."`
 	// The options capture.Config shares with its workers: --max-inflight to --gomaxprocs.
