@@ -20,8 +20,8 @@ func validateAPIWorkload(v *validator, c *schemas.Config) {
 		if !schemas.MessageAPI(api) {
 			v.errf("workload.tools", "needs target.api chat, responses or messages (got %s)", api)
 		}
-		if t.Count <= 0 {
-			v.errf("workload.tools.count", "must be > 0")
+		if t.Count <= 0 || t.Count > MaxPerRequest {
+			v.errf("workload.tools.count", "%d: must be in 1..%d", t.Count, MaxPerRequest)
 		}
 		switch t.Choice {
 		case "auto", "required", "none":
@@ -32,8 +32,8 @@ func validateAPIWorkload(v *validator, c *schemas.Config) {
 	if w.Cancel != nil {
 		validateCancel(v, w.Cancel, api)
 	}
-	if w.Batch < 0 {
-		v.errf("workload.batch", "must be > 0")
+	if w.Batch < 0 || w.Batch > MaxPerRequest {
+		v.errf("workload.batch", "%d: must be in 1..%d", w.Batch, MaxPerRequest)
 	}
 	if w.Batch > 1 && api != schemas.APIEmbeddings {
 		v.errf("workload.batch", "only for target.api embeddings")
@@ -120,6 +120,7 @@ func validateDocuments(v *validator, w *schemas.Workload, api string) {
 		return
 	}
 	v.length(&d.Count, "workload.documents.count")
+	v.perRequest("workload.documents.count.", d.Count)
 	v.length(&d.Tokens, "workload.documents.tokens")
 	if d.TopN < 0 || (d.TopN > 0 && api != schemas.APIRerank) {
 		v.errf("workload.documents.top_n", "must be >= 0, and only for target.api rerank")
@@ -218,7 +219,7 @@ func (r *ranked) documents(id int64, p *schemas.Prompt) (rankDocs, error) {
 	if r.count == nil {
 		return rankDocs{}, fmt.Errorf("%s: a row has no \"documents\" and workload.documents is not set", r.file)
 	}
-	n := r.count.draw(r.rng)
+	n := min(r.count.draw(r.rng), MaxPerRequest) // a count distribution's tail, without max
 	r.texts = r.texts[:0]
 	d := rankDocs{n: n}
 	for range n {

@@ -16,8 +16,8 @@ func validateImages(v *validator, im *schemas.Images, api string) {
 	if !schemas.MessageAPI(api) {
 		v.errf(f[:len(f)-1], "needs target.api chat, responses or messages (got %s)", api)
 	}
-	if im.Count <= 0 {
-		v.errf(f+"count", "must be > 0")
+	if im.Count <= 0 || im.Count > MaxPerRequest {
+		v.errf(f+"count", "%d: must be in 1..%d", im.Count, MaxPerRequest)
 	}
 	if im.Width <= 0 || im.Width > schemas.MaxImageSide || im.Height <= 0 || im.Height > schemas.MaxImageSide {
 		v.errf(f+"width", "width and height must be in 1..%d", schemas.MaxImageSide)
@@ -27,8 +27,8 @@ func validateImages(v *validator, im *schemas.Images, api string) {
 	default:
 		v.errf(f+"format", "%q: want png or jpeg", im.Format)
 	}
-	if im.Distinct < 0 {
-		v.errf(f+"distinct", "must be >= 0")
+	if im.Distinct < 0 || im.Distinct > MaxPerRequest {
+		v.errf(f+"distinct", "%d: must be in 0..%d (0: 16)", im.Distinct, MaxPerRequest)
 	}
 }
 

@@ -636,6 +636,24 @@ func (v *validator) lengthOK(field string, n float64) {
 	}
 }
 
+// MaxPerRequest bounds what a config puts into one request beside its prompt: images, tools,
+// embeddings inputs, documents. Far past what servers accept (OpenAI: 128 tools, 2,048
+// embeddings inputs), so that a mistyped count is an error, not a request body that takes the
+// machine's memory.
+const MaxPerRequest = 4096
+
+// perRequest reports a count distribution (f ends in ".") that can reach past MaxPerRequest.
+func (v *validator) perRequest(f string, d schemas.LengthDist) {
+	for _, c := range []struct {
+		name string
+		n    float64
+	}{{"min", float64(d.Min)}, {"max", float64(d.Max)}, {"value", float64(d.Value)}, {"mean", d.Mean}} {
+		if c.n > MaxPerRequest {
+			v.errf(f+c.name, "%g: at most %d a request", c.n, MaxPerRequest)
+		}
+	}
+}
+
 func (v *validator) length(d *schemas.LengthDist, f string) {
 	f += "."
 	if d.Min == 0 {
