@@ -188,8 +188,10 @@ func sweepRates(lo, hi float64, steps int, factor float64) ([]float64, error) {
 		return nil, fmt.Errorf("max rate %g is below min rate %g", hi, lo)
 	case factor != 0 && factor <= 1:
 		return nil, fmt.Errorf("geometric factor %g: want > 1", factor)
-	case factor == 0 && steps < 1:
-		return nil, fmt.Errorf("steps %d: want >= 1", steps)
+	case factor == 0 && (steps < 1 || steps > schemas.MaxSweepStages):
+		return nil, fmt.Errorf("steps %d: want 1..%d", steps, schemas.MaxSweepStages)
+	case factor > 1 && math.Log(hi/lo)/math.Log(factor) >= schemas.MaxSweepStages:
+		return nil, fmt.Errorf("geometric factor %g from %g to %g: more than %d steps; want a larger factor", factor, lo, hi, schemas.MaxSweepStages)
 	}
 	var out []float64
 	if factor > 0 {

@@ -30,6 +30,9 @@ func TestSweepRates(t *testing.T) {
 		{"max below min", 10, 5, 3, 0, nil, true},
 		{"factor not above 1", 10, 100, 0, 1, nil, true},
 		{"no steps", 10, 100, 0, 0, nil, true},
+		{"too many steps", 1, 2, 100_000_000, 0, nil, true},
+		{"factor too small for the range", 1, 1000, 0, 1.0000001, nil, true},
+		{"256 steps at most", 1, 1000, 257, 0, nil, true},
 	}
 	for _, tt := range tests {
 		got, err := sweepRates(tt.lo, tt.hi, tt.steps, tt.factor)

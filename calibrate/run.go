@@ -267,11 +267,11 @@ func checkCalibrate(cfg *Config) error {
 	if cfg.Dir == "" {
 		errs = append(errs, errors.New("output directory: required (-o DIR)"))
 	}
-	if cfg.InputTokens < 1 {
-		errs = append(errs, fmt.Errorf("input tokens %d: want >= 1", cfg.InputTokens))
+	if cfg.InputTokens < 1 || cfg.InputTokens > replay.MaxLength {
+		errs = append(errs, fmt.Errorf("input tokens %d: want 1..%d", cfg.InputTokens, replay.MaxLength))
 	}
-	if cfg.OutputTokens < 1 {
-		errs = append(errs, fmt.Errorf("output tokens %d: want >= 1", cfg.OutputTokens))
+	if cfg.OutputTokens < 1 || cfg.OutputTokens > replay.MaxLength {
+		errs = append(errs, fmt.Errorf("output tokens %d: want 1..%d", cfg.OutputTokens, replay.MaxLength))
 	}
 	if cfg.StageDuration < time.Second {
 		errs = append(errs, fmt.Errorf("stage duration %v: want >= 1s", cfg.StageDuration))

@@ -534,8 +534,8 @@ func (v *validator) load(l *schemas.Load, needStages bool) {
 		if s.MaxRate < s.MinRate {
 			v.errf(f+"max_rate", "%g < min_rate %g", s.MaxRate, s.MinRate)
 		}
-		if s.Stages <= 0 {
-			v.errf(f+"stages", "must be > 0")
+		if s.Stages <= 0 || s.Stages > schemas.MaxSweepStages {
+			v.errf(f+"stages", "%d: must be in 1..%d", s.Stages, schemas.MaxSweepStages)
 		}
 		if s.Duration <= 0 {
 			v.errf(f+"duration", "must be > 0")

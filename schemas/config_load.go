@@ -41,7 +41,7 @@ const (
 type Sweep struct {
 	MinRate    float64  `yaml:"min_rate" json:"min_rate"`
 	MaxRate    float64  `yaml:"max_rate" json:"max_rate"`
-	Stages     int      `yaml:"stages" json:"stages"`
+	Stages     int      `yaml:"stages" json:"stages"`         // at most MaxSweepStages
 	Scale      string   `yaml:"scale" json:"scale,omitempty"` // ScaleLinear (default) or ScaleGeometric
 	Duration   Duration `yaml:"duration" json:"duration"`
 	Arrival    string   `yaml:"arrival" json:"arrival,omitempty"`
@@ -66,3 +66,7 @@ func (s Sweep) Rates() []float64 {
 	}
 	return out
 }
+
+// MaxSweepStages bounds a sweep's stages (and calibrate's steps): a latency-vs-load profile needs
+// tens, and a mistyped count would otherwise plan stages for days.
+const MaxSweepStages = 256
