@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sort"
@@ -18,8 +19,9 @@ import (
 // SimCmd serves the built-in OpenAI-compatible streaming server. Its flags are sim.Config's
 // fields (the struct tags there).
 type SimCmd struct {
-	ConfigFile simConfigFile `name:"config" help:"YAML or JSON file of flag values, keyed by flag name (max-num-seqs: 8). Flags given on the command line win." type:"path" placeholder:"FILE"`
-	sim.Config `embed:""`
+	ConfigFile    simConfigFile `name:"config" help:"YAML or JSON file of flag values, keyed by flag name (max-num-seqs: 8). Flags given on the command line win." type:"path" placeholder:"FILE"`
+	ExitWithStdin bool          `name:"exit-with-stdin" help:"Stop when standard input ends (its writer closed it or died): for a program that starts the simulator as its child and may be killed without stopping it."`
+	sim.Config    `embed:""`
 }
 
 // Help is shown under `wirebench sim --help`.
@@ -74,6 +76,16 @@ func (c *SimCmd) Run(ctx context.Context, log *slog.Logger) error {
 		return &exitError{code: 2, err: err}
 	}
 	defer srv.Close()
+	if c.ExitWithStdin {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			log.Info("standard input ended: stopping (--exit-with-stdin)")
+			cancel()
+		}()
+	}
 	ln, err := sim.Listen(ctx, c.Listen, c.ListenBacklog)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

@@ -106,3 +106,47 @@ func TestSimExitsCleanlyOnSignal(t *testing.T) {
 		}
 	}
 }
+
+// TestSimExitsWithStdin: with --exit-with-stdin the simulator stops (status 0) once its
+// standard input ends, as when the process that started it dies; without the flag it keeps
+// serving.
+func TestSimExitsWithStdin(t *testing.T) {
+	for _, exitWith := range []bool{true, false} {
+		args := []string{"sim", "--listen", "127.0.0.1:0"}
+		if exitWith {
+			args = append(args, "--exit-with-stdin")
+		}
+		cmd := exec.Command(binary, args...)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("first stdout line %q (%v); want the base URL", line, err)
+		}
+		stdin.Close()
+		if !exitWith {
+			time.Sleep(500 * time.Millisecond)
+			resp, err := http.Get(strings.TrimSpace(line) + "/health")
+			if err != nil {
+				t.Errorf("without --exit-with-stdin, GET /health after its stdin ended: %v; want it still serving", err)
+			} else {
+				resp.Body.Close()
+			}
+			cmd.Process.Signal(os.Interrupt)
+		}
+		if err := waitExit(t, cmd, 10*time.Second, new(strings.Builder)); err != nil {
+			t.Errorf("wirebench %v after its stdin closed: %v; want exit status 0", args, err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,9 +24,17 @@ import (
 // Start runs `exe args...` (args starting a `wirebench sim` that listens on 127.0.0.1:0),
 // pinned to cpu when cpu >= 0, and returns the base URL it prints as its first stdout line and
 // a function that stops it (SIGINT, then SIGKILL after 5 s). Calibration and the end-to-end
-// tests start their simulators with it.
+// tests start their simulators with it. The simulator runs with --exit-with-stdin and its
+// standard input is a pipe only this process writes: should this process die without stopping
+// it (a killed test binary or calibrate), the pipe closes and the simulator stops too.
 func Start(exe string, args []string, cpu int, stderr io.Writer, log *slog.Logger) (string, func(), error) {
-	cmd := exec.Command(exe, args...)
+	lifeline, keep, err := os.Pipe()
+	if err != nil {
+		return "", nil, fmt.Errorf("start sim: %w", err)
+	}
+	defer lifeline.Close() // the child's copy stays open
+	cmd := exec.Command(exe, append(slices.Clone(args), "--exit-with-stdin")...)
+	cmd.Stdin = lifeline
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's Ctrl-C is ours to handle
 	if cpu >= 0 {
@@ -34,12 +43,15 @@ func Start(exe string, args []string, cpu int, stderr io.Writer, log *slog.Logge
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		keep.Close()
 		return "", nil, fmt.Errorf("start sim: %w", err)
 	}
 	if err := startPinned(cmd, cpu); err != nil {
+		keep.Close()
 		return "", nil, fmt.Errorf("start sim (%s): %w", exe, err)
 	}
 	stop := func() {
+		defer keep.Close()
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
