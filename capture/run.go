@@ -85,14 +85,14 @@ type prepared struct {
 	exe     string // the binary that runs `worker`
 }
 
-// prepare reads the manifest, resolves cfg against its config and checks everything that can be
-// checked before the capture starts: variables and secrets, an empty raw/, the schedule, the
-// CPUs and where the target runs.
 // MaxWorkersPerCPU bounds the worker processes: workers share the CPUs they are pinned to
 // (worker i on CPU i mod n), and a mistyped count (100,000) would otherwise start that many
 // processes and exhaust the machine's memory.
 const MaxWorkersPerCPU = 4
 
+// prepare reads the manifest, resolves cfg against its config and checks everything that can be
+// checked before the capture starts: variables and secrets, an empty raw/, the schedule, the
+// CPUs and where the target runs.
 func prepare(ctx context.Context, cfg Config, log *slog.Logger) (*prepared, error) {
 	p := &prepared{mpath: filepath.Join(cfg.Run, schemas.ManifestName)}
 	var err error

@@ -120,7 +120,7 @@ func validateDocuments(v *validator, w *schemas.Workload, api string) {
 		return
 	}
 	v.length(&d.Count, "workload.documents.count")
-	v.perRequest("workload.documents.count.", d.Count)
+	v.distAtMost("workload.documents.count.", d.Count, MaxPerRequest)
 	v.length(&d.Tokens, "workload.documents.tokens")
 	if d.TopN < 0 || (d.TopN > 0 && api != schemas.APIRerank) {
 		v.errf("workload.documents.top_n", "must be >= 0, and only for target.api rerank")

@@ -37,7 +37,7 @@ func (k conversationsKind) validate(v *validator, api string) {
 	if k.SystemPromptTokens < 0 {
 		v.errf(f+"system_prompt_tokens", "must be >= 0")
 	}
-	v.lengthOK(f+"system_prompt_tokens", float64(k.SystemPromptTokens))
+	v.atMost(f+"system_prompt_tokens", float64(k.SystemPromptTokens), MaxLength)
 }
 
 func (k conversationsKind) plan(p *planner) ([]schemas.StageInfo, error) {

@@ -629,11 +629,19 @@ func (v *validator) stage(s *schemas.StageSpec, f string) {
 // the machine's memory. A drawn length never exceeds it.
 const MaxLength = 1 << 24
 
-// lengthOK reports a length field over MaxLength.
-func (v *validator) lengthOK(field string, n float64) {
-	if n > MaxLength {
-		v.errf(field, "%g: at most %d", n, MaxLength)
+// atMost reports field's value n over limit.
+func (v *validator) atMost(field string, n float64, limit int) {
+	if n > float64(limit) {
+		v.errf(field, "%g: at most %d", n, limit)
 	}
+}
+
+// distAtMost reports each of d's lengths (min, max, value, mean; f ends in ".") over limit.
+func (v *validator) distAtMost(f string, d schemas.LengthDist, limit int) {
+	v.atMost(f+"min", float64(d.Min), limit)
+	v.atMost(f+"max", float64(d.Max), limit)
+	v.atMost(f+"value", float64(d.Value), limit)
+	v.atMost(f+"mean", d.Mean, limit)
 }
 
 // MaxPerRequest bounds what a config puts into one request beside its prompt: images, tools,
@@ -641,18 +649,6 @@ func (v *validator) lengthOK(field string, n float64) {
 // embeddings inputs), so that a mistyped count is an error, not a request body that takes the
 // machine's memory.
 const MaxPerRequest = 4096
-
-// perRequest reports a count distribution (f ends in ".") that can reach past MaxPerRequest.
-func (v *validator) perRequest(f string, d schemas.LengthDist) {
-	for _, c := range []struct {
-		name string
-		n    float64
-	}{{"min", float64(d.Min)}, {"max", float64(d.Max)}, {"value", float64(d.Value)}, {"mean", d.Mean}} {
-		if c.n > MaxPerRequest {
-			v.errf(f+c.name, "%g: at most %d a request", c.n, MaxPerRequest)
-		}
-	}
-}
 
 func (v *validator) length(d *schemas.LengthDist, f string) {
 	f += "."
@@ -665,10 +661,7 @@ func (v *validator) length(d *schemas.LengthDist, f string) {
 	if d.Max != 0 && d.Max < d.Min {
 		v.errf(f+"max", "%d < min %d", d.Max, d.Min)
 	}
-	v.lengthOK(f+"min", float64(d.Min))
-	v.lengthOK(f+"max", float64(d.Max))
-	v.lengthOK(f+"value", float64(d.Value))
-	v.lengthOK(f+"mean", d.Mean)
+	v.distAtMost(f, *d, MaxLength)
 	switch d.Kind {
 	case schemas.DistFixed:
 		if d.Value <= 0 {

@@ -35,7 +35,7 @@ func (k sharedPrefixKind) validate(v *validator, api string) {
 		case p.val <= 0:
 			v.errf(f+p.name, "must be > 0")
 		}
-		v.lengthOK(f+p.name, float64(p.val))
+		v.atMost(f+p.name, float64(p.val), MaxLength)
 	}
 }
 
