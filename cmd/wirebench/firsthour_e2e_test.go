@@ -90,6 +90,28 @@ func TestMissingConfigIsOneLine(t *testing.T) {
 // TestConfigErrorsNameFileLineField: an unknown key, a duration without its unit and a file the
 // config names that is not there are each one error naming the file, the line and the field
 // (and, for a typo, the key it most likely meant).
+// TestTooManyWorkersRefused: a worker count past four a CPU stops capture before any worker
+// starts, with an error naming the limit.
+func TestTooManyWorkersRefused(t *testing.T) {
+	dir := t.TempDir()
+	cfg, run := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "run")
+	yaml := "target: {url: \"http://127.0.0.1:9\", model: m}\nload:\n  stages:\n    - {rate: 5, duration: 2s}\n" +
+		"workload:\n  synthetic:\n    input: {kind: fixed, value: 8}\n    output: {kind: fixed, value: 8}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := wirebench(t, 30*time.Second, "replay", cfg, "-o", run); err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr)
+	}
+	_, stderr, err := wirebench(t, 30*time.Second, "capture", run, "--workers", "100000", "--cpus", "0")
+	if err == nil || !strings.Contains(stderr, "workers 100000: at most 4 here") {
+		t.Errorf("capture --workers 100000 --cpus 0: err %v, stderr:\n%s\nwant an error naming the limit of 4", err, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(run, "raw")); err == nil {
+		t.Error("raw/ exists; want no worker started")
+	}
+}
+
 func TestConfigErrorsNameFileLineField(t *testing.T) {
 	const head = "target: {url: \"http://127.0.0.1:8000\", model: m}\n"
 	const stages = "load:\n  stages:\n    - {rate: 5, duration: 2s}\n"
@@ -107,6 +129,11 @@ func TestConfigErrorsNameFileLineField(t *testing.T) {
 			"c.yaml:7: workload.synthetic.input.file: DIR/lengths.csv: no such file or directory"},
 		{"tokenizer", head + stages + synth + "tokenizer: qwen/tokenizer.json\n",
 			"c.yaml:9: tokenizer: DIR/qwen/tokenizer.json: no such file or directory"},
+		// Sizes past the limits: errors, not hours of planning or the machine's memory.
+		{"mistyped rate", head + "load:\n  stages:\n    - {rate: 1000000000, duration: 1h}\n" + synth,
+			"c.yaml:4: load.stages[0].rate: 1e+09 requests/s for 1h0m0s plans about 3.6e+12 requests; a stage plans at most 1073741824: lower the rate or shorten the duration"},
+		{"mistyped length", head + stages + "workload:\n  synthetic:\n    input: {kind: fixed, value: 2000000000}\n    output: {kind: fixed, value: 8}\n",
+			"c.yaml:7: workload.synthetic.input.value: 2e+09: at most 16777216"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
