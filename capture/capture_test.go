@@ -313,6 +313,30 @@ func TestRunRefusesTooManyWorkers(t *testing.T) {
 	}
 }
 
+// TestResolveOptionsBounds: a GOMAXPROCS past MaxGOMAXPROCS, negative connection limits and a
+// part of no rows are errors naming the option.
+func TestResolveOptionsBounds(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{GOMAXPROCS: 100_000_000}, "gomaxprocs 100000000: want 1..256"},
+		{Options{GOMAXPROCS: -1}, "gomaxprocs -1"},
+		{Options{Connections: -1}, "connections -1: want >= 0"},
+		{Options{MaxInflight: -2}, "max-inflight -2"},
+		{Options{PartRows: -5}, "part-rows -5: want >= 1"},
+	} {
+		o := tc.o
+		if err := resolveOptions(&o, &schemas.Config{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("resolveOptions(%+v) = %v; want an error containing %q", tc.o, err, tc.want)
+		}
+	}
+	var o Options
+	if err := resolveOptions(&o, &schemas.Config{}); err != nil || o.GOMAXPROCS != DefaultGOMAXPROCS {
+		t.Errorf("resolveOptions(defaults) = %v, GOMAXPROCS %d; want no error and %d", err, o.GOMAXPROCS, DefaultGOMAXPROCS)
+	}
+}
+
 func TestRunRefusesUsedRunDir(t *testing.T) {
 	run := t.TempDir()
 	if err := construn.Write(run, schemas.Target{URL: "http://127.0.0.1:9", Model: "m"}, []construn.Stage{{Rate: 1, Duration: time.Second}}); err != nil {

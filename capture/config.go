@@ -125,6 +125,9 @@ const (
 	// for a thread handoff (milliseconds on a busy CPU); with readers busy on the other Ps, 4
 	// leaves one idle nearly always (measured: see README, "GOMAXPROCS").
 	DefaultGOMAXPROCS = 4
+	// MaxGOMAXPROCS bounds --gomaxprocs: the runtime allocates every P up front, so a mistyped
+	// 100000000 would hang each worker taking the machine's memory.
+	MaxGOMAXPROCS = 256
 	// startLead is how far after the last worker's "ready" the coordinator puts the common start.
 	startLead = 300 * time.Millisecond
 )
@@ -222,6 +225,12 @@ func resolveOptions(o *Options, rc *schemas.Config) error {
 	o.Connections = cmp.Or(o.Connections, co.Connections, DefaultConnections)
 	o.PartRows = cmp.Or(o.PartRows, co.PartRows, DefaultPartRows)
 	o.GOMAXPROCS = cmp.Or(o.GOMAXPROCS, DefaultGOMAXPROCS)
+	if o.GOMAXPROCS < 1 || o.GOMAXPROCS > MaxGOMAXPROCS {
+		return fmt.Errorf("gomaxprocs %d: want 1..%d (0 = %d)", o.GOMAXPROCS, MaxGOMAXPROCS, DefaultGOMAXPROCS)
+	}
+	if o.MaxInflight < 0 || o.MaxConnections < 0 || o.Connections < 0 || o.PartRows < 1 {
+		return fmt.Errorf("max-inflight %d, max-connections %d, connections %d: want >= 0; part-rows %d: want >= 1", o.MaxInflight, o.MaxConnections, o.Connections, o.PartRows)
+	}
 	o.DrainTimeout = cmp.Or(o.DrainTimeout, co.DrainTimeout.D(), DefaultDrainTimeout)
 	o.Timeout = requestTimeout(o.Timeout, t.Timeout)
 	o.TTFTTimeout = cmp.Or(o.TTFTTimeout, t.TTFTTimeout.D(), DefaultTTFTTimeout)

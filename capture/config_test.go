@@ -87,7 +87,11 @@ func setNonZero(t *testing.T, v reflect.Value, n int64, name string) {
 	case reflect.Bool:
 		v.SetBool(true)
 	case reflect.Int, reflect.Int64:
-		v.SetInt(n * 1_000_000_000) // whole seconds, whole MB: valid for every option
+		if name == "GOMAXPROCS" { // a count of Ps, bounded by MaxGOMAXPROCS
+			v.SetInt(min(n, MaxGOMAXPROCS))
+			return
+		}
+		v.SetInt(n * 1_000_000_000) // whole seconds, whole MB: valid for every other option
 	default:
 		t.Fatalf("%s: setNonZero does not know kind %s", name, v.Kind())
 	}
