@@ -57,7 +57,7 @@ type Config struct {
 	// BlockSize is the prefix-cache block size in tokens; PrefixCacheBlocks the LRU capacity in
 	// blocks (0 disables the cache).
 	BlockSize         int `help:"Prefix cache block size in tokens." default:"16"`
-	PrefixCacheBlocks int `help:"Prefix cache capacity in blocks (LRU); 0 disables it." default:"4096"`
+	PrefixCacheBlocks int `help:"Prefix cache capacity in blocks (LRU, at most 4194304); 0 disables it." default:"4096"`
 	// ITL is the decode step per token at batch size 0 (engine) or the fixed inter-token gap.
 	ITL time.Duration `name:"itl" help:"Decode step per token at batch size 0 (engine mode), or the fixed inter-token gap (fixed mode)." default:"10ms"`
 	// BatchSlowdown stretches a decode step by (1 + BatchSlowdown × running) in engine mode.
@@ -96,7 +96,7 @@ type Config struct {
 	ImageTokens int `help:"Prompt tokens of every image part (chat image_url, responses input_image, messages image); images are not fetched or decoded." default:"576"`
 	// EmbeddingDim is the length of the vectors /v1/embeddings returns when the request has no
 	// dimensions (0: the default, 384).
-	EmbeddingDim int `help:"Length of the vectors /v1/embeddings returns when the request has no dimensions." default:"384"`
+	EmbeddingDim int `help:"Length of the vectors /v1/embeddings returns when the request has no dimensions (at most 65536)." default:"384"`
 
 	// Fault rates (probabilities 0..1 per request, summing to at most 1). The request header
 	// x-sim-fault forces one: 429, 500, 503, stall, drop, malformed, slow-headers.
@@ -286,8 +286,8 @@ func (c *Config) validateEngine(p *problems) {
 	if c.BlockSize < 1 {
 		bad("block-size", "%d must be at least 1", c.BlockSize)
 	}
-	if c.PrefixCacheBlocks < 0 {
-		bad("prefix-cache-blocks", "%d is negative", c.PrefixCacheBlocks)
+	if c.PrefixCacheBlocks < 0 || c.PrefixCacheBlocks > maxPrefixCacheBlocks {
+		bad("prefix-cache-blocks", "%d is not in [0, %d]", c.PrefixCacheBlocks, maxPrefixCacheBlocks)
 	}
 	if c.BatchSlowdown < 0 {
 		bad("batch-slowdown", "%v is negative", c.BatchSlowdown)
@@ -317,8 +317,8 @@ func (c *Config) validateAnswers(p *problems) {
 	if c.ImageTokens < 0 {
 		bad("image-tokens", "%d is negative", c.ImageTokens)
 	}
-	if c.EmbeddingDim < 0 {
-		bad("embedding-dim", "%d is negative", c.EmbeddingDim)
+	if c.EmbeddingDim < 0 || c.EmbeddingDim > maxEmbedDims {
+		bad("embedding-dim", "%d is not in [0, %d]", c.EmbeddingDim, maxEmbedDims)
 	}
 }
 

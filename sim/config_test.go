@@ -18,6 +18,8 @@ func TestValidate(t *testing.T) {
 		{"rate above 1", func(c *Config) { c.FaultDrop = 2 }, "fault-drop"},
 		{"rates sum above 1", func(c *Config) { c.Fault500, c.Fault503 = 0.6, 0.6 }, "sum"},
 		{"no model", func(c *Config) { c.Models = nil }, "model"},
+		{"mistyped prefix cache", func(c *Config) { c.PrefixCacheBlocks = 1_000_000_000 }, "prefix-cache-blocks: 1000000000 is not in [0, 4194304]"},
+		{"mistyped embedding dim", func(c *Config) { c.EmbeddingDim = 1_000_000_000 }, "embedding-dim: 1000000000 is not in [0, 65536]"},
 	}
 	for _, tt := range tests {
 		c := DefaultConfig()

@@ -12,6 +12,11 @@ type prefixCache struct {
 	head, tail int32 // most and least recently used; -1 when empty
 }
 
+// maxPrefixCacheBlocks bounds --prefix-cache-blocks: the cache is allocated up front (about
+// 40 bytes a block), and 2^22 blocks (67 million tokens at 16 a block) hold more than a server's
+// KV cache.
+const maxPrefixCacheBlocks = 1 << 22
+
 func newPrefixCache(capacity int) *prefixCache {
 	return &prefixCache{
 		idx:  make(map[uint64]int32, capacity),
