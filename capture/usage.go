@@ -98,10 +98,14 @@ func (u *usageClock) closeStage(now usageSample) {
 	if u.cur < 0 || !b.ok || !now.ok {
 		return
 	}
-	spin := now.spinNs - b.spinNs
+	spin, client := now.spinNs-b.spinNs, now.clientNs-b.clientNs
+	// /proc/stat and the spinner's CPU count in clock ticks (10 ms), so on a light stage beside a
+	// keep-awake spinner their difference can fall below what the client alone used; the machine
+	// was at least that busy.
+	busy := max(now.m.BusyNs-b.m.BusyNs-spin, client, 0)
 	u.out = append(u.out, schemas.StageUsage{Stage: u.cur, WallNs: now.wallNs - b.wallNs, MachineCPUs: int32(now.m.CPUs),
-		MachineBusyNs: max(0, now.m.BusyNs-b.m.BusyNs-spin), MachineTotalNs: now.m.TotalNs - b.m.TotalNs,
-		CoordinatorCPUNs: now.selfNs - b.selfNs, ClientCPUNs: now.clientNs - b.clientNs, IdleSpinNs: spin})
+		MachineBusyNs: busy, MachineTotalNs: now.m.TotalNs - b.m.TotalNs,
+		CoordinatorCPUNs: now.selfNs - b.selfNs, ClientCPUNs: client, IdleSpinNs: spin})
 }
 
 // finish ends the running stage's window now and returns every stage's usage.
