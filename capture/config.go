@@ -125,8 +125,8 @@ const (
 	// for a thread handoff (milliseconds on a busy CPU); with readers busy on the other Ps, 4
 	// leaves one idle nearly always (measured: see README, "GOMAXPROCS").
 	DefaultGOMAXPROCS = 4
-	// MaxGOMAXPROCS bounds --gomaxprocs: the runtime allocates every P up front, so a mistyped
-	// 100000000 would hang each worker taking the machine's memory.
+	// MaxGOMAXPROCS bounds --gomaxprocs: the runtime allocates every P up front, and with a
+	// mistyped 100000000 a capture of three requests made no progress in 30 s.
 	MaxGOMAXPROCS = 256
 	// startLead is how far after the last worker's "ready" the coordinator puts the common start.
 	startLead = 300 * time.Millisecond

@@ -83,23 +83,31 @@ func TestSimRejectsBadConfig(t *testing.T) {
 	}
 }
 
+// startSimCmd starts cmd (a `wirebench sim` listening on 127.0.0.1:0) and returns the base URL
+// it prints first; it kills the simulator and fails the test when none comes.
+func startSimCmd(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("first stdout line %q (%v); want the base URL", line, err)
+	}
+	return strings.TrimSpace(line)
+}
+
 // TestSimExitsCleanlyOnSignal: SIGTERM stops the simulator with exit status 0.
 func TestSimExitsCleanlyOnSignal(t *testing.T) {
 	for _, sig := range []os.Signal{syscall.SIGTERM, os.Interrupt} {
 		cmd := exec.Command(binary, "sim", "--listen", "127.0.0.1:0")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("first stdout line %q (%v); want the base URL", line, err)
-		}
+		startSimCmd(t, cmd)
 		cmd.Process.Signal(sig)
 		if err := waitExit(t, cmd, 10*time.Second, new(strings.Builder)); err != nil {
 			t.Errorf("wirebench sim after %v: %v; want exit status 0", sig, err)
@@ -121,23 +129,11 @@ func TestSimExitsWithStdin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "http://127.0.0.1:") {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("first stdout line %q (%v); want the base URL", line, err)
-		}
+		url := startSimCmd(t, cmd)
 		stdin.Close()
 		if !exitWith {
 			time.Sleep(500 * time.Millisecond)
-			resp, err := http.Get(strings.TrimSpace(line) + "/health")
+			resp, err := http.Get(url + "/health")
 			if err != nil {
 				t.Errorf("without --exit-with-stdin, GET /health after its stdin ended: %v; want it still serving", err)
 			} else {
