@@ -285,3 +285,32 @@ func cpuTime() int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// BenchmarkSimTrailer measures parsing the simulator's x-sim comment of a 64-token answer (its
+// send times before and after each event's write): once per request against wirebench sim.
+func BenchmarkSimTrailer(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"queue_ns":0,"prefill_ns":0,"decode_ns":0`)
+	for _, key := range []string{"sent_ns", "sent_end_ns"} {
+		fmt.Fprintf(&sb, `,%q:[`, key)
+		for i := range 64 {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			fmt.Fprint(&sb, 1796340459251509024+int64(i)*5_000)
+		}
+		sb.WriteByte(']')
+	}
+	sb.WriteString(`,"model":"sim"}`)
+	var c Client
+	var res Result
+	b.ReportAllocs()
+	for b.Loop() {
+		res.reset()
+		res.st.sim = append(res.st.sim, sb.String()...)
+		c.applySim(&res)
+	}
+	if len(res.st.srv) != 64 || len(res.st.srvEnd) != 64 || res.st.srv[63] != 1796340459251509024+63*5_000 {
+		b.Fatalf("parsed %d and %d send times, last %d", len(res.st.srv), len(res.st.srvEnd), res.st.srv[len(res.st.srv)-1])
+	}
+}

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"errors"
 	"unicode/utf8"
 )
@@ -296,6 +295,9 @@ func (s *jscan) detail(name string, dst *int64) {
 }
 
 func (s *jscan) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' { // compact JSON: nothing to skip
+		return
+	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -416,26 +418,23 @@ func (s *jscan) str() (raw []byte, escaped bool) {
 	}
 	s.i++
 	start := s.i
-	for {
-		rest := s.b[s.i:]
-		q := bytes.IndexByte(rest, '"')
-		if q < 0 {
-			s.fail()
-			return nil, false
-		}
-		bs := bytes.IndexByte(rest[:q], '\\')
-		if bs < 0 {
-			s.i += q + 1
-			return s.b[start : s.i-1], escaped
-		}
-		// Step over the escape (it may escape a quote) and look again.
-		escaped = true
-		s.i += bs + 1
-		if !s.escape() {
-			s.fail()
-			return nil, false
+	for i := s.i; i < len(s.b); i++ {
+		switch s.b[i] {
+		case '"':
+			s.i = i + 1
+			return s.b[start:i], escaped
+		case '\\':
+			escaped = true
+			s.i = i + 1
+			if !s.escape() {
+				s.fail()
+				return nil, false
+			}
+			i = s.i - 1
 		}
 	}
+	s.fail()
+	return nil, false
 }
 
 // escape consumes what follows a backslash in a string and reports whether it is one of JSON's
@@ -473,39 +472,38 @@ func (s *jscan) int() int64 {
 		s.skip() // not a number: skip whatever it is
 		return -1
 	}
-	start := s.i
-	s.number()
-	j, neg := start, s.b[start] == '-'
-	if neg {
-		j++
-	}
-	var n int64
-	for ; j < s.i && s.b[j] >= '0' && s.b[j] <= '9'; j++ {
-		n = n*10 + int64(s.b[j]-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n
+	return s.number()
 }
 
 // number consumes a JSON number at s.i (its callers have skipped the white space before it),
-// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (RFC 8259), and fails on anything else.
-func (s *jscan) number() {
-	if s.i < len(s.b) && s.b[s.i] == '-' {
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? (RFC 8259), fails on anything else, and returns
+// its integer part (wrapping past 19 digits), read in the same pass.
+func (s *jscan) number() int64 {
+	neg := s.i < len(s.b) && s.b[s.i] == '-'
+	if neg {
 		s.i++
 	}
-	if s.i < len(s.b) && s.b[s.i] == '0' {
+	var n int64
+	switch {
+	case s.i < len(s.b) && s.b[s.i] == '0':
 		s.i++
-	} else if s.digits() == 0 {
+	case s.i < len(s.b) && s.b[s.i] >= '1' && s.b[s.i] <= '9':
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			n = n*10 + int64(s.b[s.i]-'0')
+			s.i++
+		}
+	default:
 		s.fail()
-		return
+		return 0
+	}
+	if neg {
+		n = -n
 	}
 	if s.i < len(s.b) && s.b[s.i] == '.' {
 		s.i++
 		if s.digits() == 0 {
 			s.fail()
-			return
+			return n
 		}
 	}
 	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
@@ -517,6 +515,7 @@ func (s *jscan) number() {
 			s.fail()
 		}
 	}
+	return n
 }
 
 // digits consumes decimal digits and returns how many.
