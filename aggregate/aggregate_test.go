@@ -25,13 +25,13 @@ func handRun() *fixture {
 		ServerQueueNs: ptr[int64](2 * ms), ServerPrefillNs: ptr[int64](5 * ms), ServerDecodeNs: ptr[int64](30 * ms)})
 	for i, at := range []int64{5, 10, 30, 40, 41, 42} {
 		kind := []string{"empty", "content", "content", "content", "usage", "done"}[i]
-		f.chunk(0, schemas.RawChunk{Seq: 1, Index: int32(i), RxKernelNs: kern(at * ms), RxUserNs: t0 + at*ms + 200_000, Kind: kind})
+		f.chunk(0, schemas.RawChunk{Seq: 1, Index: int32(i), RxKernelNs: *kern(at * ms), RxUserNs: t0 + at*ms + 200_000, Kind: kind})
 	}
 	// seq 2: one-token answer: S = P = 100 ms, content at 150, done at 151; server prefill 20 ms.
 	f.req(schemas.RawRequest{Seq: 2, PlannedNs: t0 + 100*ms, SentNs: t0 + 100*ms, DoneNs: kern(151 * ms), UsagePrompt: ptr[int32](10), UsageComplete: ptr[int32](1), InputTokens: 10,
 		ServerQueueNs: ptr[int64](25 * ms), ServerPrefillNs: ptr[int64](20 * ms), ServerDecodeNs: ptr[int64](0)})
-	f.chunk(0, schemas.RawChunk{Seq: 2, Index: 0, RxKernelNs: kern(150 * ms), RxUserNs: t0 + 150*ms + 100_000, Kind: "content"})
-	f.chunk(0, schemas.RawChunk{Seq: 2, Index: 1, RxKernelNs: kern(151 * ms), RxUserNs: t0 + 151*ms + 100_000, Kind: "done"})
+	f.chunk(0, schemas.RawChunk{Seq: 2, Index: 0, RxKernelNs: *kern(150 * ms), RxUserNs: t0 + 150*ms + 100_000, Kind: "content"})
+	f.chunk(0, schemas.RawChunk{Seq: 2, Index: 1, RxKernelNs: *kern(151 * ms), RxUserNs: t0 + 151*ms + 100_000, Kind: "done"})
 	// seq 3: N = 0: usage says 0 tokens, no content, done 5 ms after S = 200 ms.
 	f.req(schemas.RawRequest{Seq: 3, PlannedNs: t0 + 200*ms, SentNs: t0 + 200*ms, DoneNs: kern(205 * ms), UsagePrompt: ptr[int32](10), UsageComplete: ptr[int32](0), InputTokens: 10})
 	f.chunk(0, schemas.RawChunk{Seq: 3, Index: 0, RxUserNs: t0 + 205*ms, Kind: "done"})

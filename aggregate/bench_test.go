@@ -58,7 +58,7 @@ func genRun(tb testing.TB, dir string, n int) int64 {
 						kind = "done"
 					}
 					at := s + ttft + int64(j)*20*ms + (seq*int64(j))%1000
-					cb = append(cb, schemas.RawChunk{Seq: seq, Index: int32(j), RxKernelNs: ptr[int64](at), RxUserNs: at + 30_000, Quality: "exact", Kind: kind})
+					cb = append(cb, schemas.RawChunk{Seq: seq, Index: int32(j), RxKernelNs: at, RxUserNs: at + 30_000, Quality: "exact", Kind: kind})
 				}
 				if len(rb) == batch {
 					if err := rw.Write(rb); err != nil {

@@ -102,7 +102,7 @@ func TestDuckDBTapJoin(t *testing.T) {
 	for _, c := range []struct {
 		seq, index, end int64
 	}{{1, 0, 20}, {1, 1, 50}, {1, 2, 60}, {2, 0, 5}} {
-		f.chunk(0, schemas.RawChunk{Seq: c.seq, Index: int32(c.index), RxUserNs: sent(500), Kind: "content", RxStreamEnd: ptr[int64](c.end)})
+		f.chunk(0, schemas.RawChunk{Seq: c.seq, Index: int32(c.index), RxUserNs: sent(500), Kind: "content", RxStreamEnd: c.end})
 	}
 	dir := f.write(t, t.TempDir())
 	isnRx := int64(0xffff_fff0)

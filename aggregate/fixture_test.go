@@ -61,7 +61,7 @@ func (f *fixture) chunk(worker int, c schemas.RawChunk) {
 	k := [2]int{worker, 0}
 	if c.Quality == "" {
 		c.Quality = "exact"
-		if c.RxKernelNs == nil {
+		if c.RxKernelNs == 0 {
 			c.Quality = "user"
 		}
 	}

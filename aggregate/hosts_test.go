@@ -42,7 +42,7 @@ func shardHost(i, n int, kept func(seq int64) bool) *fixture {
 		f.req(schemas.RawRequest{Seq: seq, Stage: st, Shard: int32(i), PlannedNs: at, SentNs: at, SendStartNs: at, DoneNs: ptr[int64](at + 12*ms),
 			UsagePrompt: ptr[int32](10), UsageComplete: ptr[int32](2), InputTokens: 10})
 		for j, d := range []int64{10, 11, 12} {
-			f.chunk(0, schemas.RawChunk{Seq: seq, Index: int32(j), RxKernelNs: ptr[int64](at + d*ms), RxUserNs: at + d*ms + 1000, Kind: []string{"content", "content", "done"}[j]})
+			f.chunk(0, schemas.RawChunk{Seq: seq, Index: int32(j), RxKernelNs: at + d*ms, RxUserNs: at + d*ms + 1000, Kind: []string{"content", "content", "done"}[j]})
 		}
 	}
 	return f

@@ -185,8 +185,8 @@ func LoadTapTimes(ctx context.Context, dir string) (*TapTimes, error) {
 			return nil, err
 		}
 		for _, ch := range rows {
-			if c := conns[ch.Seq]; c != nil && ch.RxStreamEnd != nil {
-				if ns, ok := at(c.rx, *ch.RxStreamEnd); ok {
+			if c := conns[ch.Seq]; c != nil && ch.RxStreamEnd != 0 {
+				if ns, ok := at(c.rx, ch.RxStreamEnd); ok {
 					out.Rx[[2]int64{ch.Seq, int64(ch.Index)}] = ns
 				}
 			}

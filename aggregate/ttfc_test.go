@@ -28,7 +28,7 @@ func reasoningRun() *fixture {
 		f.req(schemas.RawRequest{Seq: seq, PlannedNs: s, SentNs: s, SentEndNs: ptr[int64](s + 100_000), DoneNs: at(seq, evs[len(evs)-1].at),
 			UsagePrompt: ptr[int32](10), UsageComplete: usage, UsageReasoning: reasoning, InputTokens: 10})
 		for i, e := range evs {
-			f.chunk(0, schemas.RawChunk{Seq: seq, Index: int32(i), RxKernelNs: at(seq, e.at), RxUserNs: *at(seq, e.at) + 50_000, Kind: e.kind,
+			f.chunk(0, schemas.RawChunk{Seq: seq, Index: int32(i), RxKernelNs: *at(seq, e.at), RxUserNs: *at(seq, e.at) + 50_000, Kind: e.kind,
 				ContentBytes: e.content, ReasoningBytes: e.reason, ToolCalls: e.tool})
 		}
 	}

@@ -28,12 +28,12 @@ type Truth struct{ Pre, Post int64 }
 
 // TruthOf is ch's truth; ok is false when the server reported no send time.
 func TruthOf(ch *schemas.RawChunk) (tr Truth, ok bool) {
-	if ch.ServerSentNs == nil {
+	if ch.ServerSentNs == 0 {
 		return Truth{}, false
 	}
-	tr.Pre = *ch.ServerSentNs
-	if ch.ServerSentEndNs != nil {
-		tr.Post = *ch.ServerSentEndNs
+	tr.Pre = ch.ServerSentNs
+	if ch.ServerSentEndNs != 0 {
+		tr.Post = ch.ServerSentEndNs
 	}
 	return tr, true
 }
@@ -156,14 +156,14 @@ func addStamps(c *schemas.Calibration, chunks []schemas.RawChunk) {
 	for i := range chunks {
 		ch := &chunks[i]
 		tr, ok := TruthOf(ch)
-		if ch.Kind != schemas.ChunkContent || ch.Quality != schemas.QualityExact || ch.RxKernelNs == nil || !ok {
+		if ch.Kind != schemas.ChunkContent || ch.Quality != schemas.QualityExact || ch.RxKernelNs == 0 || !ok {
 			continue
 		}
-		transit = append(transit, *ch.RxKernelNs-tr.Pre)
+		transit = append(transit, ch.RxKernelNs-tr.Pre)
 		if tr.Post != 0 {
 			write = append(write, tr.Post-tr.Pre)
 		}
-		if tr.Outside(*ch.RxKernelNs) != 0 {
+		if tr.Outside(ch.RxKernelNs) != 0 {
 			c.StampOutside++
 		}
 	}

@@ -60,13 +60,13 @@ func TestCoverTTFT(t *testing.T) {
 	for i, c := range cases {
 		seq := int64(i)
 		reqs = append(reqs, schemas.MetricRequest{Seq: seq, Stage: 1, OK: true, SentNs: s0, TTFTLoNs: p(c.lo), TTFTHiNs: p(c.hi)})
-		ch := schemas.RawChunk{Seq: seq, Index: 1, Kind: schemas.ChunkContent, ServerSentNs: p(s0 + c.pre)}
+		ch := schemas.RawChunk{Seq: seq, Index: 1, Kind: schemas.ChunkContent, ServerSentNs: s0 + c.pre}
 		if c.post != 0 {
-			ch.ServerSentEndNs = p(s0 + c.post)
+			ch.ServerSentEndNs = s0 + c.post
 		}
 		// a later content event far off must not count: only the first is the TTFT's
 		chunks = append(chunks, schemas.RawChunk{Seq: seq, Index: 0, Kind: schemas.ChunkEmpty}, ch,
-			schemas.RawChunk{Seq: seq, Index: 2, Kind: schemas.ChunkContent, ServerSentNs: p(s0 + 90_000*us), ServerSentEndNs: p(s0 + 90_001*us)})
+			schemas.RawChunk{Seq: seq, Index: 2, Kind: schemas.ChunkContent, ServerSentNs: s0 + 90_000*us, ServerSentEndNs: s0 + 90_001*us})
 	}
 	cov := CoverTTFT(reqs, chunks)[1]
 	if cov == nil {
@@ -98,13 +98,12 @@ func TestCoverTTFT(t *testing.T) {
 // TestAddStamps: transit and write durations over exact content events, and the kernel stamps
 // outside their write counted.
 func TestAddStamps(t *testing.T) {
-	p := func(v int64) *int64 { return &v }
 	chunks := []schemas.RawChunk{
-		{Kind: schemas.ChunkContent, Quality: schemas.QualityExact, RxKernelNs: p(1010), ServerSentNs: p(1000), ServerSentEndNs: p(1030)},
-		{Kind: schemas.ChunkContent, Quality: schemas.QualityExact, RxKernelNs: p(5000), ServerSentNs: p(1000), ServerSentEndNs: p(1030)}, // outside
-		{Kind: schemas.ChunkContent, Quality: schemas.QualityExact, RxKernelNs: p(1500), ServerSentNs: p(1000)},                           // no post: inside
-		{Kind: schemas.ChunkContent, Quality: schemas.QualityUpperBound, RxKernelNs: p(9000), ServerSentNs: p(1000), ServerSentEndNs: p(1030)},
-		{Kind: schemas.ChunkDone, Quality: schemas.QualityExact, RxKernelNs: p(9000), ServerSentNs: p(1000), ServerSentEndNs: p(1030)},
+		{Kind: schemas.ChunkContent, Quality: schemas.QualityExact, RxKernelNs: 1010, ServerSentNs: 1000, ServerSentEndNs: 1030},
+		{Kind: schemas.ChunkContent, Quality: schemas.QualityExact, RxKernelNs: 5000, ServerSentNs: 1000, ServerSentEndNs: 1030}, // outside
+		{Kind: schemas.ChunkContent, Quality: schemas.QualityExact, RxKernelNs: 1500, ServerSentNs: 1000},                        // no post: inside
+		{Kind: schemas.ChunkContent, Quality: schemas.QualityUpperBound, RxKernelNs: 9000, ServerSentNs: 1000, ServerSentEndNs: 1030},
+		{Kind: schemas.ChunkDone, Quality: schemas.QualityExact, RxKernelNs: 9000, ServerSentNs: 1000, ServerSentEndNs: 1030},
 	}
 	var c schemas.Calibration
 	addStamps(&c, chunks)

@@ -319,8 +319,8 @@ func addChunks(accs map[int32]*stageAcc, bySeq map[int64]*schemas.RawRequest, d 
 		if a == nil {
 			continue
 		}
-		if c.RxKernelNs != nil {
-			a.rlag = append(a.rlag, c.RxUserNs-*c.RxKernelNs)
+		if c.RxKernelNs != 0 {
+			a.rlag = append(a.rlag, c.RxUserNs-c.RxKernelNs)
 		}
 		if c.Kind != schemas.ChunkContent {
 			continue
@@ -337,12 +337,12 @@ func addChunks(accs map[int32]*stageAcc, bySeq map[int64]*schemas.RawRequest, d 
 			t = ns // the arrival of the segment that carried the event
 			a.tapped++
 		}
-		if c.ServerSentNs == nil {
+		if c.ServerSentNs == 0 {
 			prevT = 0
 			first = false
 			continue
 		}
-		s := *c.ServerSentNs
+		s := c.ServerSentNs
 		a.chunk = append(a.chunk, t-s)
 		if first {
 			a.ttft = append(a.ttft, t-s)

@@ -162,7 +162,6 @@ func TestQuant(t *testing.T) {
 }
 
 func TestAnalyse(t *testing.T) {
-	p := func(v int64) *int64 { return &v }
 	const ms = int64(time.Millisecond)
 	base := int64(1e18)
 	d := &rawData{
@@ -186,11 +185,11 @@ func TestAnalyse(t *testing.T) {
 	for i := range int64(3) {
 		s := base + i*100*ms + 20*ms
 		d.chunks = append(d.chunks,
-			schemas.RawChunk{Seq: i, Index: 0, Kind: "content", Quality: "exact", RxKernelNs: p(s + 2*ms), RxUserNs: s + 3*ms, ServerSentNs: p(s)},
-			schemas.RawChunk{Seq: i, Index: 1, Kind: "content", Quality: "upper_bound", RxKernelNs: p(s + 13*ms), RxUserNs: s + 14*ms, ServerSentNs: p(s + 10*ms)},
-			schemas.RawChunk{Seq: i, Index: 2, Kind: "done", Quality: "exact", RxKernelNs: p(s + 13*ms), RxUserNs: s + 14*ms})
+			schemas.RawChunk{Seq: i, Index: 0, Kind: "content", Quality: "exact", RxKernelNs: s + 2*ms, RxUserNs: s + 3*ms, ServerSentNs: s},
+			schemas.RawChunk{Seq: i, Index: 1, Kind: "content", Quality: "upper_bound", RxKernelNs: s + 13*ms, RxUserNs: s + 14*ms, ServerSentNs: s + 10*ms},
+			schemas.RawChunk{Seq: i, Index: 2, Kind: "done", Quality: "exact", RxKernelNs: s + 13*ms, RxUserNs: s + 14*ms})
 	}
-	d.chunks = append(d.chunks, schemas.RawChunk{Seq: 9, Kind: "content", RxUserNs: base + 900*ms, ServerSentNs: p(base)}) // warmup
+	d.chunks = append(d.chunks, schemas.RawChunk{Seq: 9, Kind: "content", RxUserNs: base + 900*ms, ServerSentNs: base}) // warmup
 	got := analyse(d)
 	if len(got) != 1 {
 		t.Fatalf("analyse = %d rates; want 1 (warmup left out)", len(got))

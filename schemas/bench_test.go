@@ -55,8 +55,8 @@ func rawChunkRows(n int) []RawChunk {
 		t += 10_000 + r.Int64N(10_000)
 		kernel, user, after, end := t, t+2_000+r.Int64N(6_000), t-r.Int64N(15_000), int64(200+(i%67)*130)
 		tokens := int32(1)
-		rows[i] = RawChunk{Seq: int64(i / 67), Index: int32(i % 67), RxKernelNs: &kernel, RxUserNs: user,
-			RxStreamEnd: &end, RxAfterNs: &after, Quality: QualityExact, Kind: "content", Bytes: 120 + int32(r.IntN(12)),
+		rows[i] = RawChunk{Seq: int64(i / 67), Index: int32(i % 67), RxKernelNs: kernel, RxUserNs: user,
+			RxStreamEnd: end, RxAfterNs: after, Quality: QualityExact, Kind: "content", Bytes: 120 + int32(r.IntN(12)),
 			ContentBytes: 3 + int32(r.IntN(6)), Tokens: &tokens}
 	}
 	return rows

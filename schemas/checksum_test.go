@@ -18,7 +18,7 @@ func checksumRows(n int) []RawChunk {
 		rows[i] = RawChunk{Seq: int64(i / 4), Index: int32(i % 4), RxUserNs: t + 30_000, Quality: []string{"exact", "user"}[i%2],
 			Kind: []string{"content", "done"}[i%4/3], Bytes: int32(100 + i%7), ContentBytes: int32(i % 5)}
 		if i%3 != 0 {
-			rows[i].RxKernelNs = &t
+			rows[i].RxKernelNs = t
 		}
 		if i%5 == 0 {
 			v := int32(i % 9)

@@ -603,42 +603,29 @@ func (c *Client) event(ctx context.Context, res *Result, ev *event, a arrival) *
 	return ch
 }
 
-// finish sets the chunks' pointer fields from one block allocated for this request.
+// finish sets the chunks' times, offsets and token counts (Tokens from one block allocated for
+// this request).
 func (c *Client) finish(res *Result) {
 	s := &res.st
 	n := len(res.Chunks)
 	if n == 0 {
 		return
 	}
-	ints := make([]int64, 5*n)
 	toks := make([]int32, n)
 	content := 0
 	for i := range res.Chunks {
 		ch := &res.Chunks[i]
-		if s.kern[i] != 0 {
-			ints[i] = s.kern[i]
-			ch.RxKernelNs = &ints[i]
-		}
-		if s.aft[i] != 0 {
-			ints[2*n+i] = s.aft[i]
-			ch.RxAfterNs = &ints[2*n+i]
-		}
-		if s.rxEnd[i] != 0 {
-			ints[3*n+i] = s.rxEnd[i]
-			ch.RxStreamEnd = &ints[3*n+i]
-		}
+		ch.RxKernelNs, ch.RxAfterNs, ch.RxStreamEnd = s.kern[i], s.aft[i], s.rxEnd[i]
 		if s.tok[i] >= 0 {
 			toks[i] = s.tok[i]
 			ch.Tokens = &toks[i]
 		}
 		if ch.Kind == schemas.ChunkContent {
 			if content < len(s.srv) {
-				ints[n+i] = s.srv[content]
-				ch.ServerSentNs = &ints[n+i]
+				ch.ServerSentNs = s.srv[content]
 			}
 			if content < len(s.srvEnd) {
-				ints[4*n+i] = s.srvEnd[content]
-				ch.ServerSentEndNs = &ints[4*n+i]
+				ch.ServerSentEndNs = s.srvEnd[content]
 			}
 			content++
 		}
@@ -746,8 +733,8 @@ func (c *Client) whole(ctx, rctx context.Context, resp response, r *Request, res
 		}
 	}
 	c.finish(res)
-	if ch := &res.Chunks[0]; ch.ServerSentNs == nil && sent != 0 {
-		ch.ServerSentNs = &sent // a whole response without tokens (embeddings) is still one event
+	if ch := &res.Chunks[0]; ch.ServerSentNs == 0 {
+		ch.ServerSentNs = sent // a whole response without tokens (embeddings) is still one event
 	}
 	if c.cfg.API.Streams() {
 		// Parsed as it is (text, usage, finish reason), but it carries no token timing.

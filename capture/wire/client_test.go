@@ -42,14 +42,14 @@ func TestDoStream(t *testing.T) {
 				if runtime.GOOS == "linux" {
 					checkQuality(t, res.Chunks, j)
 				}
-				if content := ch.Kind == schemas.ChunkContent; content != (ch.ServerSentNs != nil) || content != (ch.ServerSentEndNs != nil) {
+				if content := ch.Kind == schemas.ChunkContent; content != (ch.ServerSentNs != 0) || content != (ch.ServerSentEndNs != 0) {
 					t.Errorf("crlf=%v chunk %d (%s): ServerSentNs = %v, ServerSentEndNs = %v; want both set exactly on content chunks", crlf, j, ch.Kind, ch.ServerSentNs, ch.ServerSentEndNs)
 				}
 				// On loopback the kernel stamps a segment inside the sender's write: an exact
 				// event's kernel time lies between the server's stamps around that write.
-				if ch.ServerSentNs != nil && ch.ServerSentEndNs != nil && ch.RxKernelNs != nil && ch.Quality == qualityExact {
-					if k := *ch.RxKernelNs; k < *ch.ServerSentNs || k > *ch.ServerSentEndNs {
-						t.Errorf("crlf=%v chunk %d: kernel time %d outside the server's write [%d, %d]", crlf, j, k, *ch.ServerSentNs, *ch.ServerSentEndNs)
+				if ch.ServerSentNs != 0 && ch.ServerSentEndNs != 0 && ch.RxKernelNs != 0 && ch.Quality == qualityExact {
+					if k := ch.RxKernelNs; k < ch.ServerSentNs || k > ch.ServerSentEndNs {
+						t.Errorf("crlf=%v chunk %d: kernel time %d outside the server's write [%d, %d]", crlf, j, k, ch.ServerSentNs, ch.ServerSentEndNs)
 					}
 				}
 			}
@@ -86,11 +86,11 @@ func TestDoStream(t *testing.T) {
 func checkQuality(t *testing.T, chunks []schemas.RawChunk, j int) {
 	t.Helper()
 	ch := chunks[j]
-	if ch.RxKernelNs == nil {
+	if ch.RxKernelNs == 0 {
 		t.Errorf("chunk %d: RxKernelNs = nil (quality %s); want a kernel time", j, ch.Quality)
 		return
 	}
-	shared := j+1 < len(chunks) && chunks[j+1].RxKernelNs != nil && *chunks[j+1].RxKernelNs == *ch.RxKernelNs
+	shared := j+1 < len(chunks) && chunks[j+1].RxKernelNs != 0 && chunks[j+1].RxKernelNs == ch.RxKernelNs
 	want := qualityExact
 	if shared {
 		want = qualityUpperBound

@@ -84,22 +84,22 @@ func runStreams(t *testing.T, n, events int, interval time.Duration) *delays {
 				d.mismatches++
 			}
 			for _, ch := range res.Chunks {
-				if ch.Kind != schemas.ChunkContent || ch.ServerSentNs == nil {
+				if ch.Kind != schemas.ChunkContent || ch.ServerSentNs == 0 {
 					continue
 				}
 				d.total++
-				d.user = append(d.user, ch.RxUserNs-*ch.ServerSentNs)
+				d.user = append(d.user, ch.RxUserNs-ch.ServerSentNs)
 				switch ch.Quality {
 				case qualityExact:
 					d.exact++
-					d.kernelExact = append(d.kernelExact, *ch.RxKernelNs-*ch.ServerSentNs)
+					d.kernelExact = append(d.kernelExact, ch.RxKernelNs-ch.ServerSentNs)
 				case qualityUpperBound:
 					d.upper++
 				default:
 					d.user0++
 				}
-				if ch.RxKernelNs != nil {
-					d.kernel = append(d.kernel, *ch.RxKernelNs-*ch.ServerSentNs)
+				if ch.RxKernelNs != 0 {
+					d.kernel = append(d.kernel, ch.RxKernelNs-ch.ServerSentNs)
 				}
 			}
 		}()

@@ -65,13 +65,13 @@ func TestTLSStream(t *testing.T) {
 					if runtime.GOOS == "linux" {
 						checkQuality(t, res.Chunks, j)
 					}
-					if ch.RxStreamEnd == nil || *ch.RxStreamEnd < end || ch.RxAfterNs == nil {
+					if ch.RxStreamEnd == 0 || ch.RxStreamEnd < end || ch.RxAfterNs == 0 {
 						t.Errorf("request %d event %d: rx_stream_end %v (previous %d), rx_after_ns %v; want set and not decreasing", i, j, ch.RxStreamEnd, end, ch.RxAfterNs)
 						continue
 					}
-					end = *ch.RxStreamEnd
-					if ch.ServerSentNs != nil && ch.RxKernelNs != nil {
-						if d := *ch.RxKernelNs - *ch.ServerSentNs; d < 0 || d > int64(time.Second) {
+					end = ch.RxStreamEnd
+					if ch.ServerSentNs != 0 && ch.RxKernelNs != 0 {
+						if d := ch.RxKernelNs - ch.ServerSentNs; d < 0 || d > int64(time.Second) {
 							t.Errorf("request %d event %d: kernel - server = %d ns; want in [0, 1s]", i, j, d)
 						}
 					}
@@ -208,20 +208,20 @@ func TestTLSRecordsMapToStream(t *testing.T) {
 	names := []string{"a", "b", "c", "d", "e", "f", "g", "[DONE]"}
 	for i, ch := range res.Chunks {
 		name := names[i]
-		if ch.RxStreamEnd == nil || *ch.RxStreamEnd != want[name] {
+		if ch.RxStreamEnd == 0 || ch.RxStreamEnd != want[name] {
 			t.Errorf("event %s: rx_stream_end %v; want %d (just past its record)", name, ch.RxStreamEnd, want[name])
 		}
 		if runtime.GOOS != "linux" {
 			continue
 		}
-		if ch.RxKernelNs == nil || ch.RxAfterNs == nil || *ch.RxAfterNs > *ch.RxKernelNs {
+		if ch.RxKernelNs == 0 || ch.RxAfterNs == 0 || ch.RxAfterNs > ch.RxKernelNs {
 			t.Errorf("event %s: kernel %v after %v; want both, after <= kernel", name, ch.RxKernelNs, ch.RxAfterNs)
 			continue
 		}
 		// Records e and f came in one segment with g: their own times are lost.
 		coalesced := name == "e" || name == "f"
 		for _, later := range res.Chunks[i+1:] {
-			if *later.RxStreamEnd != *ch.RxStreamEnd && *later.RxKernelNs == *ch.RxKernelNs {
+			if later.RxStreamEnd != ch.RxStreamEnd && later.RxKernelNs == ch.RxKernelNs {
 				coalesced = true // the client read a later record together with this one
 			}
 		}
@@ -229,8 +229,8 @@ func TestTLSRecordsMapToStream(t *testing.T) {
 			t.Errorf("event %s: quality %s; want %s", name, ch.Quality, wantQ)
 		}
 	}
-	if res.Chunks[1].RxKernelNs != nil && res.Chunks[2].RxKernelNs != nil && *res.Chunks[1].RxKernelNs != *res.Chunks[2].RxKernelNs {
-		t.Errorf("events b and c of one record: kernel times %d, %d; want the record's", *res.Chunks[1].RxKernelNs, *res.Chunks[2].RxKernelNs)
+	if res.Chunks[1].RxKernelNs != 0 && res.Chunks[2].RxKernelNs != 0 && res.Chunks[1].RxKernelNs != res.Chunks[2].RxKernelNs {
+		t.Errorf("events b and c of one record: kernel times %d, %d; want the record's", res.Chunks[1].RxKernelNs, res.Chunks[2].RxKernelNs)
 	}
 }
 

@@ -38,7 +38,7 @@ type firstLast struct {
 func serverWrites(chunks []schemas.RawChunk) map[int64]firstLast {
 	out := map[int64]firstLast{}
 	for _, c := range chunks {
-		if c.ServerSentNs == nil {
+		if c.ServerSentNs == 0 {
 			continue
 		}
 		w, seen := out[c.Seq]
@@ -46,10 +46,10 @@ func serverWrites(chunks []schemas.RawChunk) map[int64]firstLast {
 			w = firstLast{fi: -1, li: -1}
 		}
 		if c.Kind == schemas.ChunkContent && (w.fi < 0 || c.Index < w.fi) {
-			w.first, w.fi = *c.ServerSentNs, c.Index
+			w.first, w.fi = c.ServerSentNs, c.Index
 		}
 		if c.Index > w.li {
-			w.last, w.li = *c.ServerSentNs, c.Index
+			w.last, w.li = c.ServerSentNs, c.Index
 		}
 		out[c.Seq] = w
 	}

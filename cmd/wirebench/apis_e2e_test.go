@@ -117,24 +117,24 @@ type simTiming struct {
 // add takes one request's figures from its chunks.
 func (s *simTiming) add(tc apiCase, r schemas.RawRequest, cs []schemas.RawChunk) {
 	slices.SortFunc(cs, func(a, b schemas.RawChunk) int { return cmp.Compare(a.Index, b.Index) })
-	var first, prev *int64
+	var first, prev int64
 	answered := false
 	for i := range cs {
 		c := &cs[i]
-		if (c.Kind != "content" && tc.batch == 0) || c.ServerSentNs == nil {
+		if (c.Kind != "content" && tc.batch == 0) || c.ServerSentNs == 0 {
 			continue
 		}
 		switch {
-		case first == nil:
+		case first == 0:
 			first = c.ServerSentNs
-			s.firstLag = append(s.firstLag, chunkTime(c)-*first)
-			s.ttft[r.Seq] = *first - r.SentNs
+			s.firstLag = append(s.firstLag, chunkTime(c)-first)
+			s.ttft[r.Seq] = first - r.SentNs
 		default:
-			s.itl = append(s.itl, *c.ServerSentNs-*prev)
+			s.itl = append(s.itl, c.ServerSentNs-prev)
 		}
 		if !answered && c.ReasoningBytes == 0 {
 			answered = true
-			s.answer[r.Seq] = *c.ServerSentNs - *first
+			s.answer[r.Seq] = c.ServerSentNs - first
 		}
 		prev = c.ServerSentNs
 	}

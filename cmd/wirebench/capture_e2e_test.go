@@ -85,8 +85,8 @@ func median(v []int64) int64 {
 }
 
 func chunkTime(c *schemas.RawChunk) int64 {
-	if c.RxKernelNs != nil {
-		return *c.RxKernelNs
+	if c.RxKernelNs != 0 {
+		return c.RxKernelNs
 	}
 	return c.RxUserNs
 }
@@ -138,9 +138,9 @@ func TestCaptureAgainstSimMatchesFixedTiming(t *testing.T) {
 		}
 		sort.Slice(cs, func(i, j int) bool { return cs[i].Index < cs[j].Index })
 		ttft = append(ttft, chunkTime(&cs[0])-sent[seq])
-		if cs[0].ServerSentNs != nil {
-			server = append(server, *cs[0].ServerSentNs-sent[seq])
-			lag = append(lag, chunkTime(&cs[0])-*cs[0].ServerSentNs)
+		if cs[0].ServerSentNs != 0 {
+			server = append(server, cs[0].ServerSentNs-sent[seq])
+			lag = append(lag, chunkTime(&cs[0])-cs[0].ServerSentNs)
 		}
 		for i := 1; i < len(cs); i++ {
 			gaps = append(gaps, chunkTime(&cs[i])-chunkTime(&cs[i-1]))
@@ -439,8 +439,8 @@ func measureCapture(b *testing.B, tgt schemas.Target, rate float64, tokens int32
 				if c.Quality == "exact" {
 					exact++
 				}
-				if c.RxKernelNs != nil {
-					readLags = append(readLags, c.RxUserNs-*c.RxKernelNs)
+				if c.RxKernelNs != 0 {
+					readLags = append(readLags, c.RxUserNs-c.RxKernelNs)
 				}
 			}
 		}

@@ -122,7 +122,7 @@ func checkKernelTimes(t *testing.T, tls bool, reqs []schemas.RawRequest, chunks 
 			continue
 		}
 		n++
-		if ch.RxKernelNs == nil || ch.RxStreamEnd == nil || (ch.Quality != schemas.QualityExact && ch.Quality != schemas.QualityUpperBound) {
+		if ch.RxKernelNs == 0 || ch.RxStreamEnd == 0 || (ch.Quality != schemas.QualityExact && ch.Quality != schemas.QualityUpperBound) {
 			t.Errorf("seq %d event %d: kernel %v, rx_stream_end %v, quality %s; want a kernel time, an offset, exact or upper_bound", ch.Seq, ch.Index, ch.RxKernelNs, ch.RxStreamEnd, ch.Quality)
 			return
 		}

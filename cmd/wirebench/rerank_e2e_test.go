@@ -64,8 +64,8 @@ func checkRankRun(t *testing.T, tc rankCase, run string) {
 	_, reqs, chunks := rawFiles(t, run)
 	lag := map[int64]int64{} // the response's arrival less the simulator's send stamp
 	for _, c := range chunks {
-		if c.ServerSentNs != nil {
-			lag[c.Seq] = chunkTime(&c) - *c.ServerSentNs
+		if c.ServerSentNs != 0 {
+			lag[c.Seq] = chunkTime(&c) - c.ServerSentNs
 		}
 	}
 	var lags []int64

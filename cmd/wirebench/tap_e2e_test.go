@@ -99,12 +99,12 @@ func checkTap(t *testing.T, run string, dropsOK bool) tapCheck {
 			c.kernelExact++
 		}
 		ns, ok := tt.Rx[[2]int64{ch.Seq, int64(ch.Index)}]
-		if !ok || ch.ServerSentNs == nil {
+		if !ok || ch.ServerSentNs == 0 {
 			prevSeq = -1
 			continue
 		}
 		c.tapped++
-		e := ns - *ch.ServerSentNs
+		e := ns - ch.ServerSentNs
 		c.arrival = append(c.arrival, e)
 		if prevSeq == ch.Seq {
 			c.itl = append(c.itl, abs64(e-prevErr))

@@ -207,24 +207,24 @@ func checkHTTPS(t *testing.T, run string) httpsCheck {
 	}
 	for _, ch := range chunks {
 		c.events++
-		if ch.RxKernelNs != nil {
+		if ch.RxKernelNs != 0 {
 			c.kernel++
 		}
 		if ch.Quality == schemas.QualityExact {
 			c.exact++
 		}
-		if ch.RxStreamEnd != nil {
+		if ch.RxStreamEnd != 0 {
 			c.offsets++
 		}
-		if tt == nil || ch.RxKernelNs == nil || ch.RxAfterNs == nil {
+		if tt == nil || ch.RxKernelNs == 0 || ch.RxAfterNs == 0 {
 			continue
 		}
 		if ns, ok := tt.Rx[[2]int64{ch.Seq, int64(ch.Index)}]; ok {
 			c.tapped++
-			if *ch.RxAfterNs <= ns && ns <= *ch.RxKernelNs {
+			if ch.RxAfterNs <= ns && ns <= ch.RxKernelNs {
 				c.tapInBounds++
 			}
-			if ch.Quality == schemas.QualityExact && *ch.RxKernelNs-ns <= int64(schemas.DefaultStampAllowance) {
+			if ch.Quality == schemas.QualityExact && ch.RxKernelNs-ns <= int64(schemas.DefaultStampAllowance) {
 				c.exactAtTap++
 			}
 		}

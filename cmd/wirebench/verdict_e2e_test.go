@@ -122,10 +122,10 @@ func TestBoundsMeetTruthOfDelayedWrite(t *testing.T) {
 		if !ok || tr.Post == 0 {
 			t.Fatalf("seq %d event %d: server_sent_ns %v, server_sent_end_ns %v; want both (every event has its own write)", ch.Seq, ch.Index, ch.ServerSentNs, ch.ServerSentEndNs)
 		}
-		if ch.RxKernelNs == nil || ch.Quality != schemas.QualityExact {
+		if ch.RxKernelNs == 0 || ch.Quality != schemas.QualityExact {
 			continue
 		}
-		if k := *ch.RxKernelNs; k-tr.Pre < int64(lead) || tr.Outside(k) != 0 {
+		if k := ch.RxKernelNs; k-tr.Pre < int64(lead) || tr.Outside(k) != 0 {
 			t.Errorf("seq %d event %d: kernel stamp %d; want at least %v after the stamp before the write (%d) and by the one after it (%d)",
 				ch.Seq, ch.Index, k, lead, tr.Pre, tr.Post)
 		}

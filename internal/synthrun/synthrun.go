@@ -205,7 +205,7 @@ func (p *part) request(rng *rand.Rand, seq, planned int64) int {
 		case tokens + 1:
 			kind, content, tok = "done", 0, nil
 		}
-		p.cb = append(p.cb, schemas.RawChunk{Seq: seq, Index: int32(i), RxKernelNs: ptr(t), RxUserNs: t + readLagNs, RxAfterNs: ptr(prev),
+		p.cb = append(p.cb, schemas.RawChunk{Seq: seq, Index: int32(i), RxKernelNs: t, RxUserNs: t + readLagNs, RxAfterNs: prev,
 			Quality: schemas.QualityExact, Kind: kind, Bytes: bytesPerEv, ContentBytes: content, Tokens: tok})
 		prev = t
 	}
