@@ -99,12 +99,13 @@ func (u *usageClock) closeStage(now usageSample) {
 		return
 	}
 	spin, client := now.spinNs-b.spinNs, now.clientNs-b.clientNs
-	// /proc/stat and the spinner's CPU count in clock ticks (10 ms), so on a light stage beside a
+	busy, total := now.m.BusySince(b.m)
+	// Idle time and the spinner's CPU are counted in 10 ms units, so on a light stage beside a
 	// keep-awake spinner their difference can fall below what the client alone used; the machine
 	// was at least that busy.
-	busy := max(now.m.BusyNs-b.m.BusyNs-spin, client, 0)
+	busy = min(max(busy-spin, client, 0), total)
 	u.out = append(u.out, schemas.StageUsage{Stage: u.cur, WallNs: now.wallNs - b.wallNs, MachineCPUs: int32(now.m.CPUs),
-		MachineBusyNs: busy, MachineTotalNs: now.m.TotalNs - b.m.TotalNs,
+		MachineBusyNs: busy, MachineTotalNs: total,
 		CoordinatorCPUNs: now.selfNs - b.selfNs, ClientCPUNs: client, IdleSpinNs: spin})
 }
 

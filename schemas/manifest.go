@@ -93,8 +93,8 @@ type StageUsage struct {
 	Stage            int32 `json:"stage" doc:"stage index"`
 	WallNs           int64 `json:"wall_ns" doc:"length of the window"`
 	MachineCPUs      int32 `json:"machine_cpus" doc:"the host's online CPUs (/proc/stat)"`
-	MachineBusyNs    int64 `json:"machine_busy_ns" doc:"CPU time the host's CPUs were busy in the window, summed over CPUs: user + nice + system + irq + softirq + steal of /proc/stat, less the keep-awake spinners' time (idle_spin_ns), and never less than client_cpu_ns (both counts are in clock ticks)"`
-	MachineTotalNs   int64 `json:"machine_total_ns" doc:"all CPU time of the window, summed over CPUs (busy + idle + iowait): busy / total is the machine's busy share"`
+	MachineBusyNs    int64 `json:"machine_busy_ns" doc:"CPU time the host's CPUs were busy in the window, summed over CPUs: machine_total_ns less their idle and iowait time (/proc/stat, which the kernel counts at every idle entry and exit; its busy columns are samples at the clock tick, which miss the short bursts between idle periods), less the keep-awake spinners' time (idle_spin_ns), and never less than client_cpu_ns (idle time and the spinners' are counted in 10 ms units)"`
+	MachineTotalNs   int64 `json:"machine_total_ns" doc:"all CPU time of the window: the online CPUs times its wall time; busy / total is the machine's busy share"`
 	CoordinatorCPUNs int64 `json:"coordinator_cpu_ns" doc:"user + system CPU time of the capture coordinator (the packet tap's recorder included) in the window"`
 	ClientCPUNs      int64 `json:"client_cpu_ns" doc:"user + system CPU time of the whole client in the window: the coordinator's and its worker processes' (/proc/PID/stat while they run, the coordinator's RUSAGE_CHILDREN once they have ended), read at the same moments as the machine's"`
 	IdleSpinNs       int64 `json:"idle_spin_ns,omitempty" doc:"CPU time of the --keep-awake spinners (SCHED_IDLE: they give way to any other thread, so it is counted as idle)"`

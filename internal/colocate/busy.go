@@ -5,18 +5,26 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // userHZ is the unit of /proc/stat and /proc/PID/stat times: USER_HZ, 100 on every Linux
 // architecture Go supports (the kernel converts to it whatever its own HZ).
 const userHZ = 100
 
-// CPUTimes are the machine's CPU times since boot, summed over its online CPUs (/proc/stat's
-// "cpu" line), in nanoseconds.
+// CPUTimes is a reading of the machine's CPUs: how many are online and how long they have been
+// idle since boot, summed over them (/proc/stat's "cpu" line), with the time it was taken.
+//
+// Busy time is what the window's CPU time leaves idle: CPUs × wall − idle. /proc/stat's busy
+// columns (user, system, softirq...) are not used: the kernel samples them at its clock tick, and
+// a tickless CPU that goes idle between short bursts is rarely busy when a tick falls. Beside a
+// simulator at 2,000 requests/s × 64 tokens they gave 2.0 s of busy time over an 8.8 s window
+// where the simulator and the client alone used 8.3 s, by their own precise counts; idle and
+// iowait are counted at every idle entry and exit, and gave 8.9 s.
 type CPUTimes struct {
-	CPUs    int   // online CPUs: the cpuN lines
-	BusyNs  int64 // user + nice + system + irq + softirq + steal (guest time is inside user)
-	TotalNs int64 // BusyNs + idle + iowait
+	CPUs   int       // online CPUs: the cpuN lines
+	IdleNs int64     // idle + iowait
+	At     time.Time // when it was read (its monotonic clock reading measures the window)
 }
 
 // ReadCPUTimes reads /proc/stat.
@@ -25,7 +33,17 @@ func ReadCPUTimes() (CPUTimes, error) {
 	if err != nil {
 		return CPUTimes{}, err
 	}
-	return parseStat(string(b))
+	t, err := parseStat(string(b))
+	t.At = time.Now()
+	return t, err
+}
+
+// BusySince returns the CPU time the machine was busy since prev, summed over its CPUs, and all
+// of its CPU time in that window (CPUs × wall), both in nanoseconds.
+func (t CPUTimes) BusySince(prev CPUTimes) (busy, total int64) {
+	total = int64(t.CPUs) * int64(t.At.Sub(prev.At))
+	busy = min(max(total-(t.IdleNs-prev.IdleNs), 0), total)
+	return busy, total
 }
 
 // parseStat parses /proc/stat's cpu lines.
@@ -41,10 +59,10 @@ func parseStat(s string) (CPUTimes, error) {
 			t.CPUs++
 			continue
 		}
-		if len(f) < 9 {
-			return t, fmt.Errorf("/proc/stat: cpu line %q: want 8 or more fields", line)
+		if len(f) < 6 {
+			return t, fmt.Errorf("/proc/stat: cpu line %q: want 5 or more fields", line)
 		}
-		var v [8]int64
+		var v [5]int64
 		for i := range v {
 			n, err := strconv.ParseInt(f[i+1], 10, 64)
 			if err != nil {
@@ -52,9 +70,7 @@ func parseStat(s string) (CPUTimes, error) {
 			}
 			v[i] = n * (1e9 / userHZ)
 		}
-		user, nice, system, idle, iowait, irq, softirq, steal := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
-		t.BusyNs = user + nice + system + irq + softirq + steal
-		t.TotalNs = t.BusyNs + idle + iowait
+		t.IdleNs = v[3] + v[4] // idle, iowait
 		found = true
 	}
 	if !found {

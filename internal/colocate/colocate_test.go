@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestJudge(t *testing.T) {
@@ -83,7 +85,7 @@ func TestListening(t *testing.T) {
 func TestParseStat(t *testing.T) {
 	s := "cpu  100 5 50 800 20 3 2 10 7 0\ncpu0 50 0 25 400 10 1 1 5 0 0\ncpu1 50 5 25 400 10 2 1 5 7 0\nintr 1\n"
 	got, err := parseStat(s)
-	want := CPUTimes{CPUs: 2, BusyNs: 170 * 1e7, TotalNs: 990 * 1e7}
+	want := CPUTimes{CPUs: 2, IdleNs: 820 * 1e7}
 	if err != nil || got != want {
 		t.Errorf("parseStat = %+v, %v; want %+v", got, err, want)
 	}
@@ -155,5 +157,42 @@ func TestProcessCPU(t *testing.T) {
 	}
 	if _, err := ProcessCPU(1 << 30); err == nil {
 		t.Errorf("ProcessCPU of no process: no error")
+	}
+}
+
+// TestBusySinceSeesShortBursts: work in bursts of a fraction of a clock tick, with idle time
+// between them, is busy time: the machine's busy time over the window is at least what this
+// process used (its own CPU, counted exactly), whatever else runs.
+func TestBusySinceSeesShortBursts(t *testing.T) {
+	if _, err := os.Stat("/proc/stat"); err != nil {
+		t.Skipf("no /proc/stat: %v", err)
+	}
+	self := func() int64 {
+		var ru unix.Rusage
+		if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return ru.Utime.Nano() + ru.Stime.Nano()
+	}
+	a, err := ReadCPUTimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu0 := self()
+	for end := time.Now().Add(time.Second); time.Now().Before(end); {
+		for burst := time.Now().Add(200 * time.Microsecond); time.Now().Before(burst); {
+		}
+		time.Sleep(300 * time.Microsecond)
+	}
+	used := self() - cpu0
+	b, err := ReadCPUTimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy, total := b.BusySince(a)
+	t.Logf("busy %v of %v; this process used %v", time.Duration(busy), time.Duration(total), time.Duration(used))
+	// Idle time is counted in 10 ms units per CPU: allow that much.
+	if slack := int64(b.CPUs) * 10e6; busy+slack < used {
+		t.Errorf("machine busy %v over the window; this process alone used %v", time.Duration(busy), time.Duration(used))
 	}
 }
