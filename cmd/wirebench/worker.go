@@ -17,7 +17,10 @@ import (
 // configuration as a JSON line on stdin, writes messages on stdout and logs on stderr.
 //
 // With WIREBENCH_WORKER_CPUPROFILE=DIR set, each worker writes a CPU profile to
-// DIR/worker-NN.pprof (for `go tool pprof`), to see where a worker's CPU goes.
+// DIR/worker-NN.pprof (for `go tool pprof`), to see where a worker's CPU goes. Its samples
+// come from timers on the thread's CPU time, which the kernel checks at its clock tick: on a
+// tickless machine a worker that runs in bursts shorter than a tick is undersampled there, and
+// perf's timer-driven sampling gives truer shares.
 //
 // File descriptor 3, when the coordinator passes one, is the run directory's lock file
 // (rundir.Acquire): never read, it keeps the coordinator's lock held until this worker exits.
