@@ -41,16 +41,9 @@ func TestSealThenClose(t *testing.T) {
 // when 0 and as values otherwise, delta-encoded, and read back as 0 and the values.
 func TestRawChunkZeroIsNull(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "raw", "chunks-w00-0000.parquet")
-	w, err := Create[RawChunk](path, Producer{Command: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	full := RawChunk{Seq: 1, RxKernelNs: 10, RxUserNs: 11, RxStreamEnd: 12, RxAfterNs: 9, ServerSentNs: 7, ServerSentEndNs: 8}
 	empty := RawChunk{Seq: 2, RxUserNs: 21}
-	if err := w.Write([]RawChunk{full, empty}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
+	if err := WriteFile(path, []RawChunk{full, empty}, Producer{Command: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := Open[RawChunk](path)
