@@ -42,7 +42,7 @@ func main() {
 	reuse := flag.Bool("reuse", false, "read the runs already in -dir (kept with -keep) instead of running them again: to re-analyse a bench offline")
 	parallel := flag.Int("parallel", 1, "runs at once, each with its own simulator and an unpinned client: only for loads the machine carries N times over (near saturation the runs compete and are no longer alike)")
 	simCPU := flag.Int("sim-cpu", -1, "pin each simulator to this CPU (-1: leave it to the scheduler)")
-	clientCPU := flag.Int("client-cpu", -1, "run each `wirebench run` (its coordinator and workers) on this CPU alone, with taskset (-1: leave it to its defaults)")
+	clientCPU := flag.Int("client-cpu", -1, "run each `wirebench capture` (its coordinator and workers) on this CPU alone, with taskset (-1: leave it to its defaults)")
 	firstSeed := flag.Int("first-seed", 1, "seed of run 0 (run i has seed first-seed+i and is kept as r<rate>-<first-seed-1+i>): to add runs to a kept set")
 	oneSim := flag.Bool("one-sim", false, "one simulator for all the runs of a load, started before the first (default: a fresh one each run): the runs then share one server process; on the 2-vCPU project machine they still differed by more than sampling (docs/measurements.md)")
 	flag.Parse()
@@ -146,7 +146,7 @@ func runAll(p plan, n, parallel int, keep, reuse bool) ([]result, error) {
 			defer func() { <-sem; wg.Done() }()
 			rd := filepath.Join(p.dir, fmt.Sprintf("r%g-%02d", p.rate, p.first-1+i))
 			if reuse {
-				res[i], errs[i] = readRun(rd)
+				res[i], errs[i] = readRun(rd, true)
 			} else {
 				res[i], errs[i] = oneRun(p, rd, uint64(p.first+i), extra)
 			}
@@ -310,30 +310,38 @@ tokenizer: whitespace
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		return result{}, err
 	}
-	cmd := exec.Command(p.bin, append([]string{"run", cfg, "-o", dir, "--quiet"}, extra...)...)
-	if p.clientCPU >= 0 {
-		cmd = exec.Command("taskset", append([]string{"-c", strconv.Itoa(p.clientCPU)}, cmd.Args...)...)
+	// Replay and capture here, aggregate in readRun: `wirebench run` would aggregate the run a
+	// second time (and draw its report), which takes about as long as a short capture.
+	for _, args := range [][]string{{"replay", cfg, "-o", dir}, append([]string{"capture", dir, "--quiet"}, extra...)} {
+		cmd := exec.Command(p.bin, args...)
+		if p.clientCPU >= 0 && args[0] == "capture" {
+			cmd = exec.Command("taskset", append([]string{"-c", strconv.Itoa(p.clientCPU)}, cmd.Args...)...)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return result{}, fmt.Errorf("wirebench %s %s: %w\n%s", args[0], cfg, err, out)
+		}
 	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return result{}, fmt.Errorf("wirebench run %s: %w\n%s", cfg, err, out)
-	}
-	return readRun(dir)
+	return readRun(dir, false)
 }
 
-// readRun aggregates the run in dir again (into a scratch directory: the run is left as it is)
-// and returns its stage row and the values its TTFT and ITL intervals were drawn from, so that
+// readRun aggregates the run in dir (into the run itself, or with again into a scratch
+// directory: a kept run is left as it is) and returns its stage row and the values its TTFT and
+// ITL intervals were drawn from, so that
 // the pooled percentile is of the very values the intervals are about: aggregate's event
 // times (the packet tap's when it saw the segment, else the kernel's, else user space's).
 // (A second copy of that rule here once took kernel times alone: a read that found several
 // events waiting stamps them all with the last one's arrival, and pooled over 20 runs that
 // moved the ITL p99 up by 50 µs at 140 requests/s and 230 µs at 190.)
-func readRun(dir string) (result, error) {
-	scratch, err := os.MkdirTemp("", "wirebench-intervals-agg-")
-	if err != nil {
-		return result{}, err
+func readRun(dir string, again bool) (result, error) {
+	cfg := aggregate.Config{Runs: []string{dir}, KeepSamples: true}
+	if again {
+		scratch, err := os.MkdirTemp("", "wirebench-intervals-agg-")
+		if err != nil {
+			return result{}, err
+		}
+		defer os.RemoveAll(scratch)
+		cfg.Out = scratch
 	}
-	defer os.RemoveAll(scratch)
-	cfg := aggregate.Config{Runs: []string{dir}, Out: scratch, KeepSamples: true}
 	sum, err := aggregate.Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return result{}, fmt.Errorf("aggregate %s: %w", dir, err)
