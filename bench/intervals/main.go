@@ -26,6 +26,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wirebench/wirebench/aggregate"
 	"github.com/wirebench/wirebench/internal/simproc"
 	"github.com/wirebench/wirebench/schemas"
@@ -44,6 +46,7 @@ func main() {
 	simCPU := flag.Int("sim-cpu", -1, "pin each simulator to this CPU (-1: leave it to the scheduler)")
 	clientCPU := flag.Int("client-cpu", -1, "run each `wirebench capture` (its coordinator and workers) on this CPU alone, with taskset (-1: leave it to its defaults)")
 	firstSeed := flag.Int("first-seed", 1, "seed of run 0 (run i has seed first-seed+i and is kept as r<rate>-<first-seed-1+i>): to add runs to a kept set")
+	keepAwake := flag.Bool("keep-awake", false, "keep every CPU from halting for the whole bench (`wirebench keep-awake`: a SCHED_IDLE spinner a CPU, which gives way at once to any other thread): a halted vCPU wakes as late as its host decides, which varies from run to run; the stages' machine busy share then includes the spinners")
 	oneSim := flag.Bool("one-sim", false, "one simulator for all the runs of a load, started before the first (default: a fresh one each run): the runs then share one server process; on the 2-vCPU project machine they still differed by more than sampling (docs/measurements.md)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -73,6 +76,14 @@ func main() {
 		} else {
 			pin += ", a fresh simulator a run"
 		}
+		if *keepAwake {
+			stop, err := keepCPUsAwake(*bin)
+			if err != nil {
+				log.Fatal(err)
+			}
+			defer stop()
+			pin += ", every CPU kept awake"
+		}
 		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s; seeds %d-%d), %d output tokens, simulator config %s (%s)\n\n",
 			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *loads, *firstSeed, *firstSeed+*runs-1, *output, *simCfg, pin)
 	}
@@ -95,6 +106,31 @@ func main() {
 			row(l.rate, f, res)
 		}
 	}
+}
+
+// keepCPUsAwake starts `wirebench keep-awake` on every CPU this process may use; stop closes its
+// stdin, which ends it.
+func keepCPUsAwake(bin string) (stop func(), err error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("keep-awake: %w", err)
+	}
+	var cpus []string
+	for c := range 1024 {
+		if set.IsSet(c) {
+			cpus = append(cpus, strconv.Itoa(c))
+		}
+	}
+	cmd := exec.Command(bin, "keep-awake", "--cpus", strings.Join(cpus, ","))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("keep-awake: %w", err)
+	}
+	return func() { in.Close(); cmd.Wait() }, nil
 }
 
 // load is one load of the bench: a Poisson rate and the length of its runs.
