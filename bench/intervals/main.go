@@ -347,7 +347,7 @@ tokenizer: whitespace
 		return result{}, err
 	}
 	// Replay and capture here, aggregate in readRun: `wirebench run` would aggregate the run a
-	// second time (and draw its report), which takes about as long as a short capture.
+	// second time (and draw its report).
 	for _, args := range [][]string{{"replay", cfg, "-o", dir}, append([]string{"capture", dir, "--quiet"}, extra...)} {
 		cmd := exec.Command(p.bin, args...)
 		if p.clientCPU >= 0 && args[0] == "capture" {
@@ -362,9 +362,9 @@ tokenizer: whitespace
 
 // readRun aggregates the run in dir (into the run itself, or with again into a scratch
 // directory: a kept run is left as it is) and returns its stage row and the values its TTFT and
-// ITL intervals were drawn from, so that
-// the pooled percentile is of the very values the intervals are about: aggregate's event
-// times (the packet tap's when it saw the segment, else the kernel's, else user space's).
+// ITL intervals were drawn from, so that the pooled percentile is of the very values the
+// intervals are about: aggregate's event times (the packet tap's when it saw the segment, else
+// the kernel's, else user space's).
 // (A second copy of that rule here once took kernel times alone: a read that found several
 // events waiting stamps them all with the last one's arrival, and pooled over 20 runs that
 // moved the ITL p99 up by 50 µs at 140 requests/s and 230 µs at 190.)
