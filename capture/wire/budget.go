@@ -92,7 +92,7 @@ func (res *Result) Release() {
 	}
 	s.reserved, s.budget = 0, nil
 	if cap(res.Chunks) > retainEvents {
-		res.Chunks, s.kern, s.aft, s.rxEnd, s.tok, s.srv, s.srvEnd = nil, nil, nil, nil, nil, nil, nil
+		res.Chunks, s.tok, s.srv, s.srvEnd = nil, nil, nil, nil
 	}
 	if cap(s.text) > retainBytes {
 		s.text = nil

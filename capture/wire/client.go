@@ -202,9 +202,6 @@ type reqState struct {
 	cursor int64
 	body   bytes.Reader
 	p      *ptrs   // this request's optional request fields (fresh per Send: rows may outlive it)
-	kern   []int64 // per chunk: kernel time, 0 = none
-	aft    []int64 // per chunk: rx_after_ns, 0 = none
-	rxEnd  []int64 // per chunk: rx_stream_end, 0 = none
 	tok    []int32 // per chunk: tokens, -1 = not said
 	srv    []int64 // server send times from x-sim, per content chunk
 	srvEnd []int64 // the server's times after those sends' writes returned (x-sim sent_end_ns)
@@ -270,7 +267,7 @@ func (res *Result) reset() {
 	res.Text = ""
 	s.dec.Reset()
 	s.text, s.sim = s.text[:0], s.sim[:0]
-	s.kern, s.aft, s.rxEnd, s.tok, s.srv, s.srvEnd = s.kern[:0], s.aft[:0], s.rxEnd[:0], s.tok[:0], s.srv[:0], s.srvEnd[:0]
+	s.tok, s.srv, s.srvEnd = s.tok[:0], s.srv[:0], s.srvEnd[:0]
 	s.conn, s.resp, s.cursor, s.final, s.tokens = nil, 0, 0, false, 0
 	s.p = new(ptrs)
 }
@@ -537,9 +534,7 @@ func (c *Client) event(ctx context.Context, res *Result, ev *event, a arrival) *
 	s := &res.st
 	res.Chunks = append(res.Chunks, schemas.RawChunk{})
 	ch := &res.Chunks[len(res.Chunks)-1]
-	s.kern = append(s.kern, a.kernel)
-	s.aft = append(s.aft, a.after)
-	s.rxEnd = append(s.rxEnd, a.streamEnd)
+	ch.RxKernelNs, ch.RxAfterNs, ch.RxStreamEnd = a.kernel, a.after, a.streamEnd
 	s.tok = append(s.tok, -1)
 	if string(ev.Data) == "[DONE]" {
 		ch.Kind = schemas.ChunkDone
@@ -603,8 +598,8 @@ func (c *Client) event(ctx context.Context, res *Result, ev *event, a arrival) *
 	return ch
 }
 
-// finish sets the chunks' times, offsets and token counts (Tokens from one block allocated for
-// this request).
+// finish sets the chunks' token counts (from one block allocated for this request) and the
+// simulator's send times.
 func (c *Client) finish(res *Result) {
 	s := &res.st
 	n := len(res.Chunks)
@@ -615,7 +610,6 @@ func (c *Client) finish(res *Result) {
 	content := 0
 	for i := range res.Chunks {
 		ch := &res.Chunks[i]
-		ch.RxKernelNs, ch.RxAfterNs, ch.RxStreamEnd = s.kern[i], s.aft[i], s.rxEnd[i]
 		if s.tok[i] >= 0 {
 			toks[i] = s.tok[i]
 			ch.Tokens = &toks[i]
