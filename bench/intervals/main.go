@@ -26,8 +26,9 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wirebench/wirebench/aggregate"
-	"github.com/wirebench/wirebench/internal/cpuset"
 	"github.com/wirebench/wirebench/internal/simproc"
 	"github.com/wirebench/wirebench/schemas"
 )
@@ -110,13 +111,15 @@ func main() {
 // keepCPUsAwake starts `wirebench keep-awake` on every CPU this process may use; stop closes its
 // stdin, which ends it.
 func keepCPUsAwake(bin string) (stop func(), err error) {
-	allowed, _, err := cpuset.Allowed()
-	if err != nil {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil, fmt.Errorf("keep-awake: %w", err)
 	}
 	var cpus []string
-	for _, c := range allowed {
-		cpus = append(cpus, strconv.Itoa(c))
+	for c := range 1024 {
+		if set.IsSet(c) {
+			cpus = append(cpus, strconv.Itoa(c))
+		}
 	}
 	cmd := exec.Command(bin, "keep-awake", "--cpus", strings.Join(cpus, ","))
 	in, err := cmd.StdinPipe()
