@@ -47,6 +47,7 @@ func main() {
 	clientCPU := flag.Int("client-cpu", -1, "run each `wirebench capture` (its coordinator and workers) on this CPU alone, with taskset (-1: leave it to its defaults)")
 	firstSeed := flag.Int("first-seed", 1, "seed of run 0 (run i has seed first-seed+i and is kept as r<rate>-<first-seed-1+i>): to add runs to a kept set")
 	keepAwake := flag.Bool("keep-awake", false, "keep every CPU from halting for the whole bench (`wirebench keep-awake`: a SCHED_IDLE spinner a CPU, which gives way at once to any other thread): a halted vCPU wakes as late as its host decides, which varies from run to run; the stages' machine busy share then includes the spinners")
+	haltPoll := flag.Duration("halt-poll", 0, "for the whole bench, let an idle vCPU poll this long before it halts (the haltpoll cpuidle driver's guest_halt_poll_ns, restored at the end; KVM guests only): like -keep-awake, it spares the runs the host's varying wake-up of a halted vCPU, but only while a CPU is idle and without a thread to preempt; the kernel's default is 200µs, some hosts boot with 0")
 	oneSim := flag.Bool("one-sim", false, "one simulator for all the runs of a load, started before the first (default: a fresh one each run): the runs then share one server process; on the 2-vCPU project machine they still differed by more than sampling (docs/measurements.md)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -60,6 +61,19 @@ func main() {
 	if *oneSim && *parallel > 1 {
 		log.Fatal("-one-sim runs one run at a time: the runs would share the simulator (-parallel 1)")
 	}
+	// What the bench changed on the machine, undone (last first) when it ends, also on failure.
+	var cleanups []func()
+	fatal := func(err error) {
+		for _, c := range slices.Backward(cleanups) {
+			c()
+		}
+		log.Fatal(err)
+	}
+	defer func() {
+		for _, c := range slices.Backward(cleanups) {
+			c()
+		}
+	}()
 	if *reuse {
 		fmt.Printf("Re-analysed %s (-reuse) at %s: the runs' own config, machine and time are those they were made with\n\n",
 			*dir, time.Now().UTC().Format(time.RFC3339))
@@ -76,12 +90,20 @@ func main() {
 		} else {
 			pin += ", a fresh simulator a run"
 		}
+		if *haltPoll > 0 {
+			restore, err := setHaltPoll(*haltPoll)
+			if err != nil {
+				fatal(err)
+			}
+			cleanups = append(cleanups, restore)
+			pin += fmt.Sprintf(", idle CPUs polling %v before they halt", *haltPoll)
+		}
 		if *keepAwake {
 			stop, err := keepCPUsAwake(*bin)
 			if err != nil {
-				log.Fatal(err)
+				fatal(err)
 			}
-			defer stop()
+			cleanups = append(cleanups, stop)
 			pin += ", every CPU kept awake"
 		}
 		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s; seeds %d-%d), %d output tokens, simulator config %s (%s)\n\n",
@@ -94,13 +116,13 @@ func main() {
 		stop := func() {}
 		if *oneSim && !*reuse {
 			if p.url, stop, err = startSim(p); err != nil {
-				log.Fatal(err)
+				fatal(err)
 			}
 		}
 		res, err := runAll(p, *runs, *parallel, *keep, *reuse)
 		stop()
 		if err != nil {
-			log.Fatal(err)
+			fatal(err)
 		}
 		for _, f := range figures {
 			row(l.rate, f, res)
@@ -131,6 +153,29 @@ func keepCPUsAwake(bin string) (stop func(), err error) {
 		return nil, fmt.Errorf("keep-awake: %w", err)
 	}
 	return func() { in.Close(); cmd.Wait() }, nil
+}
+
+// haltPollParam is the haltpoll cpuidle driver's polling limit (Documentation/virt/guest-halt-polling.rst).
+const haltPollParam = "/sys/module/haltpoll/parameters/guest_halt_poll_ns"
+
+// setHaltPoll lets an idle CPU poll for up to d before it halts, and returns what puts the old
+// limit back. The driver grows and shrinks each CPU's polling between 0 and this limit by whether
+// polling caught the next wake-up; the polling counts as idle time.
+func setHaltPoll(d time.Duration) (restore func(), err error) {
+	old, err := os.ReadFile(haltPollParam)
+	if err != nil {
+		return nil, fmt.Errorf("-halt-poll: %w (the haltpoll cpuidle driver of KVM guests is not loaded here)", err)
+	}
+	if err := os.WriteFile(haltPollParam, []byte(strconv.FormatInt(d.Nanoseconds(), 10)), 0); err != nil {
+		return nil, fmt.Errorf("-halt-poll: %w", err)
+	}
+	was := strings.TrimSpace(string(old))
+	log.Printf("halt-poll: %s set to %d (was %s; restored when the bench ends, or by hand after a kill)", haltPollParam, d.Nanoseconds(), was)
+	return func() {
+		if err := os.WriteFile(haltPollParam, []byte(was), 0); err != nil {
+			log.Printf("halt-poll: restore %s to %s: %v", haltPollParam, was, err)
+		}
+	}, nil
 }
 
 // load is one load of the bench: a Poisson rate and the length of its runs.
