@@ -47,7 +47,7 @@ func main() {
 	clientCPU := flag.Int("client-cpu", -1, "run each `wirebench capture` (its coordinator and workers) on this CPU alone, with taskset (-1: leave it to its defaults)")
 	firstSeed := flag.Int("first-seed", 1, "seed of run 0 (run i has seed first-seed+i and is kept as r<rate>-<first-seed-1+i>): to add runs to a kept set")
 	keepAwake := flag.Bool("keep-awake", false, "keep every CPU from halting for the whole bench (`wirebench keep-awake`: a SCHED_IDLE spinner a CPU, which gives way at once to any other thread): a halted vCPU wakes as late as its host decides, which varies from run to run; the stages' machine busy share then includes the spinners")
-	haltPoll := flag.Duration("halt-poll", 0, "for the whole bench, let an idle vCPU poll this long before it halts (the haltpoll cpuidle driver's guest_halt_poll_ns, restored at the end; KVM guests only): like -keep-awake, it spares the runs the host's varying wake-up of a halted vCPU, but only while a CPU is idle and without a thread to preempt; the kernel's default is 200µs, some hosts boot with 0")
+	haltPoll := flag.Duration("halt-poll", 0, "for the whole bench, let an idle vCPU poll this long before it halts (the haltpoll cpuidle driver's guest_halt_poll_ns, restored at the end; only where that driver is the one in use, which the bench checks): like -keep-awake, it spares the runs the host's varying wake-up of a halted vCPU, but only while a CPU is idle and without a thread to preempt; the kernel's default is 200µs, some hosts boot with 0")
 	oneSim := flag.Bool("one-sim", false, "one simulator for all the runs of a load, started before the first (default: a fresh one each run): the runs then share one server process; on the 2-vCPU project machine they still differed by more than sampling (docs/measurements.md)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -155,13 +155,25 @@ func keepCPUsAwake(bin string) (stop func(), err error) {
 	return func() { in.Close(); cmd.Wait() }, nil
 }
 
-// haltPollParam is the haltpoll cpuidle driver's polling limit (Documentation/virt/guest-halt-polling.rst).
-const haltPollParam = "/sys/module/haltpoll/parameters/guest_halt_poll_ns"
+// haltPollParam is the haltpoll cpuidle driver's polling limit (Documentation/virt/guest-halt-polling.rst);
+// it acts only while that driver is the one in use (idleDriver), which a KVM guest gets when its
+// host hints KVM_HINTS_REALTIME or it boots with cpuidle_haltpoll.force=1.
+const (
+	haltPollParam = "/sys/module/haltpoll/parameters/guest_halt_poll_ns"
+	idleDriver    = "/sys/devices/system/cpu/cpuidle/current_driver"
+)
 
 // setHaltPoll lets an idle CPU poll for up to d before it halts, and returns what puts the old
 // limit back. The driver grows and shrinks each CPU's polling between 0 and this limit by whether
 // polling caught the next wake-up; the polling counts as idle time.
 func setHaltPoll(d time.Duration) (restore func(), err error) {
+	drv, err := os.ReadFile(idleDriver)
+	if err != nil {
+		return nil, fmt.Errorf("-halt-poll: %w", err)
+	}
+	if got := strings.TrimSpace(string(drv)); got != "haltpoll" {
+		return nil, fmt.Errorf("-halt-poll: the cpuidle driver in use is %q (%s), not haltpoll: its polling limit would change nothing", got, idleDriver)
+	}
 	old, err := os.ReadFile(haltPollParam)
 	if err != nil {
 		return nil, fmt.Errorf("-halt-poll: %w (the haltpoll cpuidle driver of KVM guests is not loaded here)", err)
