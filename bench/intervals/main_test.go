@@ -64,3 +64,25 @@ func TestMachineDrift(t *testing.T) {
 		t.Error("a busy share that does not vary gave a fit")
 	}
 }
+
+// TestCoverageCI: the exact interval of a coverage count. n of n and 0 of n have closed forms
+// (0.025^(1/n) and 1 − that); k of n mirrors n−k of n; 17 of 20 is the textbook 62.1–96.8%.
+func TestCoverageCI(t *testing.T) {
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-4 }
+	if lo, hi := coverageCI(20, 20); !near(lo, math.Pow(0.025, 1.0/20)) || hi != 1 {
+		t.Errorf("20 of 20: %.4f–%.4f; want %.4f–1", lo, hi, math.Pow(0.025, 1.0/20))
+	}
+	if lo, hi := coverageCI(0, 19); lo != 0 || !near(hi, 1-math.Pow(0.025, 1.0/19)) {
+		t.Errorf("0 of 19: %.4f–%.4f; want 0–%.4f", lo, hi, 1-math.Pow(0.025, 1.0/19))
+	}
+	for _, c := range [][2]int{{17, 19}, {3, 20}, {26, 28}} {
+		lo, hi := coverageCI(c[0], c[1])
+		mlo, mhi := coverageCI(c[1]-c[0], c[1])
+		if !near(lo, 1-mhi) || !near(hi, 1-mlo) || lo >= float64(c[0])/float64(c[1]) || hi <= float64(c[0])/float64(c[1]) {
+			t.Errorf("%d of %d: %.4f–%.4f, mirror %.4f–%.4f", c[0], c[1], lo, hi, mlo, mhi)
+		}
+	}
+	if lo, hi := coverageCI(17, 20); math.Abs(lo-0.621) > 5e-4 || math.Abs(hi-0.968) > 5e-4 {
+		t.Errorf("17 of 20: %.4f–%.4f; want 0.621–0.968", lo, hi)
+	}
+}
