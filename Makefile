@@ -79,8 +79,8 @@ bench-scale: build
 # at 140 and 190 requests/s (light, near its saturation), 120 s each, one at a time (runs side by
 # side compete for the CPUs and are no longer alike); for p50 and p99 of TTFT and ITL, the share
 # of runs whose 95% interval holds the pooled percentile (with that share's exact interval) and
-# the median width, as a Markdown table (figures in docs/measurements.md). About 100 minutes on a quiet machine; a cut-down check:
-# go run ./bench/intervals -runs 3 -loads 140:5s.
+# the median width, as a Markdown table (figures in docs/measurements.md). About 100 minutes on a
+# quiet machine; a cut-down check: go run ./bench/intervals -runs 3 -loads 140:5s.
 bench-intervals: build
 	$(GO) run ./bench/intervals -wirebench $(BIN)
 
