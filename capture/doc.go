@@ -1,5 +1,5 @@
 // Package capture executes a run's schedule against the target and writes raw, per-token wire
-// timestamps to zstd Parquet shards under RUN/raw/.
+// timestamps to Snappy-compressed Parquet shards under RUN/raw/.
 //
 // Process model: Run (the coordinator) starts k worker processes, the same binary's hidden
 // `worker` subcommand, k defaulting to the CPUs this process may use (affinity mask and cgroup

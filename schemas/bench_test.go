@@ -6,24 +6,31 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/compress/snappy"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
 // BenchmarkWriteRaw writes raw-chunks rows as a capture does (a part of 500,000 rows in batches
-// of 4,096) at zstd's default and fastest levels, and reports the CPU and file bytes per row.
+// of 4,096) with zstd at its default and fastest levels and with Snappy (raw/'s codec), and
+// reports the CPU and file bytes per row.
 // The rows are those of 64-token streams read at the wire: an event every 10-20 µs of a
 // request, kernel and user times a few µs apart, every field a worker fills.
 func BenchmarkWriteRaw(b *testing.B) {
 	rows := rawChunkRows(500_000)
 	for _, c := range []struct {
-		name string
-		lvl  zstd.Level
-	}{{"default", zstd.SpeedDefault}, {"fastest", zstd.SpeedFastest}} {
+		name  string
+		codec compress.Codec
+	}{
+		{"zstd-default", &zstd.Codec{Level: zstd.SpeedDefault}},
+		{"zstd-fastest", &zstd.Codec{Level: zstd.SpeedFastest}},
+		{"snappy", &snappy.Codec{}},
+	} {
 		b.Run("chunks/"+c.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "chunks-w00-0000.parquet")
 			var size int64
 			for b.Loop() {
-				w, err := create[RawChunk](path, Producer{Command: "bench"}, c.lvl)
+				w, err := create[RawChunk](path, Producer{Command: "bench"}, c.codec)
 				if err != nil {
 					b.Fatal(err)
 				}

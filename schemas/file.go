@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/compress/snappy"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 
 	"github.com/wirebench/wirebench/internal/redact"
@@ -38,17 +40,14 @@ type Writer[T any] struct {
 	done   bool
 }
 
-// Create starts an atomic Parquet file of the kind whose row struct is T, zstd-compressed, with
-// the schema version, kind, producer and schema checksum in its key-value metadata (and a
-// CRC-32 in every page header: see VerifyPages). The raw/ kinds, written while a capture's load
-// runs on CPUs it may share with the server, use zstd's fastest level: a fifth to a third
-// less CPU per row than the default's, for files about 9% larger (BenchmarkWriteRaw); the
-// rest use the default level.
+// Create starts an atomic Parquet file of the kind whose row struct is T, compressed, with the
+// schema version, kind, producer and schema checksum in its key-value metadata (and a CRC-32 in
+// every page header: see VerifyPages). The compression is the kind's (codec).
 func Create[T any](path string, p Producer) (*Writer[T], error) {
-	return create[T](path, p, level(KindOf[T]()))
+	return create[T](path, p, codec(KindOf[T]()))
 }
 
-func create[T any](path string, p Producer, lvl zstd.Level) (*Writer[T], error) {
+func create[T any](path string, p Producer, c compress.Codec) (*Writer[T], error) {
 	kind := KindOf[T]()
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -63,7 +62,7 @@ func create[T any](path string, p Producer, lvl zstd.Level) (*Writer[T], error) 
 	}
 	args, _ := json.Marshal(redact.Strings(p.Args))
 	pw := parquet.NewGenericWriter[T](tmp,
-		parquet.Compression(&zstd.Codec{Level: lvl}),
+		parquet.Compression(c),
 		// Bound the writer's memory: a row group is flushed to the file every RowGroupRows rows
 		// instead of holding a whole file's pages until Close.
 		parquet.MaxRowsPerRowGroup(RowGroupRows),
@@ -76,13 +75,17 @@ func create[T any](path string, p Producer, lvl zstd.Level) (*Writer[T], error) 
 	return &Writer[T]{path: path, tmp: tmp, pw: pw}, nil
 }
 
-// level is the zstd level of a kind's files: the fastest for what a capture writes during its
-// load (raw/), the default for the rest.
-func level(k Kind) zstd.Level {
+// codec is the compression of a kind's files. The raw/ kinds, written while a capture's load
+// runs on CPUs it may share with the server, use Snappy: in the worker beside the simulator at
+// 2,000 req/s × 64 tokens it cost 5% less client CPU per request than zstd's fastest level (8
+// alternating pairs, every one lower) for raw/ files about 25% larger
+// ([measurements](../docs/measurements.md#snappy-for-raw-files-2026-12-04-1633-utc)). The rest,
+// written after the load, use zstd's default level.
+func codec(k Kind) compress.Codec {
 	if strings.HasPrefix(k.Path, "raw/") {
-		return zstd.SpeedFastest
+		return &snappy.Codec{}
 	}
-	return zstd.SpeedDefault
+	return &zstd.Codec{Level: zstd.SpeedDefault}
 }
 
 // Write appends rows. Rows are buffered into row groups by the Parquet writer.
