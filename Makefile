@@ -35,8 +35,9 @@ test: lint build
 	# So does compare's over 100 sets of runs.
 	$(GO) test -count=1 -run TestCompareSetsCoverRunDrift ./compare
 	# Static like bin/wirebench, so that the end-to-end tests reuse its build (TestImageFromScratch
-	# puts the binary they build in an image).
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m $(E2E_PKGS)
+	# puts the binary they build in an image). -parallel 5: compare's and search's five tests,
+	# light loads that wait on their simulators, run at once after the others (lightLoad).
+	CGO_ENABLED=0 $(GO) test -count=1 -parallel 5 -timeout 20m $(E2E_PKGS)
 	# The Kubernetes manifests of `wirebench k8s`, parsed with the Kubernetes API types: a module of
 	# its own (k8s.io stays out of go.mod), so `go list ./...` above does not see it.
 	cd examples/k8s/validate && $(GO) vet ./... && WIREBENCH=$(CURDIR)/$(BIN) $(GO) test -count=1 ./...

@@ -37,6 +37,14 @@ bias: ` + bias + `
 
 const wideBias = "{tolerance: 2s, tolerance_share: 0.9}"
 
+// lightLoad lets compare's and search's end-to-end tests run in parallel with each other:
+// t.Parallel holds them until every other test of the package has ended, then runs as many at
+// once as -parallel allows (5 in the Makefile: all of them). Each sends a few to 20 requests a
+// second to its own simulator and spends its minute waiting on the simulator's latencies, not
+// on the CPU: one after another they took 230 of the package's 765 s on a 2-CPU guest, all at
+// once 82 s (27 s of CPU).
+func lightLoad(t *testing.T) { t.Parallel() }
+
 // compareRun runs the config against url into a new run directory. compare's tests need runs
 // whose trust is not red, and a busy machine may wake the pacer later than the load verdict
 // allows (a send lag p99 of 5.5 ms against 4.85 ms, with other builds at nice 19 beside the
@@ -124,6 +132,7 @@ func findChange(c schemas.Comparison, metric, pct string) *schemas.CompareChange
 // 100 ms, then a token each 20 ms) are paired by stage name, show no significant change, and
 // pass a gate on E2E p50; with two runs more, so do two sets of two runs (compareSets).
 func TestCompareSameConfigPasses(t *testing.T) {
+	lightLoad(t)
 	url := startSim(t, "--ttft", "100ms", "--itl", "20ms", "--max-num-seqs", "0")
 	base, again := compareRun(t, url, wideBias), compareRun(t, url, wideBias)
 	c, code, stderr := compareJSON(t, base, again, "--fail-on", "e2e.p50>+5%", "--fail-on", "ntpot.p50>+5%")
@@ -213,6 +222,7 @@ func compareSets(t *testing.T, url string, base, again string) {
 // --itl 24ms): E2E p50 is reported up about 20%, significant, and TTFT p50 and E2E p90 up about
 // 20%; the gate exits 3 naming the regression; text and Markdown say the same.
 func TestCompareSlowerSimulatorFailsGate(t *testing.T) {
+	lightLoad(t)
 	url := startSim(t, "--ttft", "100ms", "--itl", "20ms", "--max-num-seqs", "0")
 	slow := startSim(t, "--ttft", "120ms", "--itl", "24ms", "--max-num-seqs", "0")
 	base, worse := compareRun(t, url, wideBias), compareRun(t, slow, wideBias)
@@ -247,6 +257,7 @@ func TestCompareSlowerSimulatorFailsGate(t *testing.T) {
 // that no client meets) cannot pass a gate, as BASE or as NEW, even with nothing regressed: exit
 // 4 naming the red run. Without --fail-on the comparison is shown, with a note, and exits 0.
 func TestCompareRedTrustCannotPass(t *testing.T) {
+	lightLoad(t)
 	url := startSim(t, "--ttft", "100ms", "--itl", "20ms", "--max-num-seqs", "0")
 	good, red := compareRun(t, url, wideBias), compareRun(t, url, "{tolerance: 1us, tolerance_share: 0.00001}")
 	for _, args := range [][]string{{good, red}, {red, good}} {

@@ -22,6 +22,7 @@ import (
 // in the sentence. The bias tolerance is wide (20 ms, against the SLO's 60 ms of slack): a
 // loaded machine's reads are late by milliseconds, which does not move the verdict.
 func TestSearchFindsSimulatorCapacity(t *testing.T) {
+	lightLoad(t)
 	const truth = 2 * (1 + 0.06/4)
 	url := startSim(t, "--mode", "fixed", "--ttft", "100ms", "--itl", "40ms", "--max-num-seqs", "1")
 	dir := t.TempDir()
@@ -97,6 +98,7 @@ search: {min_rate: 0.5, max_rate: 8, duration: 4s}
 // TestSearchUntrustedStepStops: a step whose load the client cannot deliver (a connection
 // cap of 1 against 2 s answers) is neither a pass nor a fail: the search stops and says so.
 func TestSearchUntrustedStepStops(t *testing.T) {
+	lightLoad(t)
 	url := startSim(t, "--mode", "fixed", "--ttft", "2s", "--itl", "1ms", "--max-num-seqs", "0")
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "search.yaml")
