@@ -120,7 +120,7 @@ func TestBatchingSlowsSteps(t *testing.T) {
 	}
 }
 
-// TestEngineModeQueues: in engine mode too, requests beyond max-num-seqs wait FIFO. It
+// TestEngineModeQueues: in engine mode too, requests beyond max-num-seqs wait for a slot. It
 // judges by the sim's own stamps, not by how close together the goroutines started: on a
 // loaded machine under -race the first request may itself wait a millisecond to be admitted.
 func TestEngineModeQueues(t *testing.T) {
