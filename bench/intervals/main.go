@@ -28,6 +28,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/wirebench/wirebench/aggregate"
 	"github.com/wirebench/wirebench/internal/simproc"
 	"github.com/wirebench/wirebench/schemas"
@@ -78,33 +80,10 @@ func main() {
 		fmt.Printf("Re-analysed %s (-reuse) at %s: the runs' own config, machine and time are those they were made with\n\n",
 			*dir, time.Now().UTC().Format(time.RFC3339))
 	} else {
-		pin := "simulator unpinned"
-		if *simCPU >= 0 {
-			pin = fmt.Sprintf("simulator on CPU %d", *simCPU)
-		}
-		if *clientCPU >= 0 {
-			pin += fmt.Sprintf(", client on CPU %d", *clientCPU)
-		}
-		if *oneSim {
-			pin += ", one simulator a load"
-		} else {
-			pin += ", a fresh simulator a run"
-		}
-		if *haltPoll > 0 {
-			restore, err := setHaltPoll(*haltPoll)
-			if err != nil {
-				fatal(err)
-			}
-			cleanups = append(cleanups, restore)
-			pin += fmt.Sprintf(", idle CPUs polling %v before they halt", *haltPoll)
-		}
-		if *keepAwake {
-			stop, err := keepCPUsAwake(*bin)
-			if err != nil {
-				fatal(err)
-			}
-			cleanups = append(cleanups, stop)
-			pin += ", every CPU kept awake"
+		pin, undo, err := setUp(*bin, *simCPU, *clientCPU, *oneSim, *keepAwake, *haltPoll)
+		cleanups = append(cleanups, undo...)
+		if err != nil {
+			fatal(err)
 		}
 		fmt.Printf("Machine: %d CPUs, %s, %s; %d runs per load (%s; seeds %d-%d), %d output tokens, simulator config %s (%s)\n\n",
 			runtime.NumCPU(), runtime.Version(), time.Now().UTC().Format(time.RFC3339), *runs, *loads, *firstSeed, *firstSeed+*runs-1, *output, *simCfg, pin)
@@ -128,6 +107,40 @@ func main() {
 			row(l.rate, f, res)
 		}
 	}
+}
+
+// setUp describes where the runs' processes go and makes the machine changes the flags ask for
+// (idle polling, CPUs kept awake); undo reverts those made, also when err is not nil.
+func setUp(bin string, simCPU, clientCPU int, oneSim, keepAwake bool, haltPoll time.Duration) (pin string, undo []func(), err error) {
+	pin = "simulator unpinned"
+	if simCPU >= 0 {
+		pin = fmt.Sprintf("simulator on CPU %d", simCPU)
+	}
+	if clientCPU >= 0 {
+		pin += fmt.Sprintf(", client on CPU %d", clientCPU)
+	}
+	if oneSim {
+		pin += ", one simulator a load"
+	} else {
+		pin += ", a fresh simulator a run"
+	}
+	if haltPoll > 0 {
+		restore, err := setHaltPoll(haltPoll)
+		if err != nil {
+			return "", undo, err
+		}
+		undo = append(undo, restore)
+		pin += fmt.Sprintf(", idle CPUs polling %v before they halt", haltPoll)
+	}
+	if keepAwake {
+		stop, err := keepCPUsAwake(bin)
+		if err != nil {
+			return "", undo, err
+		}
+		undo = append(undo, stop)
+		pin += ", every CPU kept awake"
+	}
+	return pin, undo, nil
 }
 
 // keepCPUsAwake starts `wirebench keep-awake` on every CPU this process may use; stop closes its
@@ -332,47 +345,17 @@ func row(rate float64, f figure, res []result) {
 
 // coverageCI is the exact (Clopper–Pearson) 95% interval of a coverage of k held in n: the
 // shares at which k or more (its lower end) or k or fewer (its upper end) would be seen with
-// probability 2.5%. It says how far from 95% a count of 20 runs falls by chance alone: 17 of
-// 19 (89%) is within it.
+// probability 2.5%, the quantiles of beta distributions. It says how far from 95% a count of
+// 20 runs falls by chance alone: 17 of 19 (89%) is within it.
 func coverageCI(k, n int) (lo, hi float64) {
+	lo, hi = 0, 1
 	if k > 0 {
-		lo = bisect(func(p float64) bool { return 1-binomCDF(k-1, n, p) < 0.025 })
+		lo = distuv.Beta{Alpha: float64(k), Beta: float64(n - k + 1)}.Quantile(0.025)
 	}
-	hi = 1
 	if k < n {
-		hi = bisect(func(p float64) bool { return binomCDF(k, n, p) > 0.025 })
+		hi = distuv.Beta{Alpha: float64(k + 1), Beta: float64(n - k)}.Quantile(0.975)
 	}
 	return lo, hi
-}
-
-// bisect returns where in [0, 1] f turns from true to false (f true below it, false above).
-func bisect(f func(p float64) bool) float64 {
-	lo, hi := 0.0, 1.0
-	for range 60 {
-		if m := (lo + hi) / 2; f(m) {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	return (lo + hi) / 2
-}
-
-// binomCDF is P(X ≤ k) for X binomial with n trials of chance p.
-func binomCDF(k, n int, p float64) float64 {
-	var sum float64
-	for i := 0; i <= k; i++ {
-		sum += math.Exp(lchoose(n, i) + float64(i)*math.Log(p) + float64(n-i)*math.Log1p(-p))
-	}
-	return sum
-}
-
-// lchoose is log(n choose k).
-func lchoose(n, k int) float64 {
-	a, _ := math.Lgamma(float64(n + 1))
-	b, _ := math.Lgamma(float64(k + 1))
-	c, _ := math.Lgamma(float64(n - k + 1))
-	return a - b - c
 }
 
 // spread compares how far apart the runs' own percentiles are with what their intervals say a
