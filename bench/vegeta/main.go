@@ -37,6 +37,10 @@
 //   - TCP segments per request: the host's TCP segments sent over the same window (/proc/net/snmp
 //     OutSegs: on loopback both ends', so the server's data and the client's ACKs), per request
 //     served. A client that reads each event as it comes acknowledges each one.
+//
+// packets.sh, beside this file, takes one case apart: the loopback packets by direction, the
+// simulator's sleeps and preemptions, and a third client, wirebench replaying the send times of
+// vegeta's run (vegeta's pacer sends in clumps; the server sleeps less often under clumps).
 package main
 
 import (
