@@ -63,7 +63,8 @@ bench: build
 # judged by the server: both drive a fresh simulator (no CPU cost, and 100 us of CPU per request)
 # at 1,000, 2,000 and 5,000 req/s with 4 and 64 output tokens, and the simulator's own /metrics
 # give the latencies it served, the requests and the connections; prints a Markdown table with
-# each client's CPU per request (figures in docs/measurements.md). About 5 minutes on 2 CPUs.
+# each client's CPU per request, and a second one with wirebench sending at the send times of
+# each vegeta run (figures in docs/measurements.md). About 15 minutes on 2 CPUs.
 bench-vegeta: build
 	cd bench/vegeta && $(GO) run . -wirebench ../../$(BIN)
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,11 +133,13 @@ func runVegeta(ctx context.Context, o options, k caseKey, base string, scrapeBef
 	cpu0 := selfCPU()
 	kinds := map[string]int64{}
 	for res := range atk.Attack(vegeta.NewStaticTargeter(target), vegeta.ConstantPacer{Freq: k.rate, Per: time.Second}, o.duration, "side-by-side") {
+		r.sent = append(r.sent, res.Timestamp.UnixNano())
 		if res.Code != 200 || res.Error != "" || !bytes.HasSuffix(res.Body, []byte("data: [DONE]\n\n")) {
 			kinds[errorKind(res)]++
 		}
 	}
 	r.cpuNs = selfCPU() - cpu0
+	slices.Sort(r.sent)
 	r.note = kindsNote(kinds)
 	return nil
 }
@@ -198,10 +201,38 @@ workload:
 tokenizer: whitespace
 `
 
+// traceTemplate replays the send times of a vegeta run (trace.csv, written by writeTrace).
+const traceTemplate = `# bench/vegeta: the send times of vegeta's run against a fresh wirebench sim.
+name: vegeta-side-by-side-%[1]d-at-vegeta-times
+seed: 1
+target:
+  url: %[2]s
+  api: completions
+  model: sim
+  ignore_eos: true
+  timeout: 30s
+workload:
+  trace: {format: azure, file: trace.csv}
+tokenizer: whitespace
+`
+
+// writeTrace writes sent (Unix ns, sorted) as an Azure trace of 16-token prompts and the case's
+// output tokens, from 2026-01-01 00:00:00 (only the offsets matter).
+func writeTrace(path string, sent []int64, tokens int) error {
+	var b bytes.Buffer
+	b.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, ns := range sent {
+		fmt.Fprintf(&b, "%s,16,%d\n", t0.Add(time.Duration(ns-sent[0])).Format("2006-01-02 15:04:05.000000000"), tokens)
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
 // runWirebench plans the case with `wirebench replay`, runs `wirebench capture` with its
 // defaults (scrapeBefore runs just before it) and aggregates; its CPU is what the capture
-// recorded of its coordinator and workers (clientCPU).
-func runWirebench(ctx context.Context, o options, k caseKey, base string, scrapeBefore func() error, r *result) error {
+// recorded of its coordinator and workers (clientCPU). With sent (a vegeta run's send times),
+// it sends at those times instead of the constant rate.
+func runWirebench(ctx context.Context, o options, k caseKey, base string, scrapeBefore func() error, r *result, sent []int64) error {
 	dir, err := os.MkdirTemp("", fmt.Sprintf("wirebench-vegeta-%d-", k.rate))
 	if err != nil {
 		return err
@@ -212,7 +243,17 @@ func runWirebench(ctx context.Context, o options, k caseKey, base string, scrape
 		defer os.RemoveAll(dir)
 	}
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, configTemplate, k.rate, base, o.duration, k.tokens), 0o644); err != nil {
+	text := fmt.Appendf(nil, configTemplate, k.rate, base, o.duration, k.tokens)
+	if sent != nil {
+		if len(sent) == 0 {
+			return fmt.Errorf("vegeta's run sent nothing to replay")
+		}
+		if err := writeTrace(filepath.Join(dir, "trace.csv"), sent, k.tokens); err != nil {
+			return err
+		}
+		text = fmt.Appendf(nil, traceTemplate, k.rate, base)
+	}
+	if err := os.WriteFile(cfg, text, 0o644); err != nil {
 		return err
 	}
 	run := filepath.Join(dir, "run")

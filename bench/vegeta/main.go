@@ -27,9 +27,16 @@
 //     start to the end of the capture (its manifest's stage_usage client_cpu_ns); start-up,
 //     planning and aggregating are not counted for either;
 //
-// Each case runs -repeat times per client (3 by default), vegeta and wirebench alternating, each
-// run against a fresh simulator; the table shows each figure's median over the runs, since single
+// Each case runs -repeat times per client (3 by default), the clients alternating, each run
+// against a fresh simulator; the table shows each figure's median over the runs, since single
 // runs on a shared machine vary by more than the 1.2× the comparison judges.
+//
+// At the same rate the two clients do not offer the server the same load: vegeta's constant
+// pacer sleeps on Go timers, which fire when the netpoller wakes, so its sends come in clumps,
+// and a server sleeps (and pays a wake-up) less often under clumps. With -at-vegeta-times (on
+// by default) a third client runs after each vegeta run: wirebench replaying that run's send
+// times (its results' timestamps, as an Azure trace). A second table compares it with vegeta:
+// the same load, sent by the two clients.
 //
 //   - server CPU per request: the simulator's own CPU (the sum of its threads' on-CPU time,
 //     /proc/PID/task/*/schedstat) over the same window as its metrics, per request it completed;
@@ -38,9 +45,8 @@
 //     OutSegs: on loopback both ends', so the server's data and the client's ACKs), per request
 //     served. A client that reads each event as it comes acknowledges each one.
 //
-// packets.sh, beside this file, takes one case apart: the loopback packets by direction, the
-// simulator's sleeps and preemptions, and a third client, wirebench replaying the send times of
-// vegeta's run (vegeta's pacer sends in clumps; the server sleeps less often under clumps).
+// packets.sh, beside this file, takes one case apart: the loopback packets by direction and the
+// simulator's sleeps and preemptions under the same three clients.
 package main
 
 import (
@@ -72,8 +78,18 @@ type options struct {
 	duration  time.Duration
 	keep      bool
 	grace     time.Duration
-	repeat    int // runs of each case per client, alternating; the table shows their medians
+	repeat    int  // runs of each case per client, alternating; the table shows their medians
+	atVegeta  bool // also run wirebench at the send times of each vegeta run (clientAtVegeta)
 }
+
+// The clients of a case: vegeta, wirebench at the constant rate, and wirebench replaying the
+// send times of the vegeta run just before it (vegeta's pacer sends in clumps, and a server
+// sleeps less often under clumps: this client offers the server vegeta's load exactly).
+const (
+	clientVegeta    = "vegeta"
+	clientWirebench = "wirebench"
+	clientAtVegeta  = "wirebench at vegeta's send times"
+)
 
 // caseKey is one offered load against one simulator.
 type caseKey struct {
@@ -85,10 +101,11 @@ type caseKey struct {
 // result is one client's run of one case.
 type result struct {
 	served      serverDelta
-	cpuNs       int64  // user + system CPU of the client's processes
-	serverCPUNs int64  // the simulator's CPU over the same window (its threads' schedstat)
-	segments    int64  // TCP segments the host sent over the same window (both ends, on loopback)
-	trust, note string // wirebench's trust level; what went wrong or stands out
+	cpuNs       int64   // user + system CPU of the client's processes
+	serverCPUNs int64   // the simulator's CPU over the same window (its threads' schedstat)
+	segments    int64   // TCP segments the host sent over the same window (both ends, on loopback)
+	trust, note string  // wirebench's trust level; what went wrong or stands out
+	sent        []int64 // vegeta's send times (its results' timestamps, Unix ns, sorted)
 	failed      error
 }
 
@@ -109,8 +126,11 @@ func main() {
 				keys = append(keys, k)
 				results[k] = map[string][]result{}
 				for i := 0; i < o.repeat && ctx.Err() == nil; i++ {
-					for _, client := range []string{"vegeta", "wirebench"} {
-						results[k][client] = append(results[k][client], runLogged(ctx, o, k, client, i))
+					v := runLogged(ctx, o, k, clientVegeta, i, nil)
+					results[k][clientVegeta] = append(results[k][clientVegeta], v)
+					results[k][clientWirebench] = append(results[k][clientWirebench], runLogged(ctx, o, k, clientWirebench, i, nil))
+					if o.atVegeta && v.failed == nil {
+						results[k][clientAtVegeta] = append(results[k][clientAtVegeta], runLogged(ctx, o, k, clientAtVegeta, i, v.sent))
 					}
 				}
 			}
@@ -120,16 +140,21 @@ func main() {
 		host, runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.Version(), loadBefore, loadavg())
 	fmt.Printf("Date: %s (%s wall). Each run: a fresh `wirebench sim --listen 127.0.0.1:0 ARGS`, %s at a constant rate, 16-token prompts.\n\n",
 		start.UTC().Format("2006-01-02 15:04 MST"), time.Since(start).Round(time.Second), o.duration)
-	writeTable(os.Stdout, o, keys, results)
+	writeTable(os.Stdout, o, keys, results, clientWirebench)
+	if o.atVegeta {
+		fmt.Println()
+		writeTable(os.Stdout, o, keys, results, clientAtVegeta)
+	}
 	if ctx.Err() != nil {
 		os.Exit(130)
 	}
 }
 
-// runLogged runs one client's i-th run of case k and logs its figures to stderr.
-func runLogged(ctx context.Context, o options, k caseKey, client string, i int) result {
+// runLogged runs one client's i-th run of case k and logs its figures to stderr; sent is the
+// vegeta run's send times for clientAtVegeta.
+func runLogged(ctx context.Context, o options, k caseKey, client string, i int, sent []int64) result {
 	fmt.Fprintf(os.Stderr, "%s  %s, %d req/s, %d tokens: %s, run %d of %d ...\n", time.Now().Format("15:04:05"), simName(o.sims[k.sim]), k.rate, k.tokens, client, i+1, o.repeat)
-	r := runOne(ctx, o, k, client)
+	r := runOne(ctx, o, k, client, sent)
 	if r.failed != nil {
 		fmt.Fprintf(os.Stderr, "  failed: %v\n", r.failed)
 		return r
@@ -153,6 +178,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.keep, "keep", false, "keep the wirebench run directories (their paths are printed)")
 	flag.IntVar(&o.repeat, "repeat", 3, "runs of each case per client, alternating (the table shows each figure's median)")
 	flag.DurationVar(&o.grace, "grace", 90*time.Second, "time allowed per run beyond -duration before it is stopped")
+	flag.BoolVar(&o.atVegeta, "at-vegeta-times", true, "also run wirebench at the send times of each vegeta run (a second table): vegeta's pacer sends in clumps, so at the same rate the two clients do not offer the server the same load")
 	flag.Parse()
 	var err error
 	if o.rates, err = positiveInts(rates); err != nil {
@@ -196,7 +222,7 @@ func positiveInts(s string) ([]int, error) {
 
 // runOne starts a fresh simulator, scrapes its /metrics, runs one client against it, scrapes
 // again and stops it. The whole run is bounded by duration + grace.
-func runOne(parent context.Context, o options, k caseKey, client string) (r result) {
+func runOne(parent context.Context, o options, k caseKey, client string, sent []int64) (r result) {
 	ctx, cancel := context.WithTimeout(parent, o.duration+o.grace)
 	defer cancel()
 	sim, err := startSim(ctx, o.wirebench, o.sims[k.sim])
@@ -217,10 +243,10 @@ func runOne(parent context.Context, o options, k caseKey, client string) (r resu
 		return err
 	}
 	switch client {
-	case "vegeta":
+	case clientVegeta:
 		err = runVegeta(ctx, o, k, sim.url, scrapeBefore, &r)
 	default:
-		err = runWirebench(ctx, o, k, sim.url, scrapeBefore, &r)
+		err = runWirebench(ctx, o, k, sim.url, scrapeBefore, &r, sent)
 	}
 	if err == nil && ctx.Err() != nil {
 		err = fmt.Errorf("stopped after %s: %w", o.duration+o.grace, context.Cause(ctx))

@@ -18,18 +18,23 @@ const (
 	fairRatio = 1.2
 )
 
-// writeTable prints one Markdown row per case: the server's latencies under each client and
-// their ratio, what it served, each client's CPU per request, the connections it accepted and
-// the TCP segments per request; then how wirebench compares where the server was not saturated.
-func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[string][]result) {
-	fmt.Fprintf(w, "Server-side latencies are the simulator's own (from reading a request to writing its first token / last event), vegeta / wirebench (wirebench ÷ vegeta); every figure is the median of %d runs per client.\n\n", o.repeat)
+// writeTable prints one Markdown row per case, vegeta against the wirebench client wbClient
+// (clientWirebench or clientAtVegeta): the server's latencies under each and their ratio, what
+// it served, each client's CPU per request, the connections it accepted and the TCP segments
+// per request; then how wirebench compares where the server was not saturated.
+func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[string][]result, wbClient string) {
+	if wbClient == clientAtVegeta {
+		fmt.Fprintf(w, "The same, with wirebench sending at the send times of the vegeta run just before it (vegeta's results' timestamps replayed as a trace): both clients offer the server the same load.\n\n")
+	} else {
+		fmt.Fprintf(w, "Server-side latencies are the simulator's own (from reading a request to writing its first token / last event), vegeta / wirebench (wirebench ÷ vegeta); every figure is the median of %d runs per client.\n\n", o.repeat)
+	}
 	fmt.Fprintln(w, "| simulator | rate/s | tokens | server TTFT p50 | server TTFT p99 | server E2E p50 | server E2E p99 | served | client CPU per request | server CPU per request | connections | TCP segments per request | wirebench trust, notes |")
 	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|---|---|")
 	var judged, fair, cheaper int
 	var unfair []string
 	for _, k := range keys {
 		row := []string{simName(o.sims[k.sim]), fmtInt(int64(k.rate)), strconv.Itoa(k.tokens)}
-		vs, wbs := results[k]["vegeta"], results[k]["wirebench"]
+		vs, wbs := results[k][clientVegeta], results[k][wbClient]
 		if err := firstFailure(vs, wbs); err != "" {
 			row = append(row, "–", "–", "–", "–", "–", "–", "–", "–", "–", mdEscape(err))
 			fmt.Fprintln(w, "| "+strings.Join(row, " | ")+" |")
@@ -61,11 +66,11 @@ func writeTable(w io.Writer, o options, keys []caseKey, results map[caseKey]map[
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Where vegeta's server-side E2E p99 was under %v (%d cases): wirebench's server-side p50 and p99 within %.1f× of vegeta's in %d", fairP99, judged, fairRatio, fair)
+	fmt.Fprintf(w, "Where vegeta's server-side E2E p99 was under %v (%d cases), %s: server-side p50 and p99 within %.1f× of vegeta's in %d", fairP99, judged, wbClient, fairRatio, fair)
 	if len(unfair) > 0 {
 		fmt.Fprintf(w, " (not: %s)", strings.Join(unfair, "; "))
 	}
-	fmt.Fprintf(w, "; wirebench's client CPU per request at most vegeta's in %d.\n", cheaper)
+	fmt.Fprintf(w, "; client CPU per request at most vegeta's in %d.\n", cheaper)
 }
 
 // firstFailure describes the first failed run of a case, or returns "".
