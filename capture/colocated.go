@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wirebench/wirebench/internal/colocate"
 	"github.com/wirebench/wirebench/schemas"
@@ -23,7 +24,10 @@ import (
 //     server's when that is higher (nice −20 away from the server);
 //   - the packet tap bound to the loopback interface (traffic to the host's own addresses runs
 //     over it), its kernel filter on the target's address and port as always, and its recorder
-//     a batch thread (SCHED_BATCH: no wake-up preemption of the server, its share of CPU kept).
+//     a batch thread (SCHED_BATCH: no wake-up preemption of the server, its share of CPU kept);
+//   - with the tap running, the reads of fast streams coalesced (DefaultReadCoalesce): a burst
+//     of events wakes the reader, and the server's writes wake nothing, once a window instead
+//     of once an event, and the tap still times every segment.
 //
 // Away from the server the defaults stand: a worker per usable CPU, the pacer at nice −20.
 
@@ -100,6 +104,26 @@ func (pl *placement) applyColocated(cfg *Config, cpus []int, usable int) []int {
 		pl.col.Defaults = append(pl.col.Defaults, "packet tap on the loopback interface only, its recorder a batch thread (SCHED_BATCH)")
 	}
 	return cpus
+}
+
+// readCoalesce resolves --read-coalesce: a value given stands (a warning when no tap times the
+// events it batches), else DefaultReadCoalesce beside the server with the tap running, else 0.
+func (pl *placement) readCoalesce(given *time.Duration, tap bool, log *slog.Logger) *time.Duration {
+	var d time.Duration
+	switch {
+	case given != nil:
+		d = *given
+		if d > 0 && !tap {
+			log.Warn("--read-coalesce without the packet tap: events read together share one read's time bounds", "read_coalesce", d)
+		}
+	case pl.local && tap:
+		d = DefaultReadCoalesce
+		pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("reads of fast streams coalesced %v at a time, the tap timing each segment (--read-coalesce 0: every event read as it arrives)", d))
+	}
+	if d > 0 {
+		log.Info("reads coalesced", "window", d)
+	}
+	return &d
 }
 
 // cpuList formats CPUs as a comma-separated list.

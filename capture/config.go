@@ -128,6 +128,15 @@ const (
 	// MaxGOMAXPROCS bounds --gomaxprocs: the runtime allocates every P up front, and with a
 	// mistyped 100000000 a capture of three requests made no progress in 30 s.
 	MaxGOMAXPROCS = 256
+	// DefaultReadCoalesce is the read coalescing window (Options.ReadCoalesce) beside the server
+	// with the tap running: a burst of events (a server that writes faster than it generates,
+	// or the simulator at zero latency) is read a window at a time, while a real model's
+	// streams (tokens milliseconds apart) are read an event at a time as before. Measured in
+	// docs/measurements.md ("Coalesced reads").
+	DefaultReadCoalesce = 200 * time.Microsecond
+	// MaxReadCoalesce bounds --read-coalesce: each read of a batching connection waits the
+	// window, so a mistyped 10s would hold every stream's end that long.
+	MaxReadCoalesce = 10 * time.Millisecond
 	// startLead is how far after the last worker's "ready" the coordinator puts the common start.
 	startLead = 300 * time.Millisecond
 )
@@ -247,6 +256,9 @@ func resolveOptions(o *Options, rc *schemas.Config) error {
 		return fmt.Errorf("memory budget must be >= 0 (%d bytes)", o.MemoryBudget)
 	}
 	o.KeepText = o.KeepText || co.KeepText
+	if o.ReadCoalesce != nil && (*o.ReadCoalesce < 0 || *o.ReadCoalesce > MaxReadCoalesce) {
+		return fmt.Errorf("read-coalesce %v: want 0..%v", *o.ReadCoalesce, MaxReadCoalesce)
+	}
 	return nil
 }
 

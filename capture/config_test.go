@@ -29,6 +29,7 @@ func TestResolveTakesEveryCaptureOption(t *testing.T) {
 		setNonZero(t, ov.Field(i), int64(flag*(i+1)), ov.Type().Field(i).Name)
 	}
 	fromFlags.Workers = flag
+	*fromFlags.ReadCoalesce = MaxReadCoalesce // at most that: a flag-only option, not in the capture block
 	flags := fromFlags.Options
 	for _, cfg := range []*Config{&fromConfig, &fromFlags} {
 		if err := resolve(cfg, rc); err != nil {

@@ -63,6 +63,14 @@ type ClientConfig struct {
 	// with kind memory_budget (see budget.go). 0 = none. With a budget, call Result.Release
 	// once a Result's rows are written.
 	MemoryBudget int64
+	// Coalesce, when > 0, batches the reads of fast streams (Linux): once a connection's reads
+	// come less than Coalesce apart, its socket stops waking the reader for each segment
+	// (SO_RCVLOWAT) and the reader sleeps Coalesce before each read, taking in one read what
+	// arrived meanwhile, until a read finds nothing. Fewer reads, wake-ups and read-time ACKs,
+	// for the client and for a server on the same machine; but events read together share one
+	// read's time, so only a packet tap (which times every segment) keeps them exact. 0 = read
+	// each event as it arrives.
+	Coalesce time.Duration
 }
 
 // defaultClientConfig returns the configuration capture starts from: 64 connections, no

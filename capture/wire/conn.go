@@ -51,6 +51,9 @@ const runRing = 512
 type stampedConn struct {
 	net.Conn
 	stamping bool // SO_TIMESTAMPING is on for this socket
+	// coalesce is ClientConfig.Coalesce: once reads come less than this apart, the reader
+	// sleeps this long before each read (Linux), so one read takes what a burst brought.
+	coalesce time.Duration
 	track    bool // run the framing tracker
 	stats    *counters
 	sys      sysConn    // platform read path
@@ -154,12 +157,14 @@ func (c *stampedConn) Read(p []byte) (int, error) {
 
 // readSocket reads from the socket with its timestamps. Only the connection's reader calls it.
 func (c *stampedConn) readSocket(p []byte) (int, sockRead, error) {
+	c.sys.wait(c)
 	start := time.Now().UnixNano()
 	n, kernel, err := c.sys.read(c, p)
 	user := time.Now().UnixNano()
 	if n <= 0 {
 		return n, sockRead{}, err
 	}
+	c.sys.arrived(c, user)
 	c.stats.reads.Add(1)
 	c.stats.bytes.Add(int64(n))
 	sr := sockRead{kernel: kernel, user: user, after: c.empty, full: n == len(p)}

@@ -25,7 +25,18 @@ type sysConn struct {
 	n      int
 	errno  syscall.Errno
 	kernel int64
+	// Read coalescing (ClientConfig.Coalesce): try reads once and never park; batching is on
+	// while the socket's SO_RCVLOWAT is batchLowat; lastData is the user time of the latest read
+	// that returned bytes.
+	try      func(fd uintptr) bool
+	batching bool
+	lastData int64
 }
+
+// batchLowat is the SO_RCVLOWAT of a batching socket: the netpoller is not woken for each
+// segment, only once this much is queued (or on FIN, an error, or a closing window). It stays
+// well under the default receive buffer (tcp_rmem's 128 KiB), which a larger value would grow.
+const batchLowat = 16 << 10
 
 // tsFlags asks for software receive timestamps; both flags are needed or nothing is reported.
 const tsFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE
@@ -44,6 +55,7 @@ func newConn(nc net.Conn, stamp, track bool, st *counters) *stampedConn {
 	}
 	c.sys.rc = rc
 	c.sys.fn = c.sys.recv
+	c.sys.try = c.sys.recvOnce
 	capRetransmit(rc)
 	if stamp {
 		var serr error
@@ -71,6 +83,37 @@ func (s *sysConn) recv(fd uintptr) bool {
 	}
 }
 
+// recvOnce is recv that never parks: EAGAIN is left in s.errno.
+func (s *sysConn) recvOnce(fd uintptr) bool {
+	if !s.recv(fd) {
+		s.n, s.errno = 0, unix.EAGAIN
+	}
+	return true
+}
+
+// setLowat sets the socket's SO_RCVLOWAT; batching follows it.
+func (s *sysConn) setLowat(n int) {
+	_ = s.rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, n) })
+	s.batching = n > 1
+}
+
+// wait runs before each read when c coalesces. A batching reader sleeps one window first: what
+// arrives meanwhile wakes nothing (batchLowat) and the next read takes it at once.
+func (s *sysConn) wait(c *stampedConn) {
+	if s.batching {
+		time.Sleep(c.coalesce)
+	}
+}
+
+// arrived notes a read that returned bytes at user time now: a read that came within one
+// window of the one before starts batching.
+func (s *sysConn) arrived(c *stampedConn, now int64) {
+	if c.coalesce > 0 && !s.batching && s.rc != nil && s.lastData > 0 && now-s.lastData < int64(c.coalesce) {
+		s.setLowat(batchLowat)
+	}
+	s.lastData = now
+}
+
 func (s *sysConn) read(c *stampedConn, p []byte) (int, int64, error) {
 	if s.rc == nil || len(p) == 0 {
 		n, err := c.Conn.Read(p)
@@ -82,7 +125,18 @@ func (s *sysConn) read(c *stampedConn, p []byte) (int, int64, error) {
 	s.msg.SetIovlen(1)
 	s.msg.Control = &s.oob[0]
 	s.n, s.errno = 0, 0
-	err := s.rc.Read(s.fn)
+	var err error
+	if s.batching {
+		// Nothing came in the window: the stream has slowed or ended, so read each event as
+		// it comes again (a later read within a window of this one batches anew).
+		if err = s.rc.Read(s.try); err == nil && s.errno == unix.EAGAIN {
+			s.setLowat(1)
+			s.n, s.errno = 0, 0
+			err = s.rc.Read(s.fn)
+		}
+	} else {
+		err = s.rc.Read(s.fn)
+	}
 	s.iov.Base = nil // do not keep the caller's buffer alive
 	if err != nil {
 		return 0, 0, wrapNetErr(c, err)

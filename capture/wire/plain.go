@@ -533,6 +533,7 @@ func (c *Client) dialPlain(ctx context.Context, p *plainPool) (*plainConn, error
 		}
 	}
 	pc.c.fr.Collect = true
+	pc.c.coalesce = c.cfg.Coalesce // after the handshake, which it would only slow
 	pc.wfn = pc.writeFn
 	p.mu.Lock()
 	p.conns[pc] = struct{}{}

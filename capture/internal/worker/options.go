@@ -33,6 +33,17 @@ type Options struct {
 	// together (wire.ClientConfig.MemoryBudget): past it a request ends with kind memory_budget.
 	MemoryBudget schemas.Bytes `json:"memory_budget" placeholder:"SIZE" help:"Bytes of response state (events at 256 bytes each, text, buffered lines, whole bodies) each worker's requests in flight may hold together, e.g. 1GiB; past it a request ends with error kind memory_budget, never the worker for want of memory (0 = capture.memory_budget, else 256MiB: 1,048,576 events)." default:"0"`
 	GOMAXPROCS   int           `json:"gomaxprocs" name:"gomaxprocs" help:"GOMAXPROCS of each worker (0 = 4, see README)." default:"0"`
+	// ReadCoalesce: nil = capture decides (DefaultReadCoalesce beside the server with the tap
+	// running, else 0); 0 = off. Resolved before the workers start.
+	ReadCoalesce *time.Duration `json:"read_coalesce" name:"read-coalesce" placeholder:"D" help:"Batch the socket reads of fast streams: once a connection's reads come less than D apart, the reader sleeps D before each read and takes what arrived meanwhile in one read, until a read finds nothing. Saves reads, wake-ups and ACKs (the client's CPU and a co-located server's), and events read together share one read's time, so it is on by default only where the packet tap times every segment: 200us beside the server with the tap running, else off; 0 = off."`
+}
+
+// readCoalesce is the read coalescing window in force (0 = off).
+func (o *Options) readCoalesce() time.Duration {
+	if o.ReadCoalesce == nil {
+		return 0
+	}
+	return *o.ReadCoalesce
 }
 
 // timeout is the whole-request timeout in force (0 = none).

@@ -202,7 +202,7 @@ func (w *worker) newClient() *wire.Client {
 	w.log.Info("timeouts", "timeout", cfg.timeout(), "ttft_timeout", cfg.TTFTTimeout, "gap_timeout", cfg.GapTimeout, "connect_timeout", cfg.ConnectTimeout)
 	return wire.NewClient(wire.ClientConfig{API: w.api, MaxConns: maxConns, MinIdle: min(cfg.Connections/2, maxConns), KeepText: keepText,
 		Timeout: cfg.timeout(), TTFTTimeout: cfg.TTFTTimeout, GapTimeout: cfg.GapTimeout, ConnectTimeout: cfg.ConnectTimeout, TLS: w.tls, MemoryBudget: int64(cfg.MemoryBudget),
-		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode})
+		Timestamps: !cfg.NoKernelTimestamps, StampAfterDecode: cfg.StampAfterDecode, Coalesce: cfg.readCoalesce()})
 }
 
 // warm dials the warm connections before "ready", to each endpoint (each has its own pool); it
