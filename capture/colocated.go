@@ -24,10 +24,7 @@ import (
 //     server's when that is higher (nice −20 away from the server);
 //   - the packet tap bound to the loopback interface (traffic to the host's own addresses runs
 //     over it), its kernel filter on the target's address and port as always, and its recorder
-//     a batch thread (SCHED_BATCH: no wake-up preemption of the server, its share of CPU kept);
-//   - with the tap running, the reads of fast streams coalesced (DefaultReadCoalesce): a burst
-//     of events wakes the reader, and the server's writes wake nothing, once a window instead
-//     of once an event, and the tap still times every segment.
+//     a batch thread (SCHED_BATCH: no wake-up preemption of the server, its share of CPU kept).
 //
 // Away from the server the defaults stand: a worker per usable CPU, the pacer at nice −20.
 
@@ -106,21 +103,17 @@ func (pl *placement) applyColocated(cfg *Config, cpus []int, usable int) []int {
 	return cpus
 }
 
-// readCoalesce resolves --read-coalesce: a value given stands (a warning when no tap times the
-// events it batches), else DefaultReadCoalesce beside the server with the tap running, else 0.
-func (pl *placement) readCoalesce(given *time.Duration, tap bool, log *slog.Logger) *time.Duration {
+// readCoalesce resolves --read-coalesce (off unless given): a window given without the tap
+// running gets a warning, since only the tap keeps events read together exact.
+func readCoalesce(given *time.Duration, tap bool, log *slog.Logger) *time.Duration {
 	var d time.Duration
-	switch {
-	case given != nil:
+	if given != nil {
 		d = *given
-		if d > 0 && !tap {
-			log.Warn("--read-coalesce without the packet tap: events read together share one read's time bounds", "read_coalesce", d)
-		}
-	case pl.local && tap:
-		d = DefaultReadCoalesce
-		pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("reads of fast streams coalesced %v at a time, the tap timing each segment (--read-coalesce 0: every event read as it arrives)", d))
 	}
 	if d > 0 {
+		if !tap {
+			log.Warn("--read-coalesce without the packet tap: events read together share one read's time bounds", "read_coalesce", d)
+		}
 		log.Info("reads coalesced", "window", d)
 	}
 	return &d

@@ -128,12 +128,6 @@ const (
 	// MaxGOMAXPROCS bounds --gomaxprocs: the runtime allocates every P up front, and with a
 	// mistyped 100000000 a capture of three requests made no progress in 30 s.
 	MaxGOMAXPROCS = 256
-	// DefaultReadCoalesce is the read coalescing window (Options.ReadCoalesce) beside the server
-	// with the tap running: a burst of events (a server that writes faster than it generates,
-	// or the simulator at zero latency) is read a window at a time, while a real model's
-	// streams (tokens milliseconds apart) are read an event at a time as before. Measured in
-	// docs/measurements.md ("Coalesced reads").
-	DefaultReadCoalesce = 200 * time.Microsecond
 	// MaxReadCoalesce bounds --read-coalesce: each read of a batching connection waits the
 	// window, so a mistyped 10s would hold every stream's end that long.
 	MaxReadCoalesce = 10 * time.Millisecond

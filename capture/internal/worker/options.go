@@ -33,9 +33,8 @@ type Options struct {
 	// together (wire.ClientConfig.MemoryBudget): past it a request ends with kind memory_budget.
 	MemoryBudget schemas.Bytes `json:"memory_budget" placeholder:"SIZE" help:"Bytes of response state (events at 256 bytes each, text, buffered lines, whole bodies) each worker's requests in flight may hold together, e.g. 1GiB; past it a request ends with error kind memory_budget, never the worker for want of memory (0 = capture.memory_budget, else 256MiB: 1,048,576 events)." default:"0"`
 	GOMAXPROCS   int           `json:"gomaxprocs" name:"gomaxprocs" help:"GOMAXPROCS of each worker (0 = 4, see README)." default:"0"`
-	// ReadCoalesce: nil = capture decides (DefaultReadCoalesce beside the server with the tap
-	// running, else 0); 0 = off. Resolved before the workers start.
-	ReadCoalesce *time.Duration `json:"read_coalesce" name:"read-coalesce" placeholder:"D" help:"Batch the socket reads of fast streams: once a connection's reads come less than D apart, the reader sleeps D before each read and takes what arrived meanwhile in one read, until a read finds nothing. Saves reads, wake-ups and ACKs (the client's CPU and a co-located server's), and events read together share one read's time, so it is on by default only where the packet tap times every segment: 200us beside the server with the tap running, else off; 0 = off."`
+	// ReadCoalesce is the read coalescing window (wire.ClientConfig.Coalesce); nil or 0 = off.
+	ReadCoalesce *time.Duration `json:"read_coalesce" name:"read-coalesce" placeholder:"D" help:"Batch the socket reads of fast streams (off by default): once a connection's reads come less than D apart, the reader sleeps D before each read and takes what arrived meanwhile in one read, until a read finds nothing. Fewer reads and wake-ups (about half the client's CPU on zero-latency streams), but fewer ACKs too: a server whose burst outruns its congestion window waits for them, so its later events arrive up to D late (see README). Events read together share one read's time: use it with the packet tap."`
 }
 
 // readCoalesce is the read coalescing window in force (0 = off).
