@@ -66,10 +66,11 @@ type ClientConfig struct {
 	// Coalesce, when > 0, batches the reads of fast streams (Linux): once a connection's reads
 	// come less than Coalesce apart, its socket stops waking the reader for each segment
 	// (SO_RCVLOWAT) and the reader sleeps Coalesce before each read, taking in one read what
-	// arrived meanwhile, until a read finds nothing. Fewer reads, wake-ups and read-time ACKs,
-	// for the client and for a server on the same machine; but events read together share one
-	// read's time, so only a packet tap (which times every segment) keeps them exact. 0 = read
-	// each event as it arrives.
+	// arrived meanwhile, until a read finds nothing. Fewer reads and wake-ups; but events read
+	// together share one read's time (only a packet tap, which times every segment, keeps them
+	// exact), and fewer ACKs go out between reads, so a server whose burst outruns its
+	// congestion window holds the rest back until the next read (docs/design/footprint.md).
+	// 0 = read each event as it arrives.
 	Coalesce time.Duration
 }
 
