@@ -58,7 +58,7 @@ type Manifest struct {
 	Tap                *TapStatus      `json:"tap,omitempty" doc:"the packet tap of capture --tap"`
 	OpenFilesLimit     int64           `json:"open_files_limit,omitempty" doc:"capture's RLIMIT_NOFILE (raised to the hard limit)"`
 	MaxConnections     int             `json:"max_connections,omitempty" doc:"connections each worker may open (capture --max-connections, else what that limit allows)"`
-	ReadCoalesceNs     int64           `json:"read_coalesce_ns,omitempty" doc:"capture's read coalescing window (--read-coalesce): a connection whose reads came less than this apart slept this long before each read; absent = every event read as it arrived"`
+	ReadCoalesceNs     int64           `json:"read_coalesce_ns,omitempty" doc:"capture's read coalescing window (--read-coalesce): once a connection's reads came less than this apart, a read waited for 1 KiB or this long; absent = every event read as it arrived"`
 	Hosts              []Host          `json:"hosts,omitempty" doc:"the host directories a merged run was aggregated from"`
 	ClockUncertaintyNs int64           `json:"clock_uncertainty_ns,omitempty" doc:"how far apart the hosts' clocks may be: the sum of the two largest max errors among hosts on different clocks (0 on one clock)"`
 	Outages            []Outage        `json:"outages,omitempty" doc:"spans when the target could not be reached, as aggregate finds them in the requests' outcomes (rewritten by every aggregate)"`

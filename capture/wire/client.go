@@ -64,13 +64,14 @@ type ClientConfig struct {
 	// once a Result's rows are written.
 	MemoryBudget int64
 	// Coalesce, when > 0, batches the reads of fast streams (Linux): once a connection's reads
-	// come less than Coalesce apart, its socket stops waking the reader for each segment
-	// (SO_RCVLOWAT) and the reader sleeps Coalesce before each read, taking in one read what
-	// arrived meanwhile, until a read finds nothing. Fewer reads and wake-ups; but events read
-	// together share one read's time (only a packet tap, which times every segment, keeps them
-	// exact), and fewer ACKs go out between reads, so a server whose burst outruns its
-	// congestion window holds the rest back until the next read (docs/design/footprint.md).
-	// 0 = read each event as it arrives.
+	// come less than Coalesce apart, its socket wakes the reader only once 1 KiB is queued
+	// (SO_RCVLOWAT) or Coalesce has passed since the read began, whichever is first; a read
+	// that finds nothing after Coalesce goes back to waking on each segment. Fewer reads and
+	// wake-ups, while a read (and its ACK) still comes every few events, inside the server's
+	// congestion window; but events read together share one read's time (only a packet tap,
+	// which times every segment, keeps them exact), and a stream's last bytes, under 1 KiB,
+	// are read up to Coalesce late (docs/design/footprint.md). 0 = read each event as it
+	// arrives.
 	Coalesce time.Duration
 }
 

@@ -4,9 +4,12 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -103,5 +106,52 @@ func pausingHandler(pause time.Duration) http.HandlerFunc {
 		}
 		send(`data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":10}}`)
 		send(`data: [DONE]`)
+	}
+}
+
+// TestKillOutlastsReadBy: the watchdog's kill and a batching reader's own deadline (readBy)
+// may come in either order; the read fails at once either way, never waits out the reader's
+// deadline (a kill lost that way would leave a cut request hanging).
+func TestKillOutlastsReadBy(t *testing.T) {
+	for _, killFirst := range []bool{true, false} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		go func() {
+			if sc, err := ln.Accept(); err == nil {
+				<-stop // silent: the read can only end by its deadline
+				sc.Close()
+			}
+		}()
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newConn(nc, true, false, &counters{})
+		if killFirst {
+			c.kill()
+			c.readBy(time.Now().Add(time.Hour))
+		} else {
+			c.readBy(time.Now().Add(time.Hour))
+			c.kill()
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Read(make([]byte, 64))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("kill first %v: read error %v; want a deadline error", killFirst, err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Errorf("kill first %v: the read still waits 2 s after the kill", killFirst)
+		}
+		close(stop)
+		nc.Close()
+		ln.Close()
 	}
 }

@@ -51,13 +51,16 @@ const runRing = 512
 type stampedConn struct {
 	net.Conn
 	stamping bool // SO_TIMESTAMPING is on for this socket
-	// coalesce is ClientConfig.Coalesce: once reads come less than this apart, the reader
-	// sleeps this long before each read (Linux), so one read takes what a burst brought.
+	// coalesce is ClientConfig.Coalesce: once reads come less than this apart, a read waits for
+	// batchLowat bytes or this long (Linux), so one read takes what a burst brought.
 	coalesce time.Duration
 	track    bool // run the framing tracker
-	stats    *counters
-	sys      sysConn    // platform read path
-	tls      *tlsSocket // set once a TLS handshake is done: Read returns plaintext (tls.go)
+	// killed is set by kill: a past deadline cancels the connection's read and write, and a
+	// batching reader's own read deadline (readBy) must not lift it.
+	killed atomic.Bool
+	stats  *counters
+	sys    sysConn    // platform read path
+	tls    *tlsSocket // set once a TLS handshake is done: Read returns plaintext (tls.go)
 	// empty is a time at which the socket's receive queue was surely empty: of the latest read
 	// that returned less than its buffer (tcp_recvmsg returns early only once the queue is
 	// empty), the later of its kernel time and the start of its call. Bytes a later read returns
@@ -136,6 +139,22 @@ type counters struct {
 	opened, open, peak atomic.Int64
 }
 
+// kill makes the connection's read and any write going on fail at once with a timeout.
+func (c *stampedConn) kill() {
+	c.killed.Store(true)
+	_ = c.SetDeadline(time.Unix(1, 0))
+}
+
+// readBy sets the read deadline to t (zero: none) unless kill has run. Either order of the two
+// ends with the past deadline: kill stores killed before it sets the deadline, readBy checks it
+// after.
+func (c *stampedConn) readBy(t time.Time) {
+	_ = c.SetReadDeadline(t)
+	if c.killed.Load() {
+		_ = c.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
 // Read reads from the socket with its timestamps and records the read; under TLS it returns
 // the plaintext of the records that one socket read completed (tls.go).
 func (c *stampedConn) Read(p []byte) (int, error) {
@@ -157,7 +176,6 @@ func (c *stampedConn) Read(p []byte) (int, error) {
 
 // readSocket reads from the socket with its timestamps. Only the connection's reader calls it.
 func (c *stampedConn) readSocket(p []byte) (int, sockRead, error) {
-	c.sys.wait(c)
 	start := time.Now().UnixNano()
 	n, kernel, err := c.sys.read(c, p)
 	user := time.Now().UnixNano()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"time"
 	"unsafe"
@@ -25,18 +26,23 @@ type sysConn struct {
 	n      int
 	errno  syscall.Errno
 	kernel int64
-	// Read coalescing (ClientConfig.Coalesce): try reads once and never park; batching is on
-	// while the socket's SO_RCVLOWAT is batchLowat; lastData is the user time of the latest read
-	// that returned bytes.
-	try      func(fd uintptr) bool
+	// Read coalescing (ClientConfig.Coalesce): batching is on while the socket's SO_RCVLOWAT
+	// is batchLowat; lastData is the user time of the latest read that returned bytes; later
+	// and now are cached method values of recvLater and recvNow, waited recvLater's state.
+	laterFn  func(fd uintptr) bool
+	nowFn    func(fd uintptr)
+	waited   bool
 	batching bool
 	lastData int64
 }
 
-// batchLowat is the SO_RCVLOWAT of a batching socket: the netpoller is not woken for each
-// segment, only once this much is queued (or on FIN, an error, or a closing window). It stays
-// well under the default receive buffer (tcp_rmem's 128 KiB), which a larger value would grow.
-const batchLowat = 16 << 10
+// batchLowat is the SO_RCVLOWAT of a batching socket: the netpoller is woken once this much
+// is queued (or on FIN, an error, or a closing window), not for each segment. It is small on
+// purpose: a read empties the queue and acknowledges what it took, and Linux's own ACKs from
+// the softirq wait until more than rcv_mss bytes (up to several KiB on loopback) are
+// unacknowledged, so a larger mark lets a burst outrun the sender's congestion window and
+// holds the server back (docs/design/footprint.md).
+const batchLowat = 1 << 10
 
 // tsFlags asks for software receive timestamps; both flags are needed or nothing is reported.
 const tsFlags = unix.SOF_TIMESTAMPING_RX_SOFTWARE | unix.SOF_TIMESTAMPING_SOFTWARE
@@ -55,7 +61,7 @@ func newConn(nc net.Conn, stamp, track bool, st *counters) *stampedConn {
 	}
 	c.sys.rc = rc
 	c.sys.fn = c.sys.recv
-	c.sys.try = c.sys.recvOnce
+	c.sys.laterFn, c.sys.nowFn = c.sys.recvLater, c.sys.recvNow
 	capRetransmit(rc)
 	if stamp {
 		var serr error
@@ -83,26 +89,27 @@ func (s *sysConn) recv(fd uintptr) bool {
 	}
 }
 
-// recvOnce is recv that never parks: EAGAIN is left in s.errno.
-func (s *sysConn) recvOnce(fd uintptr) bool {
+// recvLater is recv for a batching socket: its first call parks the reader on the netpoller
+// without a system call, so it wakes only once batchLowat bytes are queued (or the deadline).
+func (s *sysConn) recvLater(fd uintptr) bool {
+	if !s.waited {
+		s.waited = true
+		return false
+	}
+	return s.recv(fd)
+}
+
+// recvNow is recv that never parks: EAGAIN is left in s.errno.
+func (s *sysConn) recvNow(fd uintptr) {
 	if !s.recv(fd) {
 		s.n, s.errno = 0, unix.EAGAIN
 	}
-	return true
 }
 
 // setLowat sets the socket's SO_RCVLOWAT; batching follows it.
 func (s *sysConn) setLowat(n int) {
 	_ = s.rc.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, n) })
 	s.batching = n > 1
-}
-
-// wait runs before each read when c coalesces. A batching reader sleeps one window first: what
-// arrives meanwhile wakes nothing (batchLowat) and the next read takes it at once.
-func (s *sysConn) wait(c *stampedConn) {
-	if s.batching {
-		time.Sleep(c.coalesce)
-	}
 }
 
 // arrived notes a read that returned bytes at user time now: a read that came within one
@@ -112,6 +119,26 @@ func (s *sysConn) arrived(c *stampedConn, now int64) {
 		s.setLowat(batchLowat)
 	}
 	s.lastData = now
+}
+
+// readBatch is a batching socket's read: it waits until batchLowat bytes are queued or one
+// window has passed, then takes what is there. A window that brought nothing means the stream
+// has slowed or ended: the socket wakes on each segment again (a later read within a window
+// of this one batches anew) and the read waits as any other.
+func (s *sysConn) readBatch(c *stampedConn) error {
+	c.readBy(time.Now().Add(c.coalesce))
+	s.waited = false
+	err := s.rc.Read(s.laterFn)
+	if !errors.Is(err, os.ErrDeadlineExceeded) || c.killed.Load() {
+		return err
+	}
+	c.readBy(time.Time{})
+	if err = s.rc.Control(s.nowFn); err != nil || s.errno != unix.EAGAIN {
+		return err
+	}
+	s.setLowat(1)
+	s.n, s.errno = 0, 0
+	return s.rc.Read(s.fn)
 }
 
 func (s *sysConn) read(c *stampedConn, p []byte) (int, int64, error) {
@@ -127,13 +154,7 @@ func (s *sysConn) read(c *stampedConn, p []byte) (int, int64, error) {
 	s.n, s.errno = 0, 0
 	var err error
 	if s.batching {
-		// Nothing came in the window: the stream has slowed or ended, so read each event as
-		// it comes again (a later read within a window of this one batches anew).
-		if err = s.rc.Read(s.try); err == nil && s.errno == unix.EAGAIN {
-			s.setLowat(1)
-			s.n, s.errno = 0, 0
-			err = s.rc.Read(s.fn)
-		}
+		err = s.readBatch(c)
 	} else {
 		err = s.rc.Read(s.fn)
 	}

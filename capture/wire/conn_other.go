@@ -15,7 +15,6 @@ func newConn(nc net.Conn, stamp, track bool, st *counters) *stampedConn {
 }
 
 // Read coalescing is Linux's (SO_RCVLOWAT): elsewhere each event is read as it comes.
-func (s *sysConn) wait(*stampedConn)           {}
 func (s *sysConn) arrived(*stampedConn, int64) {}
 
 func (s *sysConn) read(c *stampedConn, p []byte) (int, int64, error) {

@@ -1005,7 +1005,7 @@ func (c *Client) watch() {
 			pc.mu.Lock()
 			if pc.cur.Load() == cl && !pc.killed {
 				pc.killed, pc.cut = true, cut
-				_ = pc.c.SetDeadline(time.Unix(1, 0)) // a write still going on fails too
+				pc.c.kill() // a write still going on fails too
 			}
 			pc.mu.Unlock()
 		}
