@@ -24,7 +24,9 @@ import (
 //     server's when that is higher (nice −20 away from the server);
 //   - the packet tap bound to the loopback interface (traffic to the host's own addresses runs
 //     over it), its kernel filter on the target's address and port as always, and its recorder
-//     a batch thread (SCHED_BATCH: no wake-up preemption of the server, its share of CPU kept).
+//     a batch thread (SCHED_BATCH: no wake-up preemption of the server, its share of CPU kept);
+//   - with the tap running, the reads of fast streams batched (ColocatedReadCoalesce): fewer
+//     reads and wake-ups, each event still timed by the tap; --read-coalesce overrides.
 //
 // Away from the server the defaults stand: a worker per usable CPU, the pacer at nice −20.
 
@@ -34,6 +36,12 @@ const pacerNiceAway = -20
 // ColocatedWorkers is the default worker count beside the server: half of the usable CPUs, at
 // least one.
 func ColocatedWorkers(usable int) int { return max(1, usable/2) }
+
+// ColocatedReadCoalesce is the read coalescing window beside the server with the tap on: the
+// reads of zero-latency streams, most of the client's CPU there, come every 1 KiB or 200 µs
+// instead of every event or two (docs/measurements.md#coalesced-reads-2026-12-07); a real
+// model's tokens, milliseconds apart, never start it.
+const ColocatedReadCoalesce = 200 * time.Microsecond
 
 // placement is what capture decided from the target's place.
 type placement struct {
@@ -103,12 +111,17 @@ func (pl *placement) applyColocated(cfg *Config, cpus []int, usable int) []int {
 	return cpus
 }
 
-// readCoalesce resolves --read-coalesce (off unless given): a window given without the tap
-// running gets a warning, since only the tap keeps events read together exact.
-func readCoalesce(given *time.Duration, tap bool, log *slog.Logger) *time.Duration {
+// readCoalesce resolves --read-coalesce: when not given, ColocatedReadCoalesce for a
+// co-located target with the tap running (which keeps events read together exact), else off.
+// A window given without the tap gets a warning. A default that applied is noted in pl.
+func (pl *placement) readCoalesce(given *time.Duration, tap bool, log *slog.Logger) *time.Duration {
 	var d time.Duration
-	if given != nil {
+	switch {
+	case given != nil:
 		d = *given
+	case pl.local && tap:
+		d = ColocatedReadCoalesce
+		pl.col.Defaults = append(pl.col.Defaults, fmt.Sprintf("reads of fast streams batched (%v or 1 KiB; --read-coalesce 0 turns it off)", d))
 	}
 	if d > 0 {
 		if !tap {

@@ -48,7 +48,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	c.m.Tap = tapStatus
-	p.cfg.ReadCoalesce = readCoalesce(p.cfg.ReadCoalesce, rec != nil, log)
+	p.cfg.ReadCoalesce = p.pl.readCoalesce(p.cfg.ReadCoalesce, rec != nil, log)
 	c.m.ReadCoalesceNs = p.cfg.ReadCoalesce.Nanoseconds()
 	c.m.OpenFilesLimit = worker.OpenFilesLimit()
 	c.m.MaxConnections = worker.ConnCap(p.cfg.MaxConnections, p.cfg.MaxInflight, c.m.OpenFilesLimit)

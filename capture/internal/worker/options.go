@@ -33,8 +33,9 @@ type Options struct {
 	// together (wire.ClientConfig.MemoryBudget): past it a request ends with kind memory_budget.
 	MemoryBudget schemas.Bytes `json:"memory_budget" placeholder:"SIZE" help:"Bytes of response state (events at 256 bytes each, text, buffered lines, whole bodies) each worker's requests in flight may hold together, e.g. 1GiB; past it a request ends with error kind memory_budget, never the worker for want of memory (0 = capture.memory_budget, else 256MiB: 1,048,576 events)." default:"0"`
 	GOMAXPROCS   int           `json:"gomaxprocs" name:"gomaxprocs" help:"GOMAXPROCS of each worker (0 = 4, see README)." default:"0"`
-	// ReadCoalesce is the read coalescing window (wire.ClientConfig.Coalesce); nil or 0 = off.
-	ReadCoalesce *time.Duration `json:"read_coalesce" name:"read-coalesce" placeholder:"D" help:"Batch the socket reads of fast streams (off by default): once a connection's reads come less than D apart, a read waits until 1 KiB is queued or D has passed, and takes it all; a read that finds nothing after D goes back to reading each event as it comes. Fewer reads and wake-ups on zero-latency streams, with a read (and its ACK) still every few events; a stream's last bytes are read up to D late (see README). Events read together share one read's time: use it with the packet tap."`
+	// ReadCoalesce is the read coalescing window (wire.ClientConfig.Coalesce); 0 = off; nil =
+	// capture's default (capture.ColocatedReadCoalesce beside the server with the tap, else off).
+	ReadCoalesce *time.Duration `json:"read_coalesce" name:"read-coalesce" placeholder:"D" help:"Batch the socket reads of fast streams (default: 200us beside the server with the packet tap running, else off): once a connection's reads come less than D apart, a read waits until 1 KiB is queued or D has passed, and takes it all; a read that finds nothing after D goes back to reading each event as it comes. Fewer reads and wake-ups on zero-latency streams, with a read (and its ACK) still every few events; a stream's last bytes are read up to D late (see README). Events read together share one read's time: use it with the packet tap."`
 }
 
 // readCoalesce is the read coalescing window in force (0 = off).
