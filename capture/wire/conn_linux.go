@@ -27,8 +27,8 @@ type sysConn struct {
 	errno  syscall.Errno
 	kernel int64
 	// Read coalescing (ClientConfig.Coalesce): batching is on while the socket's SO_RCVLOWAT
-	// is batchLowat; lastData is the user time of the latest read that returned bytes; later
-	// and now are cached method values of recvLater and recvNow, waited recvLater's state.
+	// is batchLowat; lastData is the user time of the latest read that returned bytes; laterFn
+	// and nowFn are cached method values of recvLater and recvNow, waited recvLater's state.
 	laterFn  func(fd uintptr) bool
 	nowFn    func(fd uintptr)
 	waited   bool
