@@ -205,17 +205,16 @@ func (p *plainPool) idleCount() int {
 
 // plainConn is one keep-alive connection of the plain path.
 type plainConn struct {
-	c      *stampedConn
-	rc     syscall.RawConn
-	pool   *plainPool
-	buf    []byte               // socket reads
-	body   plainBody            // the current response's body reader (used by the reader goroutine only)
-	cur    atomic.Pointer[call] // the call on it; nil while idle; retired once its reader has ended
-	end    error                // the reader's last read, written before it sets cur to retired
-	dead   atomic.Bool          // the reader has ended: never hand this connection out again
-	mu     sync.Mutex           // orders the watchdog's kill against the end of a call
-	killed bool                 // the watchdog set a past read deadline; guarded by mu
-	cut    *cutError            // why, when TTFTTimeout or GapTimeout; guarded by mu
+	c    *stampedConn
+	rc   syscall.RawConn
+	pool *plainPool
+	buf  []byte               // socket reads
+	body plainBody            // the current response's body reader (used by the reader goroutine only)
+	cur  atomic.Pointer[call] // the call on it; nil while idle; retired once its reader has ended
+	end  error                // the reader's last read, written before it sets cur to retired
+	dead atomic.Bool          // the reader has ended: never hand this connection out again
+	mu   sync.Mutex           // orders the watchdog's kill against the end of a call
+	cut  *cutError            // why, when TTFTTimeout or GapTimeout; guarded by mu
 
 	// Written only by the connection's current owner (the goroutine sending on it).
 	head     []byte
@@ -629,7 +628,7 @@ func (pc *plainConn) complete(cl *call) {
 	}
 	keep := cl.keep && cl.wstate.Load() == written && !pc.dead.Load()
 	pc.mu.Lock()
-	if pc.killed {
+	if pc.c.killed.Load() {
 		keep = false // a past read deadline is set
 	}
 	if !pc.cur.CompareAndSwap(cl, nil) {
@@ -1003,8 +1002,8 @@ func (c *Client) watch() {
 			// The reader's read (and a write still going on) fail with a timeout, classified as
 			// cancelled when the context is done, as the cut's kind when there is one.
 			pc.mu.Lock()
-			if pc.cur.Load() == cl && !pc.killed {
-				pc.killed, pc.cut = true, cut
+			if pc.cur.Load() == cl && !pc.c.killed.Load() {
+				pc.cut = cut
 				pc.c.kill() // a write still going on fails too
 			}
 			pc.mu.Unlock()
