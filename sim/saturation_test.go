@@ -28,12 +28,12 @@ func processCPU(t testing.TB) time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-// cpuOfRequest sends one request to the server at addr and returns the process CPU time it
-// took; its wall time must be at least minWall.
-func cpuOfRequest(t *testing.T, addr, path, body string, minWall time.Duration) time.Duration {
+// cpuOfRequest sends one completions request to the server at addr and returns the process
+// CPU time it took; its wall time must be at least minWall.
+func cpuOfRequest(t *testing.T, addr, body string, minWall time.Duration) time.Duration {
 	t.Helper()
 	start := processCPU(t)
-	w := rawPost(t, addr, path, body)
+	w := rawPost(t, addr, "/v1/completions", body)
 	used := processCPU(t) - start
 	if w.status != 200 || !w.complete {
 		t.Fatalf("%s: status %d, complete %v", addr, w.status, w.complete)
@@ -52,13 +52,13 @@ func cpuOfRequest(t *testing.T, addr, path, body string, minWall time.Duration) 
 // thread has used want of CPU, whatever the load) and not far above it.
 func checkExtraCPU(t *testing.T, plain, busy, body string, n int, want time.Duration) {
 	t.Helper()
-	cpuOfRequest(t, plain, "/v1/completions", body, 0)
-	cpuOfRequest(t, busy, "/v1/completions", body, want)
+	cpuOfRequest(t, plain, body, 0)
+	cpuOfRequest(t, busy, body, want)
 	without := make([]time.Duration, n)
 	with := make([]time.Duration, n)
 	for i := range n {
-		without[i] = cpuOfRequest(t, plain, "/v1/completions", body, 0)
-		with[i] = cpuOfRequest(t, busy, "/v1/completions", body, want)
+		without[i] = cpuOfRequest(t, plain, body, 0)
+		with[i] = cpuOfRequest(t, busy, body, want)
 	}
 	median := func(d []time.Duration) time.Duration {
 		slices.Sort(d)
